@@ -1,0 +1,34 @@
+"""A TT embedding of ogbn-arxiv's size next to the dense table it replaces.
+
+    python examples/tt_embedding_demo.py --rows 169343 --dim 128 --rank 16
+"""
+import argparse
+import time
+
+import torch
+
+from ttgnn import TTNodeEmbedding
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--rows", type=int, default=169_343)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=100_000)
+    args = parser.parse_args()
+
+    emb = TTNodeEmbedding(args.rows, args.dim, ranks=args.rank)
+    print(emb)
+    print(f"parameters {emb.num_parameters:,} vs dense {args.rows * args.dim:,}: "
+          f"{emb.compression_ratio:,.1f}x smaller")
+    idx = torch.randint(0, args.rows, (args.batch,))
+    start = time.perf_counter()
+    out = emb(idx)
+    out.square().mean().backward()
+    print(f"forward+backward of {args.batch:,} rows: {1e3 * (time.perf_counter() - start):.0f} ms; "
+          f"output {tuple(out.shape)}, std {out.std().item():.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""ttgnn.partition: hierarchical METIS node reordering that maps graph locality onto TT digits."""

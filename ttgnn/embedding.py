@@ -1,0 +1,254 @@
+"""TTNodeEmbedding: a drop-in, tensor-train compressed replacement for :class:`torch.nn.Embedding`."""
+from __future__ import annotations
+
+import logging
+from typing import Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+from . import init as tt_init
+from .ops import tt_lookup
+from .shapes import TTShape
+
+__all__ = ["TTNodeEmbedding"]
+
+log = logging.getLogger(__name__)
+
+_INITS = ("gaussian", "ortho")
+
+
+class TTNodeEmbedding(nn.Module):
+    r"""An ``N x D`` embedding table stored as a tensor train of ``K`` small cores.
+
+    Row ``i`` of the table is the product of one slice of every core (see :mod:`ttgnn.shapes` for
+    the digit convention), so a lookup computes only the rows it is asked for and the full table
+    is never allocated: a 10^9 x 128 table at rank 16 has about a million parameters.
+
+    Args:
+        num_embeddings (int): number of rows ``N`` (any positive int; the row shape's product may
+            exceed it, and the extra rows are padding that is never looked up).
+        embedding_dim (int): ``D``.
+        ranks (int or sequence of int, optional): TT ranks, one int for all or the ``K-1`` inner
+            ranks; capped at the largest useful rank. (default: ``16``)
+        num_cores (int, optional): ``K``, 2 to 5; ignored when a shape is given. (default: ``3``)
+        row_shape (sequence of int, optional): ``(n_1, ..., n_K)``, product ``>= N``.
+            (default: the smallest balanced cover, :func:`ttgnn.shapes.factor_rows`)
+        col_shape (sequence of int, optional): ``(m_1, ..., m_K)``, product ``== D``.
+            (default: balanced, :func:`ttgnn.shapes.factor_dim`)
+        init (str, optional): ``"gaussian"`` (TT-Rec: table entries ``~ std init_scale``) or
+            ``"ortho"`` (TT-GNN: ``W^T W = init_scale^2 I`` on the padded table).
+            (default: ``"gaussian"``)
+        init_scale (float, optional): the table's scale for ``init``. (default: ``1.0``)
+        node_order (LongTensor, optional): ``(N,)`` map from index (node id) to TT row, e.g.
+            :attr:`ttgnn.partition.NodeOrder.perm`; must be injective into
+            ``[0, prod(row_shape))``. Stored as the buffer ``node_order``. (default: identity)
+        generator (torch.Generator, optional): random source for the init.
+        dtype (torch.dtype, optional): parameter dtype. (default: ``torch.get_default_dtype()``)
+        device (torch.device, optional): parameter device.
+
+    Shapes:
+        - **input:** integer tensor of any shape ``(*)`` with values in ``[0, N)``.
+        - **output:** ``(*, D)``.
+
+    Example::
+
+        >>> emb = TTNodeEmbedding(169_343, 128, ranks=16)
+        >>> emb.row_shape, emb.col_shape, emb.num_parameters
+        ((55, 55, 56), (8, 4, 4), 66944)
+        >>> emb(torch.tensor([[0, 5], [7, 169_342]])).shape
+        torch.Size([2, 2, 128])
+    """
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        *,
+        ranks: Union[int, Sequence[int]] = 16,
+        num_cores: int = 3,
+        row_shape: Optional[Sequence[int]] = None,
+        col_shape: Optional[Sequence[int]] = None,
+        init: str = "gaussian",
+        init_scale: float = 1.0,
+        node_order: Optional[torch.Tensor] = None,
+        generator: Optional[torch.Generator] = None,
+        dtype: Optional[torch.dtype] = None,
+        device: Optional[Union[torch.device, str]] = None,
+    ) -> None:
+        super().__init__()
+        if init not in _INITS:
+            raise ValueError(f"init must be one of {_INITS}, got {init!r}")
+        self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)
+        factory = {"dtype": dtype, "device": device}
+        self.cores = nn.ParameterList(
+            nn.Parameter(torch.empty(s, **factory)) for s in self.shape.core_shapes
+        )
+        self.init = init
+        self.init_scale = init_scale
+        self.register_buffer("node_order", None)
+        if node_order is not None:
+            self.set_node_order(node_order)
+        self.reset_parameters(generator)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def num_embeddings(self) -> int:
+        return self.shape.num_rows
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.shape.dim
+
+    @property
+    def row_shape(self) -> tuple[int, ...]:
+        return self.shape.row_shape
+
+    @property
+    def col_shape(self) -> tuple[int, ...]:
+        return self.shape.col_shape
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        return self.shape.ranks
+
+    @property
+    def num_parameters(self) -> int:
+        """Number of scalars in the cores (the node order buffer is not counted)."""
+        return self.shape.num_parameters
+
+    @property
+    def compression_ratio(self) -> float:
+        """``N * D`` divided by :attr:`num_parameters`."""
+        return self.shape.compression_ratio
+
+    # ------------------------------------------------------------------ init
+    def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
+        """Re-initialise the cores with :attr:`init` and :attr:`init_scale`."""
+        cores = list(self.cores)
+        if self.init == "gaussian":
+            tt_init.gaussian_(cores, std=self.init_scale, generator=generator)
+        else:
+            tt_init.orthogonal_(cores, gain=self.init_scale, generator=generator)
+
+    def set_node_order(self, node_order: Optional[torch.Tensor]) -> None:
+        """Set the map from node id to TT row (``None`` for the identity); validates it."""
+        if node_order is None:
+            self.node_order = None
+            return
+        node_order = torch.as_tensor(node_order)
+        if node_order.dtype in (torch.bool,) or node_order.is_floating_point() or node_order.is_complex():
+            raise TypeError(f"node_order must be an integer tensor, got {node_order.dtype}")
+        if tuple(node_order.shape) != (self.num_embeddings,):
+            raise ValueError(
+                f"node_order must have shape ({self.num_embeddings},), got {tuple(node_order.shape)}"
+            )
+        node_order = node_order.long()
+        lo, hi = int(node_order.min()), int(node_order.max())
+        if lo < 0 or hi >= self.shape.num_rows_padded:
+            raise ValueError(
+                f"node_order values must lie in [0, {self.shape.num_rows_padded}), got range [{lo}, {hi}]"
+            )
+        if torch.unique(node_order).numel() != node_order.numel():
+            raise ValueError("node_order must be injective: two nodes map to the same TT row")
+        device = self.cores[0].device
+        self.node_order = node_order.to(device)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        weight: torch.Tensor,
+        ranks: Union[int, Sequence[int]] = 16,
+        *,
+        num_cores: int = 3,
+        row_shape: Optional[Sequence[int]] = None,
+        col_shape: Optional[Sequence[int]] = None,
+        node_order: Optional[torch.Tensor] = None,
+        freeze: bool = True,
+    ) -> "TTNodeEmbedding":
+        """Compress an existing ``(N, D)`` table by TT-SVD.
+
+        Exact (up to float rounding) when the ranks are full; the relative Frobenius error over
+        the ``N`` rows is logged and kept in :attr:`svd_relative_error`. Like
+        :meth:`torch.nn.Embedding.from_pretrained`, the cores are frozen unless ``freeze=False``.
+
+        Args:
+            weight (Tensor): ``(N, D)`` floating-point table.
+            ranks, num_cores, row_shape, col_shape, node_order: as in the constructor.
+            freeze (bool, optional): set ``requires_grad=False`` on the cores. (default: ``True``)
+        """
+        if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+            raise ValueError(f"weight must be a 2-D tensor, got {getattr(weight, 'shape', type(weight))}")
+        num_rows, dim = weight.shape
+        module = cls(
+            num_rows, dim, ranks=ranks, num_cores=num_cores, row_shape=row_shape, col_shape=col_shape,
+            node_order=node_order, dtype=weight.dtype, device=weight.device,
+        )
+        table = weight
+        shape = module.shape
+        if module.node_order is not None:
+            # Lay the table out in TT-row order (padding rows zero), then decompose all of it.
+            table = weight.new_zeros(shape.num_rows_padded, dim)
+            table[module.node_order] = weight
+            shape = TTShape(shape.num_rows_padded, shape.row_shape, shape.col_shape, shape.ranks)
+        cores, _ = tt_init.tt_svd(table, shape)
+        with torch.no_grad():
+            for param, core in zip(module.cores, cores):
+                param.copy_(core)
+                param.requires_grad_(not freeze)
+        error = torch.linalg.norm(module.full_weight().detach().double() - weight.double())
+        norm = torch.linalg.norm(weight.double())
+        module.svd_relative_error = float(error / norm) if norm > 0 else 0.0
+        log.info("TT-SVD of a %dx%d table at ranks %s: relative error %.3e",
+                 num_rows, dim, list(shape.ranks), module.svd_relative_error)
+        return module
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A saved node order loads into a module built without one (and is validated).
+        key = prefix + "node_order"
+        if key in state_dict and self.node_order is None:
+            self.set_node_order(state_dict[key])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    # ------------------------------------------------------------------ lookup
+    def _rows_of(self, indices: torch.Tensor) -> torch.Tensor:
+        """Validate ``indices`` and map them to flat TT rows, ``(numel,)`` int64."""
+        if not isinstance(indices, torch.Tensor):
+            raise TypeError(f"indices must be a torch.Tensor, got {type(indices).__name__}")
+        if indices.dtype == torch.bool or indices.is_floating_point() or indices.is_complex():
+            raise TypeError(f"indices must be an integer tensor (int32 or int64), got {indices.dtype}")
+        flat = indices.reshape(-1)
+        if flat.numel() > 0:
+            lo, hi = torch.aminmax(flat)
+            lo, hi = int(lo), int(hi)
+            if lo < 0 or hi >= self.num_embeddings:
+                bad = lo if lo < 0 else hi
+                raise IndexError(
+                    f"index {bad} is out of range for TTNodeEmbedding with {self.num_embeddings} "
+                    f"rows (valid: 0 to {self.num_embeddings - 1})"
+                )
+        flat = flat.to(device=self.cores[0].device, dtype=torch.long)
+        if self.node_order is not None:
+            flat = self.node_order[flat]
+        return flat
+
+    def forward(self, indices: torch.Tensor) -> torch.Tensor:
+        rows = self._rows_of(indices)
+        out = tt_lookup(list(self.cores), rows)
+        return out.reshape(*indices.shape, self.embedding_dim)
+
+    def full_weight(self) -> torch.Tensor:
+        """The materialised ``(N, D)`` table (row ``v`` is node ``v``'s embedding).
+
+        Allocates ``N * D`` values: meant for small tables, tests and export.
+        """
+        nodes = torch.arange(self.num_embeddings, device=self.cores[0].device)
+        return self(nodes)
+
+    def extra_repr(self) -> str:
+        order = ", node_order" if self.node_order is not None else ""
+        return (
+            f"{self.num_embeddings}, {self.embedding_dim}, row_shape={list(self.row_shape)}, "
+            f"col_shape={list(self.col_shape)}, ranks={list(self.ranks)}, init={self.init!r}, "
+            f"params={self.num_parameters}, compression={self.compression_ratio:.1f}x{order}"
+        )

@@ -1,0 +1,170 @@
+"""Initialisers of TT cores.
+
+* :func:`gaussian_`: TT-Rec's sampled Gaussian (`Yin et al., 2021 <https://arxiv.org/abs/2101.11714>`_):
+  iid Gaussian cores whose std is calibrated so that the materialised table has a chosen std.
+* :func:`orthogonal_`: TT-GNN's orthogonal init (`Yin et al., KDD 2022
+  <https://arxiv.org/abs/2206.10581>`_): cores built so that the (padded) table ``W`` has
+  orthonormal columns, ``W^T W = gain^2 I``.
+* :func:`tt_svd`: TT-SVD (`Oseledets, 2011 <https://doi.org/10.1137/090752286>`_) of an existing
+  dense table.
+
+Core layout: ``(n_k, r_{k-1}, m_k, r_k)``, see :mod:`ttgnn.shapes`.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Optional, Sequence
+
+import torch
+
+from .shapes import TTShape
+
+__all__ = ["gaussian_", "orthogonal_", "tt_svd", "gaussian_core_std"]
+
+log = logging.getLogger(__name__)
+
+
+def gaussian_core_std(ranks: Sequence[int], std: float) -> float:
+    """Std of iid core entries that gives table entries of std ``std``.
+
+    An entry of ``W`` is a sum over ``r_1 * ... * r_{K-1}`` rank paths of a product of ``K``
+    independent core entries, so ``Var(W_ij) = sigma^(2K) * prod(r_k)``.
+    """
+    num_cores = len(ranks) - 1
+    return (std**2 / math.prod(ranks)) ** (1.0 / (2 * num_cores))
+
+
+@torch.no_grad()
+def gaussian_(
+    cores: Sequence[torch.Tensor], std: float = 1.0, generator: Optional[torch.Generator] = None
+) -> None:
+    """Fill ``cores`` in place with iid ``N(0, sigma^2)`` so that table entries have std ``std``.
+
+    Args:
+        cores (sequence of Tensor): TT cores ``(n_k, r_{k-1}, m_k, r_k)``.
+        std (float, optional): target std of the materialised table. (default: ``1.0``, the
+            std of :class:`torch.nn.Embedding`'s default init)
+        generator (torch.Generator, optional): random source.
+    """
+    if not std > 0:
+        raise ValueError(f"std must be > 0, got {std}")
+    ranks = [c.shape[1] for c in cores] + [cores[-1].shape[3]]
+    sigma = gaussian_core_std(ranks, std)
+    for core in cores:
+        core.normal_(0.0, sigma, generator=generator)
+
+
+def _random_orthonormal(rows: int, cols: int, generator, dtype, device) -> torch.Tensor:
+    """A ``rows x cols`` matrix with orthonormal columns (Haar-distributed)."""
+    gauss = torch.randn(rows, cols, generator=generator, dtype=torch.float64)
+    q, r = torch.linalg.qr(gauss)
+    q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
+    return q.to(dtype=dtype, device=device)
+
+
+@torch.no_grad()
+def orthogonal_(
+    cores: Sequence[torch.Tensor], gain: float = 1.0, generator: Optional[torch.Generator] = None
+) -> list[int]:
+    """Fill ``cores`` so that the padded table has orthonormal columns: ``W^T W = gain^2 I``.
+
+    Each core, unfolded as a ``(r_{k-1} n_k) x (m_k r_k)`` matrix, gets orthonormal columns, which
+    makes every partial product, and so ``W``, column-orthonormal. Where a rank is larger than
+    that unfolding allows (``r_k > r_{k-1} n_k / m_k``), the core uses an *effective* rank: the
+    excess output channels of core ``k`` start at zero and the matching input channels of core
+    ``k+1`` start random, so ``W`` is exactly orthonormal and every parameter still receives a
+    gradient. The orthonormality holds for the padded table of ``n_1 * ... * n_K`` rows: with
+    padding, the first ``N`` rows alone are only approximately orthonormal.
+
+    Args:
+        cores (sequence of Tensor): TT cores ``(n_k, r_{k-1}, m_k, r_k)``.
+        gain (float, optional): scale of the table. (default: ``1.0``)
+        generator (torch.Generator, optional): random source.
+
+    Returns:
+        The effective ranks ``[1, r'_1, ..., r'_{K-1}, 1]``.
+
+    Raises:
+        ValueError: when no column-orthonormal table of this shape exists in this construction
+            (a core's ``r'_{k-1} n_k < m_k``; in particular whenever ``prod(n) < D``).
+    """
+    effective = [1]
+    num_cores = len(cores)
+    for k, core in enumerate(cores):
+        n, r_in, m, r_out = core.shape
+        rows = effective[k] * n
+        eff_out = 1 if k == num_cores - 1 else min(r_out, rows // m)
+        if eff_out < 1 or rows < m * eff_out:
+            raise ValueError(
+                f"orthogonal init impossible for core {k} of shape {tuple(core.shape)}: its "
+                f"unfolding has {rows} rows but needs at least {m * max(eff_out, 1)} "
+                f"(m_k * r_k); use init='gaussian' or a row shape with larger leading factors"
+            )
+        effective.append(eff_out)
+        q = _random_orthonormal(rows, m * eff_out, generator, core.dtype, core.device)
+        block = q.reshape(effective[k], n, m, eff_out).permute(1, 0, 2, 3)
+        core.zero_()
+        core[:, : effective[k], :, :eff_out] = block
+        if effective[k] < r_in:
+            # Input channels that the previous core leaves at zero: random, so gradients flow.
+            extra = torch.randn(n, r_in - effective[k], m, r_out, generator=generator, dtype=torch.float64)
+            core[:, effective[k] :, :, :] = (extra / math.sqrt(rows)).to(core.dtype)
+    if gain != 1.0:
+        cores[-1].mul_(gain)
+    if effective != [c.shape[1] for c in cores] + [1]:
+        log.info("orthogonal init: effective ranks %s (requested %s)", effective, [c.shape[1] for c in cores] + [1])
+    return effective
+
+
+@torch.no_grad()
+def tt_svd(weight: torch.Tensor, shape: TTShape) -> tuple[list[torch.Tensor], float]:
+    """TT-SVD of a dense ``N x D`` table into cores of ``shape`` (ranks as upper bounds).
+
+    The table is zero-padded to ``prod(row_shape)`` rows, reshaped to ``(n_1, m_1, ..., n_K, m_K)``
+    and split by successive truncated SVDs (in float64). Exact when the ranks are full (the caps of
+    :func:`ttgnn.shapes.normalize_ranks`); otherwise quasi-optimal, with an error that shrinks as
+    the ranks grow.
+
+    Args:
+        weight (Tensor): ``(N, D)`` with ``N == shape.num_rows`` and ``D == shape.dim``.
+        shape (TTShape): the target shape.
+
+    Returns:
+        ``(cores, relative_error)`` where the cores have ``weight``'s dtype and device and
+        ``relative_error = ||W - W_tt||_F / ||W||_F`` over the ``N`` real rows.
+    """
+    if weight.dim() != 2 or tuple(weight.shape) != (shape.num_rows, shape.dim):
+        raise ValueError(f"weight must have shape ({shape.num_rows}, {shape.dim}), got {tuple(weight.shape)}")
+    if not weight.is_floating_point():
+        raise TypeError(f"weight must be a floating-point tensor, got {weight.dtype}")
+    k = shape.num_cores
+    dense = torch.zeros(shape.num_rows_padded, shape.dim, dtype=torch.float64, device=weight.device)
+    dense[: shape.num_rows] = weight.detach().to(torch.float64)
+    tensor = dense.reshape(*shape.row_shape, *shape.col_shape)
+    interleave = [axis for pair in zip(range(k), range(k, 2 * k)) for axis in pair]
+    rest = tensor.permute(*interleave).contiguous()
+    cores = []
+    r_prev = 1
+    for i, (n, m) in enumerate(zip(shape.row_shape, shape.col_shape)):
+        unfold = rest.reshape(r_prev * n * m, -1)
+        if i == k - 1:
+            core = unfold.reshape(r_prev, n, m, 1)
+        else:
+            u, s, vh = torch.linalg.svd(unfold, full_matrices=False)
+            r = min(shape.ranks[i + 1], s.shape[0])
+            core = u[:, :r].reshape(r_prev, n, m, r)
+            rest = s[:r, None] * vh[:r]
+            if r < shape.ranks[i + 1]:  # the table's true rank is lower: pad with zeros
+                pad = shape.ranks[i + 1] - r
+                core = torch.cat([core, core.new_zeros(r_prev, n, m, pad)], dim=3)
+                rest = torch.cat([rest, rest.new_zeros(pad, rest.shape[1])], dim=0)
+                r = shape.ranks[i + 1]
+            r_prev = r
+        cores.append(core.permute(1, 0, 2, 3).contiguous())
+    from .ops import tt_lookup_reference  # local: ops is the lower layer, init only uses it here
+
+    approx = tt_lookup_reference(cores, torch.arange(shape.num_rows, device=weight.device))
+    norm = torch.linalg.norm(dense[: shape.num_rows])
+    error = torch.linalg.norm(approx - dense[: shape.num_rows]) / norm if norm > 0 else torch.tensor(0.0)
+    return [c.to(weight.dtype) for c in cores], float(error)

@@ -1,0 +1,288 @@
+"""Shapes of a tensor-train (TT) embedding table, and the index <-> TT-digit convention.
+
+A TT table with ``K`` cores stores an ``N x D`` matrix ``W``. The row count is covered by a
+*row shape* ``(n_1, ..., n_K)`` with ``n_1 * ... * n_K >= N`` (rows past ``N`` are padding and
+are never looked up), the embedding dimension is split exactly by a *column shape*
+``(m_1, ..., m_K)`` with ``m_1 * ... * m_K == D``, and the *ranks* are ``(1, r_1, ..., r_{K-1}, 1)``.
+
+Core ``k`` (0-based) is a tensor of shape ``(n_k, r_{k-1}, m_k, r_k)``.
+
+**Digit convention** (used everywhere in ttgnn: the reference op, the C++/CUDA kernels and the
+partitioner). A row index ``i`` is written in mixed radix with the *first* core's digit most
+significant::
+
+    i = ((t_1 * n_2 + t_2) * n_3 + t_3) * ... * n_K + t_K,      0 <= t_k < n_k
+
+and digit ``t_k`` selects slice ``cores[k-1][t_k]``. Columns use the same convention with the
+column shape: ``j = (c_1 * m_2 + c_2) * ... + c_K``. Then::
+
+    W[i, j] = G_1[t_1, 0, c_1, :] @ G_2[t_2, :, c_2, :] @ ... @ G_K[t_K, :, c_K, 0]
+
+So rows that share their leading digits share the leading core slices; the hierarchical METIS
+reordering in :mod:`ttgnn.partition` puts graph neighbours on such rows.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import torch
+
+__all__ = [
+    "MIN_CORES",
+    "MAX_CORES",
+    "TTShape",
+    "factor_rows",
+    "factor_dim",
+    "normalize_ranks",
+    "index_to_digits",
+    "digits_to_index",
+]
+
+MIN_CORES = 2
+MAX_CORES = 5
+
+
+def _check_num_cores(num_cores: int) -> None:
+    if not isinstance(num_cores, int) or isinstance(num_cores, bool):
+        raise TypeError(f"num_cores must be an int, got {type(num_cores).__name__}")
+    if not MIN_CORES <= num_cores <= MAX_CORES:
+        raise ValueError(f"num_cores must be in [{MIN_CORES}, {MAX_CORES}], got {num_cores}")
+
+
+def _check_positive_int(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def factor_rows(num_rows: int, num_cores: int) -> list[int]:
+    """The smallest balanced row shape whose product covers ``num_rows``.
+
+    Factors differ by at most one and are in ascending order, e.g.
+    ``factor_rows(169_343, 3) == [55, 55, 56]`` (product 169,400: 57 padding rows) and
+    ``factor_rows(10**9, 3) == [1000, 1000, 1000]``. Works for any ``num_rows >= 1``, primes
+    included.
+
+    Args:
+        num_rows (int): number of embedding rows ``N``.
+        num_cores (int): number of TT cores ``K`` (2 to 5).
+    """
+    _check_positive_int("num_rows", num_rows)
+    _check_num_cores(num_cores)
+    base = max(1, int(round(num_rows ** (1.0 / num_cores))))
+    while base**num_cores < num_rows:
+        base += 1
+    while base > 1 and (base - 1) ** num_cores >= num_rows:
+        base -= 1
+    # Candidates: a factors of `base` and K-a factors of `base-1`; pick the smallest cover.
+    best = [base] * num_cores
+    for n_big in range(num_cores + 1):
+        shape = [base - 1] * (num_cores - n_big) + [base] * n_big
+        if min(shape) >= 1 and math.prod(shape) >= num_rows and math.prod(shape) < math.prod(best):
+            best = shape
+    return best
+
+
+def _prime_factors(n: int) -> list[int]:
+    factors, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    return factors
+
+
+def factor_dim(dim: int, num_cores: int) -> list[int]:
+    """A balanced column shape whose product is exactly ``dim``, in descending order.
+
+    Prime factors are dealt, largest first, to the currently smallest factor, e.g.
+    ``factor_dim(128, 3) == [8, 4, 4]`` and ``factor_dim(100, 3) == [5, 5, 4]``. A prime ``dim``
+    gives ``[dim, 1, ..., 1]``.
+
+    Args:
+        dim (int): embedding dimension ``D``.
+        num_cores (int): number of TT cores ``K`` (2 to 5).
+    """
+    _check_positive_int("dim", dim)
+    _check_num_cores(num_cores)
+    shape = [1] * num_cores
+    for p in sorted(_prime_factors(dim), reverse=True):
+        shape[shape.index(min(shape))] *= p
+    return sorted(shape, reverse=True)
+
+
+def normalize_ranks(
+    ranks: Union[int, Sequence[int]], row_shape: Sequence[int], col_shape: Sequence[int]
+) -> list[int]:
+    """Full rank list ``[1, r_1, ..., r_{K-1}, 1]`` from an int or a list.
+
+    ``ranks`` may be one int (every inner rank), ``K-1`` inner ranks, or ``K+1`` ranks whose ends
+    are 1. Each inner rank is capped at ``min(prod_{i<=k} n_i m_i, prod_{i>k} n_i m_i)``, the
+    largest rank a TT of this shape can use (a larger one adds parameters, not expressiveness).
+    """
+    num_cores = len(row_shape)
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, Sequence)):
+        raise TypeError(f"ranks must be an int or a sequence of ints, got {type(ranks).__name__}")
+    if isinstance(ranks, int):
+        inner = [ranks] * (num_cores - 1)
+    else:
+        ranks = list(ranks)
+        if len(ranks) == num_cores + 1:
+            if ranks[0] != 1 or ranks[-1] != 1:
+                raise ValueError(f"with {num_cores + 1} ranks the first and last must be 1, got {ranks}")
+            inner = ranks[1:-1]
+        elif len(ranks) == num_cores - 1:
+            inner = ranks
+        else:
+            raise ValueError(
+                f"ranks must have {num_cores - 1} inner values (or {num_cores + 1} with ends of 1) "
+                f"for {num_cores} cores, got {len(ranks)}: {ranks}"
+            )
+    for r in inner:
+        _check_positive_int("each rank", r)
+    sizes = [n * m for n, m in zip(row_shape, col_shape)]
+    capped = []
+    for k, r in enumerate(inner, start=1):
+        left, right = math.prod(sizes[:k]), math.prod(sizes[k:])
+        capped.append(min(r, left, right))
+    return [1, *capped, 1]
+
+
+@dataclass(frozen=True)
+class TTShape:
+    """The complete shape of a TT table: rows, columns, ranks. No tensors are allocated.
+
+    Use :meth:`TTShape.build` to factor automatically.
+
+    Attributes:
+        num_rows (int): ``N``, the rows users index (``<= prod(row_shape)``).
+        row_shape (tuple[int, ...]): ``(n_1, ..., n_K)``.
+        col_shape (tuple[int, ...]): ``(m_1, ..., m_K)``, product ``D``.
+        ranks (tuple[int, ...]): ``(1, r_1, ..., r_{K-1}, 1)``.
+    """
+
+    num_rows: int
+    row_shape: tuple[int, ...]
+    col_shape: tuple[int, ...]
+    ranks: tuple[int, ...]
+
+    @classmethod
+    def build(
+        cls,
+        num_rows: int,
+        dim: int,
+        ranks: Union[int, Sequence[int]] = 16,
+        num_cores: int = 3,
+        row_shape: Sequence[int] | None = None,
+        col_shape: Sequence[int] | None = None,
+    ) -> "TTShape":
+        """Factor ``num_rows x dim`` into a TT shape, validating any explicit shapes."""
+        _check_positive_int("num_embeddings", num_rows)
+        _check_positive_int("embedding_dim", dim)
+        if row_shape is not None:
+            row_shape = _as_int_list("row_shape", row_shape)
+            num_cores_given = len(row_shape)
+        elif col_shape is not None:
+            num_cores_given = len(_as_int_list("col_shape", col_shape))
+        else:
+            num_cores_given = num_cores
+        _check_num_cores(num_cores_given)
+        if row_shape is None:
+            row_shape = factor_rows(num_rows, num_cores_given)
+        elif math.prod(row_shape) < num_rows:
+            raise ValueError(
+                f"row_shape {row_shape} covers {math.prod(row_shape)} rows, fewer than "
+                f"num_embeddings={num_rows}; its product must be >= num_embeddings"
+            )
+        if col_shape is None:
+            col_shape = factor_dim(dim, num_cores_given)
+        else:
+            col_shape = _as_int_list("col_shape", col_shape)
+            if len(col_shape) != num_cores_given:
+                raise ValueError(
+                    f"col_shape {col_shape} has {len(col_shape)} factors but row_shape "
+                    f"{row_shape} has {num_cores_given}; both need one factor per core"
+                )
+            if math.prod(col_shape) != dim:
+                raise ValueError(
+                    f"col_shape {col_shape} multiplies to {math.prod(col_shape)}, "
+                    f"but embedding_dim is {dim}; the product must equal embedding_dim"
+                )
+        full_ranks = normalize_ranks(ranks, row_shape, col_shape)
+        return cls(num_rows, tuple(row_shape), tuple(col_shape), tuple(full_ranks))
+
+    @property
+    def num_cores(self) -> int:
+        return len(self.row_shape)
+
+    @property
+    def dim(self) -> int:
+        return math.prod(self.col_shape)
+
+    @property
+    def num_rows_padded(self) -> int:
+        return math.prod(self.row_shape)
+
+    @property
+    def core_shapes(self) -> list[tuple[int, int, int, int]]:
+        """Shape ``(n_k, r_{k-1}, m_k, r_k)`` of every core."""
+        return [
+            (n, self.ranks[k], m, self.ranks[k + 1])
+            for k, (n, m) in enumerate(zip(self.row_shape, self.col_shape))
+        ]
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(math.prod(s) for s in self.core_shapes)
+
+    @property
+    def compression_ratio(self) -> float:
+        """Parameters of the dense ``N x D`` table divided by the TT parameters."""
+        return self.num_rows * self.dim / self.num_parameters
+
+
+def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
+    try:
+        values = [v for v in values]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}") from None
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} must contain ints, got {values}")
+        if v < 1:
+            raise ValueError(f"{name} factors must be >= 1, got {values}")
+    return values
+
+
+def index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
+    """TT digits of row indices (first digit most significant; see the module docstring).
+
+    Args:
+        index (LongTensor): row indices in ``[0, prod(row_shape))``, any shape ``(*)``.
+        row_shape (sequence of int): ``(n_1, ..., n_K)``.
+
+    Returns:
+        LongTensor of shape ``(*, K)``.
+    """
+    index = index.long()
+    digits = []
+    for n in reversed(row_shape):
+        digits.append(index % n)
+        index = index // n
+    return torch.stack(digits[::-1], dim=-1)
+
+
+def digits_to_index(digits: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
+    """Inverse of :func:`index_to_digits`: ``(*, K)`` digits to ``(*)`` row indices."""
+    if digits.shape[-1] != len(row_shape):
+        raise ValueError(f"digits have {digits.shape[-1]} columns, row_shape has {len(row_shape)} factors")
+    index = torch.zeros(digits.shape[:-1], dtype=torch.long, device=digits.device)
+    for k, n in enumerate(row_shape):
+        index = index * n + digits[..., k].long()
+    return index
