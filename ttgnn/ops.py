@@ -35,12 +35,14 @@ def tt_lookup_reference(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> to
     first = cores[0]
     # (B, 1, m_1, r_1) -> (B, m_1, r_1): rows of the partial product, columns its rank index.
     partial = first[digits[:, 0]].reshape(batch, first.shape[2], first.shape[3])
+    width = first.shape[2]  # m_1 * ... * m_k so far (explicit: -1 is ambiguous for empty batches)
     for k in range(1, len(cores)):
         core = cores[k]
         _, r_in, m, r_out = core.shape
         slices = core[digits[:, k]].reshape(batch, r_in, m * r_out)
-        partial = torch.bmm(partial, slices).reshape(batch, -1, r_out)
-    return partial.reshape(batch, -1)
+        width *= m
+        partial = torch.bmm(partial, slices).reshape(batch, width, r_out)
+    return partial.reshape(batch, width)
 
 
 def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,198 @@
+import io
+import math
+import resource
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ttgnn import TTNodeEmbedding
+from ttgnn.ops import tt_lookup_reference
+from ttgnn.shapes import index_to_digits
+
+
+def _dense_from_cores(cores, row_shape):
+    """Materialise a TT table by explicit per-entry products (independent of the bmm path)."""
+    num_rows, dim = math.prod(row_shape), math.prod(c.shape[2] for c in cores)
+    col_shape = [c.shape[2] for c in cores]
+    rows = index_to_digits(torch.arange(num_rows), row_shape)
+    cols = index_to_digits(torch.arange(dim), col_shape)
+    out = torch.empty(num_rows, dim, dtype=cores[0].dtype)
+    for i in range(num_rows):
+        for j in range(dim):
+            vec = torch.ones(1, 1, dtype=cores[0].dtype)
+            for k, core in enumerate(cores):
+                vec = vec @ core[rows[i, k], :, cols[j, k], :]
+            out[i, j] = vec.item()
+    return out
+
+
+def test_reference_matches_explicit_products():
+    torch.manual_seed(0)
+    emb = TTNodeEmbedding(23, 12, ranks=[3, 2], row_shape=[2, 3, 4], col_shape=[2, 3, 2], dtype=torch.float64)
+    dense = _dense_from_cores([c.detach() for c in emb.cores], emb.row_shape)
+    torch.testing.assert_close(emb.full_weight().detach(), dense[:23], rtol=1e-12, atol=1e-12)
+
+
+@given(
+    num_rows=st.integers(1, 3000),
+    dim=st.sampled_from([1, 2, 6, 12, 16, 30]),
+    num_cores=st.integers(2, 5),
+    rank=st.integers(1, 6),
+    index_shape=st.lists(st.integers(0, 5), min_size=0, max_size=3),
+    int32=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=60, deadline=None)
+def test_forward_equals_embedding_of_full_weight(num_rows, dim, num_cores, rank, index_shape, int32, seed):
+    gen = torch.Generator().manual_seed(seed)
+    emb = TTNodeEmbedding(num_rows, dim, ranks=rank, num_cores=num_cores, generator=gen)
+    idx = torch.randint(0, num_rows, index_shape, generator=gen)
+    if int32:
+        idx = idx.int()
+    out = emb(idx)
+    assert out.shape == (*index_shape, dim)
+    expected = F.embedding(idx.long(), emb.full_weight())
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_padded_prime_row_count():
+    emb = TTNodeEmbedding(169_343, 128, ranks=8)
+    assert emb.row_shape == (55, 55, 56)
+    last = torch.tensor([169_342, 0, 169_342])
+    out = emb(last)
+    torch.testing.assert_close(out[0], out[2])
+    assert out.shape == (3, 128)
+
+
+def test_only_requested_rows_are_computed(monkeypatch):
+    """The lookup receives exactly the requested rows, never the whole table."""
+    seen = []
+    import ttgnn.embedding as embedding_module
+
+    def spy(cores, rows):
+        seen.append(rows.clone())
+        return tt_lookup_reference(cores, rows)
+
+    monkeypatch.setattr(embedding_module, "tt_lookup", spy)
+    emb = TTNodeEmbedding(10_000, 16, ranks=4)
+    emb(torch.tensor([[3, 9999], [3, 17]]))
+    assert seen[0].tolist() == [3, 9999, 3, 17]
+
+
+@pytest.mark.parametrize("num_cores", [2, 3, 4, 5])
+def test_gradcheck_cores_float64(num_cores):
+    torch.manual_seed(num_cores)
+    emb = TTNodeEmbedding(50, 8, ranks=3, num_cores=num_cores, dtype=torch.float64)
+    idx = torch.tensor([0, 7, 7, 49, 12, 3, 0])
+    cores = [c.detach().clone().requires_grad_(True) for c in emb.cores]
+    rows = idx.clone()
+    assert torch.autograd.gradcheck(lambda *cs: tt_lookup_reference(list(cs), rows), cores)
+
+
+def test_backward_gives_gradients_to_every_core():
+    emb = TTNodeEmbedding(1000, 16, ranks=4)
+    emb(torch.randint(0, 1000, (64,))).sum().backward()
+    for core in emb.cores:
+        assert core.grad is not None and core.grad.abs().sum() > 0
+
+
+def test_state_dict_roundtrip_with_node_order():
+    gen = torch.Generator().manual_seed(1)
+    order = torch.randperm(100, generator=gen)
+    emb = TTNodeEmbedding(100, 8, ranks=4, node_order=order, generator=gen)
+    buffer = io.BytesIO()
+    torch.save(emb.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = TTNodeEmbedding(100, 8, ranks=4)
+    fresh.load_state_dict(torch.load(buffer))
+    idx = torch.arange(100)
+    torch.testing.assert_close(fresh(idx), emb(idx))
+    assert torch.equal(fresh.node_order, order)
+
+
+def test_node_order_maps_nodes_to_tt_rows():
+    emb = TTNodeEmbedding(30, 4, ranks=2, row_shape=[4, 8])
+    before = emb(torch.arange(30)).detach()
+    order = torch.arange(30).flip(0) + 2  # node v -> TT row 31 - v
+    emb.set_node_order(order)
+    rows_as_nodes = tt_lookup_reference(list(emb.cores), order).detach()
+    torch.testing.assert_close(emb(torch.arange(30)).detach(), rows_as_nodes)
+    assert not torch.allclose(emb(torch.arange(30)).detach(), before)
+
+
+@pytest.mark.parametrize(
+    "order, error, message",
+    [
+        (torch.arange(29), ValueError, r"shape \(30,\)"),
+        (torch.full((30,), 3), ValueError, "injective"),
+        (torch.arange(30) + 3, ValueError, r"\[0, 32\)"),
+        (torch.arange(30).float(), TypeError, "integer tensor"),
+    ],
+)
+def test_bad_node_order(order, error, message):
+    with pytest.raises(error, match=message):
+        TTNodeEmbedding(30, 4, ranks=2, row_shape=[4, 8], node_order=order)
+
+
+@pytest.mark.parametrize("bad", [100, 12345, -1, -100])
+def test_out_of_range_index_raises_index_error(bad):
+    emb = TTNodeEmbedding(100, 8, ranks=4)
+    with pytest.raises(IndexError, match=rf"index {bad} is out of range .* 100 rows"):
+        emb(torch.tensor([0, bad, 5]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bool])
+def test_non_integer_index_raises_type_error(dtype):
+    emb = TTNodeEmbedding(100, 8, ranks=4)
+    with pytest.raises(TypeError, match="integer tensor"):
+        emb(torch.zeros(3, dtype=dtype))
+
+
+def test_non_tensor_index_raises_type_error():
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        TTNodeEmbedding(100, 8, ranks=4)([1, 2])
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 2, 5)])
+def test_empty_index_returns_empty(shape):
+    emb = TTNodeEmbedding(100, 8, ranks=4)
+    out = emb(torch.empty(shape, dtype=torch.long))
+    assert out.shape == (*shape, 8)
+    out.sum().backward()  # an empty batch is a valid training step
+
+
+def test_bad_init_name():
+    with pytest.raises(ValueError, match="init must be one of"):
+        TTNodeEmbedding(100, 8, init="xavier")
+
+
+def test_repr_and_counts():
+    emb = TTNodeEmbedding(169_343, 128, ranks=16)
+    assert emb.num_parameters == sum(c.numel() for c in emb.cores) == 66_944
+    assert emb.compression_ratio == pytest.approx(169_343 * 128 / 66_944)
+    text = repr(emb)
+    assert "row_shape=[55, 55, 56]" in text and "col_shape=[8, 4, 4]" in text and "323.8x" in text
+
+
+def test_dtype_and_device_factory_kwargs():
+    emb = TTNodeEmbedding(100, 8, ranks=4, dtype=torch.float64, device="cpu")
+    assert all(c.dtype == torch.float64 for c in emb.cores)
+    assert emb(torch.tensor([1])).dtype == torch.float64
+
+
+def test_billion_rows_without_dense_allocation():
+    """A 10^9 x 128 rank-16 table: parameters under 4 MB, 100,000 lookups, no N x D allocation."""
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    emb = TTNodeEmbedding(10**9, 128, ranks=16, num_cores=4)
+    param_bytes = sum(c.numel() * c.element_size() for c in emb.cores)
+    assert param_bytes < 4 * 2**20
+    idx = torch.randint(0, 10**9, (100_000,))
+    out = emb(idx)
+    out[:10].sum().backward()
+    assert out.shape == (100_000, 128) and torch.isfinite(out).all()
+    torch.testing.assert_close(out[:3], emb(idx[:3]))
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+    assert grown_mib < 4096  # the dense table would be 476 GiB

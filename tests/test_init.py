@@ -1,0 +1,111 @@
+import math
+
+import pytest
+import torch
+
+from ttgnn import TTNodeEmbedding
+from ttgnn.init import gaussian_core_std, orthogonal_, tt_svd
+from ttgnn.shapes import TTShape
+
+
+@pytest.mark.parametrize(
+    "num_rows, dim, ranks, num_cores, target",
+    [(169_343, 128, 16, 3, 1.0), (50_000, 64, 8, 3, 0.1), (20_000, 32, [4, 12, 6], 4, 0.5), (9_000, 16, 32, 2, 2.0)],
+)
+def test_gaussian_init_materialised_std(num_rows, dim, ranks, num_cores, target):
+    # The std of one table is itself random (core slices are shared between rows): average the
+    # second moment over a few independent tables.
+    second_moments = []
+    for seed in range(4):
+        gen = torch.Generator().manual_seed(seed)
+        emb = TTNodeEmbedding(num_rows, dim, ranks=ranks, num_cores=num_cores, init_scale=target, generator=gen)
+        with torch.no_grad():
+            weight = emb.full_weight()
+        second_moments.append(weight.double().square().mean())
+        assert abs(float(weight.mean())) < 0.05 * target
+    std = math.sqrt(float(torch.stack(second_moments).mean()))
+    assert std == pytest.approx(target, rel=0.05)
+
+
+def test_gaussian_core_std_formula():
+    # Var(W) = sigma^(2K) * prod(r): three cores, ranks 16 and 16, target std 1.
+    sigma = gaussian_core_std([1, 16, 16, 1], 1.0)
+    assert sigma**6 * 256 == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "row_shape, col_shape, ranks",
+    [([55, 55, 56], [8, 4, 4], 16), ([20, 30, 40], [4, 4, 4], 8), ([10, 10, 10, 10], [2, 2, 2, 2], 6),
+     ([64, 64], [8, 8], 32), ([8, 8, 8, 8, 8], [2, 2, 2, 2, 2], 4)],
+)
+def test_ortho_init_gives_orthonormal_columns(row_shape, col_shape, ranks):
+    num_rows = math.prod(row_shape)
+    emb = TTNodeEmbedding(num_rows, math.prod(col_shape), ranks=ranks, row_shape=row_shape,
+                          col_shape=col_shape, init="ortho", generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        weight = emb.full_weight().double()
+    gram = weight.T @ weight
+    torch.testing.assert_close(gram, torch.eye(gram.shape[0], dtype=torch.float64), rtol=0, atol=1e-5)
+
+
+def test_ortho_gain_and_gradients_reach_truncated_rank_channels():
+    # Rank 16 with n_1 = 55 < m_1 * r_1 = 128: the effective first rank is 6, yet every core
+    # entry must get a gradient so training can use the full rank.
+    emb = TTNodeEmbedding(55 * 55 * 56, 128, ranks=16, row_shape=[55, 55, 56], init="ortho", init_scale=3.0)
+    with torch.no_grad():
+        weight = emb.full_weight().double()
+    torch.testing.assert_close(weight.T @ weight, 9 * torch.eye(128, dtype=torch.float64), rtol=0, atol=1e-4)
+    emb(torch.randint(0, emb.num_embeddings, (4096,))).square().sum().backward()
+    first_grad = emb.cores[0].grad
+    assert (first_grad[:, :, :, 6:].abs().sum()) > 0
+
+
+def test_ortho_effective_ranks_reported():
+    cores = [torch.empty(s) for s in TTShape.build(55 * 55 * 56, 128, 16, row_shape=[55, 55, 56]).core_shapes]
+    assert orthogonal_(cores) == [1, 6, 16, 1]
+
+
+def test_ortho_impossible_shape_raises():
+    # Fewer padded rows than columns: no table with orthonormal columns exists.
+    with pytest.raises(ValueError, match="orthogonal init impossible"):
+        TTNodeEmbedding(20, 64, ranks=4, row_shape=[4, 5], col_shape=[8, 8], init="ortho")
+
+
+@pytest.mark.parametrize("num_rows, dim, row_shape, col_shape", [(240, 12, [4, 6, 10], [2, 3, 2]), (97, 8, None, None)])
+def test_tt_svd_exact_at_full_rank(num_rows, dim, row_shape, col_shape):
+    gen = torch.Generator().manual_seed(0)
+    weight = torch.randn(num_rows, dim, generator=gen, dtype=torch.float64)
+    emb = TTNodeEmbedding.from_pretrained(weight, ranks=10**6, row_shape=row_shape, col_shape=col_shape)
+    assert emb.svd_relative_error < 1e-12
+    torch.testing.assert_close(emb.full_weight(), weight, rtol=1e-10, atol=1e-10)
+    assert not any(c.requires_grad for c in emb.cores)  # frozen by default, like nn.Embedding
+
+
+def test_tt_svd_error_decreases_with_rank():
+    gen = torch.Generator().manual_seed(0)
+    # A table with decaying structure so that low ranks are meaningful.
+    base = TTNodeEmbedding(1000, 16, ranks=6, generator=gen, dtype=torch.float64).full_weight().detach()
+    weight = base + 0.05 * torch.randn(1000, 16, generator=gen, dtype=torch.float64)
+    errors = [TTNodeEmbedding.from_pretrained(weight, ranks=r).svd_relative_error for r in (1, 2, 4, 6, 12, 40)]
+    assert all(a > b for a, b in zip(errors, errors[1:]))
+    assert errors[3] < 0.1 < errors[0]  # rank 6 recovers the planted table up to the noise
+    assert errors[-1] < 1e-10
+
+
+def test_tt_svd_with_node_order_and_unfrozen():
+    gen = torch.Generator().manual_seed(3)
+    weight = torch.randn(50, 8, generator=gen, dtype=torch.float64)
+    order = torch.randperm(50, generator=gen) + 3
+    emb = TTNodeEmbedding.from_pretrained(weight, ranks=10**6, row_shape=[6, 9], node_order=order, freeze=False)
+    torch.testing.assert_close(emb(torch.arange(50)), weight, rtol=1e-10, atol=1e-10)
+    assert all(c.requires_grad for c in emb.cores)
+
+
+def test_tt_svd_rejects_bad_weight():
+    shape = TTShape.build(10, 4, 2)
+    with pytest.raises(ValueError, match=r"shape \(10, 4\)"):
+        tt_svd(torch.zeros(9, 4), shape)
+    with pytest.raises(TypeError, match="floating-point"):
+        tt_svd(torch.zeros(10, 4, dtype=torch.long), shape)
+    with pytest.raises(ValueError, match="2-D"):
+        TTNodeEmbedding.from_pretrained(torch.zeros(10))

@@ -1,0 +1,118 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ttgnn.shapes import (
+    TTShape,
+    digits_to_index,
+    factor_dim,
+    factor_rows,
+    index_to_digits,
+    normalize_ranks,
+)
+
+
+def test_factor_rows_known_shapes():
+    assert factor_rows(169_343, 3) == [55, 55, 56]  # a prime: padded to 169,400
+    assert factor_rows(10**9, 3) == [1000, 1000, 1000]
+    assert factor_rows(111_059_956, 3) == [481, 481, 481]  # 480*481*481 < N
+    assert factor_rows(1, 3) == [1, 1, 1]
+    assert factor_rows(2, 2) == [1, 2]
+
+
+@given(st.integers(1, 10**12), st.integers(2, 5))
+@settings(max_examples=300, deadline=None)
+def test_factor_rows_is_smallest_balanced_cover(num_rows, num_cores):
+    shape = factor_rows(num_rows, num_cores)
+    assert len(shape) == num_cores
+    assert math.prod(shape) >= num_rows
+    assert max(shape) - min(shape) <= 1
+    assert shape == sorted(shape)
+    # No balanced shape with a smaller product covers num_rows.
+    smaller = [s - 1 for s in shape]
+    for i in range(num_cores):
+        candidate = shape[:i] + smaller[i:]
+        if candidate != shape and min(candidate) >= 1:
+            assert math.prod(candidate) < num_rows
+
+
+@pytest.mark.parametrize(
+    "dim, num_cores, expected",
+    [(128, 3, [8, 4, 4]), (64, 3, [4, 4, 4]), (100, 3, [5, 5, 4]), (7, 3, [7, 1, 1]), (128, 2, [16, 8]),
+     (256, 4, [4, 4, 4, 4])],
+)
+def test_factor_dim(dim, num_cores, expected):
+    assert factor_dim(dim, num_cores) == expected
+
+
+@given(st.integers(1, 4096), st.integers(2, 5))
+def test_factor_dim_product_is_exact(dim, num_cores):
+    shape = factor_dim(dim, num_cores)
+    assert math.prod(shape) == dim and len(shape) == num_cores
+
+
+def test_normalize_ranks_forms_and_caps():
+    assert normalize_ranks(16, [55, 55, 56], [8, 4, 4]) == [1, 16, 16, 1]
+    assert normalize_ranks([4, 8], [55, 55, 56], [8, 4, 4]) == [1, 4, 8, 1]
+    assert normalize_ranks([1, 4, 8, 1], [55, 55, 56], [8, 4, 4]) == [1, 4, 8, 1]
+    # Caps: first rank <= n1*m1 = 6, last rank <= n3*m3 = 10.
+    assert normalize_ranks(1000, [3, 5, 5], [2, 2, 2]) == [1, 6, 10, 1]
+    with pytest.raises(ValueError, match="inner values"):
+        normalize_ranks([4, 4, 4], [55, 55, 56], [8, 4, 4])
+    with pytest.raises(ValueError, match="first and last must be 1"):
+        normalize_ranks([2, 4, 8, 1], [55, 55, 56], [8, 4, 4])
+    with pytest.raises(ValueError, match=">= 1"):
+        normalize_ranks(0, [55, 55, 56], [8, 4, 4])
+    with pytest.raises(TypeError):
+        normalize_ranks(2.5, [55, 55, 56], [8, 4, 4])
+
+
+def test_ttshape_arxiv_counts_match_published_ratios():
+    # TT-GNN (KDD'22) reports 1,117x at rank 8 and 22.9x at rank 64 for ogbn-arxiv x 128.
+    assert TTShape.build(169_343, 128, 8).num_parameters == 19_392
+    assert round(TTShape.build(169_343, 128, 8).compression_ratio) == 1118
+    assert TTShape.build(169_343, 128, 16).num_parameters == 66_944
+    assert TTShape.build(169_343, 128, 64).compression_ratio == pytest.approx(22.97, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(row_shape=[10, 10]), ValueError, "covers 100 rows, fewer than num_embeddings=1000"),
+        (dict(col_shape=[4, 4, 4]), ValueError, "multiplies to 64, but embedding_dim is 128"),
+        (dict(row_shape=[10, 10, 10], col_shape=[16, 8]), ValueError, "one factor per core"),
+        (dict(row_shape=[10, 0, 10]), ValueError, "factors must be >= 1"),
+        (dict(row_shape=[10, 10.0, 10]), TypeError, "must contain ints"),
+        (dict(num_cores=1), ValueError, r"num_cores must be in \[2, 5\]"),
+        (dict(num_cores=6), ValueError, r"num_cores must be in \[2, 5\]"),
+        (dict(row_shape=[2, 2, 2, 2, 2, 2, 2, 2, 2, 2]), ValueError, "num_cores must be in"),
+    ],
+)
+def test_ttshape_rejects_bad_shapes(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        TTShape.build(1000, 128, 8, **kwargs)
+
+
+@pytest.mark.parametrize("num_rows, dim", [(0, 8), (8, 0), (-3, 8)])
+def test_ttshape_rejects_non_positive_sizes(num_rows, dim):
+    with pytest.raises(ValueError, match=">= 1"):
+        TTShape.build(num_rows, dim, 4)
+
+
+@given(st.lists(st.integers(1, 40), min_size=2, max_size=5), st.data())
+def test_digits_roundtrip_and_order(row_shape, data):
+    total = math.prod(row_shape)
+    index = torch.tensor(data.draw(st.lists(st.integers(0, total - 1), min_size=1, max_size=50)))
+    digits = index_to_digits(index, row_shape)
+    assert digits.shape == (index.numel(), len(row_shape))
+    for k, n in enumerate(row_shape):
+        assert bool(((digits[:, k] >= 0) & (digits[:, k] < n)).all())
+    assert torch.equal(digits_to_index(digits, row_shape), index)
+
+
+def test_digit_convention_first_digit_most_significant():
+    digits = index_to_digits(torch.tensor([0, 1, 5, 6, 29]), [5, 2, 3])
+    assert digits.tolist() == [[0, 0, 0], [0, 0, 1], [0, 1, 2], [1, 0, 0], [4, 1, 2]]
