@@ -1,0 +1,60 @@
+"""Quality figures of a node order: how often graph neighbours share leading TT digits."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from .graph import CSRGraph, GraphInput, canonical_csr
+
+__all__ = ["shared_prefix_fractions"]
+
+
+def shared_prefix_fractions(
+    graph: Union[GraphInput, CSRGraph],
+    perm: np.ndarray,
+    row_shape: Sequence[int],
+    num_nodes: Optional[int] = None,
+) -> dict[str, float]:
+    r"""Fraction of edges whose endpoints' TT rows share their first ``l`` digits.
+
+    For a row shape :math:`(n_1, \dots, n_K)`, two rows share their first ``l`` digits exactly
+    when ``row_u // (n_{l+1} * ... * n_K) == row_v // (n_{l+1} * ... * n_K)``. A random order of
+    a graph with :math:`N \approx n_1 \cdots n_K` rows gives about :math:`1 / (n_1 \cdots n_l)`.
+
+    Args:
+        graph (tuple, np.ndarray or CSRGraph): the graph, in any form
+            :func:`~ttgnn.partition.graph.canonical_csr` accepts (it is symmetrised; self-loops
+            and duplicate edges do not count).
+        perm (np.ndarray): node id -> TT row index, shape ``(N,)``.
+        row_shape (sequence of int): ``(n_1, ..., n_K)``.
+        num_nodes (int, optional): node count for an edge index input.
+
+    Returns:
+        dict: ``{"shared_prefix_1": ..., ..., "shared_prefix_{K-1}": ...}``, each in ``[0, 1]``;
+        ``nan`` for a graph without edges.
+    """
+    csr = graph if isinstance(graph, CSRGraph) else canonical_csr(graph, num_nodes)
+    perm = np.asarray(perm)
+    if perm.shape != (csr.num_nodes,):
+        raise ValueError(f"perm must have shape ({csr.num_nodes},), got {perm.shape}")
+    if not np.issubdtype(perm.dtype, np.integer):
+        raise TypeError(f"perm must hold integers, got dtype {perm.dtype}")
+    row_shape = [int(n) for n in row_shape]
+    rows = csr.edge_rows()
+    # Each undirected edge is stored twice; counting the half with row < col gives the same fraction.
+    upper = rows < csr.indices
+    row_u = perm[rows[upper]].astype(np.int64, copy=False)
+    row_v = perm[csr.indices[upper]].astype(np.int64, copy=False)
+    del rows, upper
+    num_edges = row_u.shape[0]
+    fractions = {}
+    for level in range(1, len(row_shape)):
+        stride = math.prod(row_shape[level:])
+        if num_edges == 0:
+            fractions[f"shared_prefix_{level}"] = float("nan")
+        else:
+            same = np.count_nonzero(row_u // stride == row_v // stride)
+            fractions[f"shared_prefix_{level}"] = float(same / num_edges)
+    return fractions
