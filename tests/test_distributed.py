@@ -1,0 +1,289 @@
+"""Tests of ttgnn.distributed: environment, shards, seeds, atomic saves, fault hook, and DDP on gloo.
+
+The DDP tests start real processes (gloo on CPU). Every one runs under a deadline and kills its
+processes when it passes, so a hung rank fails the test instead of hanging the suite.
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from ttgnn import distributed as tdist
+
+DEADLINE_S = 150
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---------------------------------------------------------------------- environment
+def test_detect_single_process():
+    info = tdist.detect({})
+    assert (info.rank, info.world_size, info.local_rank, info.is_distributed, info.is_main) == (0, 1, 0, False, True)
+
+
+def test_detect_torchrun_environment():
+    env = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1",
+           "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RESTART_COUNT": "1",
+           "TORCHELASTIC_MAX_RESTARTS": "2"}
+    info = tdist.detect(env)
+    assert info == tdist.DistInfo(rank=3, world_size=4, local_rank=1, local_world_size=2, node_rank=1,
+                                  master_addr="10.0.0.1", master_port=29500, restart_count=1, max_restarts=2)
+    assert info.is_distributed and not info.is_main
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"RANK": "0"}, "RANK and WORLD_SIZE must be set together"),
+    ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "1"}, r"RANK must lie in \[0, 2\), got 2"),
+    ({"RANK": "0", "WORLD_SIZE": "x"}, "WORLD_SIZE must be an integer, got 'x'"),
+    ({"RANK": "0", "WORLD_SIZE": "2"}, "MASTER_PORT must be set"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "70000"}, r"MASTER_PORT must lie in \[1, 65535\]"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "1", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "2"},
+     r"LOCAL_RANK must lie in \[0, 2\), got 2"),
+])
+def test_detect_rejects_bad_environment(env, message):
+    with pytest.raises(ValueError, match=message):
+        tdist.detect(env)
+
+
+def test_setup_without_torchrun_is_a_single_cpu_process():
+    ctx = tdist.setup("cpu", environ={})
+    assert ctx.backend is None and not ctx.is_distributed and ctx.device == torch.device("cpu")
+    assert tdist.get_world_size() == 1 and tdist.is_main_process()
+    assert tdist.all_reduce_sums({"loss": 2.5, "count": 3}) == {"loss": 2.5, "count": 3.0}
+    assert tdist.broadcast_object({"a": 1}) == {"a": 1}
+    model = torch.nn.Linear(2, 2)
+    assert tdist.wrap_model(model, ctx) is model and tdist.unwrap_model(model) is model
+    with pytest.raises(ValueError, match="device must be one of"):
+        tdist.setup("tpu", environ={})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
+def test_setup_cuda_without_gpu_is_an_error():
+    with pytest.raises(ValueError, match="torch.cuda.is_available"):
+        tdist.setup("cuda", environ={})
+
+
+# ---------------------------------------------------------------------- shards and seeds
+@pytest.mark.parametrize("num, world_size", [(10, 2), (11, 2), (7, 3), (2, 4), (1, 1)])
+def test_epoch_shards_are_disjoint_equal_and_cover(num, world_size):
+    ids = torch.arange(100, 100 + num)
+    shards = [tdist.epoch_shard(ids, 3, seed=7, rank=r, world_size=world_size) for r in range(world_size)]
+    per_rank = -(-num // world_size)
+    assert all(s.shape == (per_rank,) for s in shards)
+    merged = torch.cat(shards)
+    assert set(merged.tolist()) == set(ids.tolist())  # every node, padding repeats a few
+    if num % world_size == 0:
+        assert merged.unique().numel() == num  # disjoint
+
+
+def test_epoch_shard_union_of_rank_batches_is_the_single_process_batch():
+    ids = torch.arange(48) * 3
+    world_size, batch = 4, 5
+    whole = tdist.epoch_shard(ids, 2, seed=1, rank=0, world_size=1)
+    shards = [tdist.epoch_shard(ids, 2, seed=1, rank=r, world_size=world_size) for r in range(world_size)]
+    for step in range(-(-12 // batch)):
+        union = torch.cat([s[step * batch:(step + 1) * batch] for s in shards])
+        expect = whole[step * batch * world_size:(step + 1) * batch * world_size]
+        assert sorted(union.tolist()) == sorted(expect.tolist())
+
+
+def test_epoch_shard_is_deterministic_per_epoch_and_changes_between_epochs():
+    ids = torch.arange(1000)
+    a = tdist.epoch_shard(ids, 5, seed=3, rank=1, world_size=2)
+    assert torch.equal(a, tdist.epoch_shard(ids, 5, seed=3, rank=1, world_size=2))
+    assert not torch.equal(a, tdist.epoch_shard(ids, 6, seed=3, rank=1, world_size=2))
+    assert not torch.equal(a, tdist.epoch_shard(ids, 5, seed=4, rank=1, world_size=2))
+    assert torch.equal(tdist.epoch_shard(ids, 0, seed=0, shuffle=False, rank=1, world_size=2), ids[1::2])
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(rank=2, world_size=2), IndexError, r"rank must lie in \[0, 2\), got 2"),
+    (dict(world_size=0), ValueError, "world_size must be >= 1, got 0"),
+    (dict(epoch=-1), ValueError, "epoch must be >= 0, got -1"),
+])
+def test_epoch_shard_bad_arguments(kwargs, error, message):
+    args = dict(ids=torch.arange(4), epoch=0, seed=0)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        tdist.epoch_shard(**args)
+    with pytest.raises(ValueError, match="ids is empty"):
+        tdist.epoch_shard(torch.arange(0), 0, 0)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        tdist.epoch_shard(torch.zeros(2, 2, dtype=torch.long), 0, 0)
+
+
+def test_rank_seeds_are_distinct_and_reproducible():
+    seeds = {tdist.rank_seed(0, rank, epoch) for rank in range(4) for epoch in range(50)}
+    seeds |= {tdist.rank_seed(0, rank) for rank in range(4)}
+    assert len(seeds) == 4 * 51
+    assert tdist.rank_seed(5, 1, 2) == tdist.rank_seed(5, 1, 2)
+    with pytest.raises(ValueError, match="must be >= 0"):
+        tdist.rank_seed(0, -1)
+    tdist.seed_everything(tdist.rank_seed(1, 0, 0))
+    first = torch.rand(3)
+    tdist.seed_everything(tdist.rank_seed(1, 0, 0))
+    assert torch.equal(first, torch.rand(3))
+
+
+# ---------------------------------------------------------------------- rank 0 duties
+def test_save_atomic_keeps_the_old_file_when_a_write_fails(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    tdist.save_atomic({"epoch": 1}, path)
+    assert torch.load(path)["epoch"] == 1
+
+    def broken_save(obj, fh):
+        fh.write(b"partial bytes")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        tdist.save_atomic({"epoch": 2}, path)
+    monkeypatch.undo()
+    assert torch.load(path)["epoch"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]
+
+
+def test_rank_filter_keeps_warnings_only_on_other_ranks():
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append((record.levelno, self.format(record)))
+
+    handler = Keep()
+    handler.addFilter(tdist._RankFilter(rank=1, min_level=logging.WARNING))
+    logger = logging.getLogger("ttgnn.test_rank_filter")
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.info("epoch 1")
+    logger.warning("slow")
+    assert records == [(logging.WARNING, "[rank 1] slow")]
+
+
+def test_fault_hook_kills_only_the_chosen_rank_on_the_first_attempt():
+    assert tdist.maybe_inject_fault(0, 0, rank=0, environ={}) is None
+    env = {tdist.FAULT_ENV: "1:2:3"}
+    tdist.maybe_inject_fault(2, 3, rank=0, environ=env)  # other rank
+    tdist.maybe_inject_fault(2, 4, rank=1, environ=env)  # other step
+    tdist.maybe_inject_fault(2, 3, rank=1, environ={**env, "TORCHELASTIC_RESTART_COUNT": "1"})  # a restart
+    with pytest.raises(ValueError, match="'rank:epoch:step'"):
+        tdist.maybe_inject_fault(0, 0, rank=0, environ={tdist.FAULT_ENV: "1:2"})
+    code = ("from ttgnn.distributed import maybe_inject_fault as f\n"
+            "f(0, 1, rank=1); f(2, 3, rank=1); print('survived')")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, tdist.FAULT_ENV: "1:2:3"},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL and "survived" not in proc.stdout
+
+
+# ---------------------------------------------------------------------- DDP on gloo
+def _tiny_setup(seed: int):
+    """A 2-layer GraphSAGE on a TT embedding over a 240-node planted-partition graph."""
+    from ttgnn.data import planted_partition
+    from ttgnn.models import NodeInput, build_model
+
+    dataset = planted_partition(240, num_classes=4, avg_degree=6, seed=seed)
+    graph = dataset.dgl_graph()
+    tdist.seed_everything(tdist.rank_seed(seed))  # the same init on every rank and in the reference
+    node_input = NodeInput("tt", dataset.num_nodes, 16, ranks=4, init="gaussian", init_scale=0.5)
+    # No dropout, LayerNorm (per node) rather than BatchNorm (per batch), full neighbourhoods:
+    # the forward of a node does not depend on which batch it is in, so only the gradient
+    # averaging decides whether DDP matches the single process.
+    model = build_model("sage", node_input, dataset.num_classes, hidden=16, num_layers=2, dropout=0.0,
+                        norm="layer")
+    return dataset, graph, model
+
+
+def train_steps(rank: int, world_size: int, batch_size: int, epochs: int, seed: int, use_ddp: bool) -> dict:
+    """Train the tiny model on this rank's shards; returns the final state_dict."""
+    import dgl
+    import torch.nn.functional as F
+
+    dataset, graph, model = _tiny_setup(seed)
+    net = tdist.wrap_model(model) if use_ddp else model
+    emb_params, gnn_params = model.parameter_groups()
+    optimisers = [torch.optim.Adam(emb_params, lr=0.02), torch.optim.Adam(gnn_params, lr=0.01)]
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)
+    train_ids = dataset.split["train"]
+    for epoch in range(epochs):
+        tdist.seed_everything(tdist.rank_seed(seed, rank, epoch))
+        nodes = tdist.epoch_shard(train_ids, epoch, seed, rank, world_size)
+        loader = dgl.dataloading.DataLoader(graph, nodes, sampler, batch_size=batch_size, shuffle=False)
+        for input_nodes, output_nodes, blocks in loader:
+            logits = net(blocks, input_nodes)
+            loss = F.cross_entropy(logits, dataset.labels[output_nodes.long()])
+            for opt in optimisers:
+                opt.zero_grad()
+            loss.backward()
+            for opt in optimisers:
+                opt.step()
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _ddp_worker(rank: int, world_size: int, port: int, out_dir: str, batch_size: int, epochs: int, seed: int):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
+                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
+    torch.set_num_threads(1)
+    ctx = tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
+    try:
+        assert ctx.backend == "gloo" and ctx.world_size == world_size
+        state = train_steps(rank, world_size, batch_size, epochs, seed, use_ddp=True)
+        torch.save(state, Path(out_dir) / f"rank{rank}.pt")
+    finally:
+        tdist.teardown()
+
+
+def run_spawned(fn, world_size: int, args: tuple, deadline_s: float = DEADLINE_S) -> None:
+    """``torch.multiprocessing`` spawn with a deadline: kills every process when it passes."""
+    import torch.multiprocessing as mp
+
+    context = mp.start_processes(fn, args=(world_size,) + args, nprocs=world_size, join=False,
+                                 start_method="spawn")
+    stop = time.monotonic() + deadline_s
+    try:
+        while not context.join(timeout=1.0):
+            if time.monotonic() > stop:
+                raise TimeoutError(f"ranks still running after {deadline_s} s")
+    finally:
+        for proc in context.processes:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+
+
+def test_two_ranks_match_one_process_on_the_union_of_their_batches(tmp_path):
+    seed, batch, epochs = 11, 10, 2  # 120 training nodes: 6 steps of 2 x 10 per epoch
+    run_spawned(_ddp_worker, 2, (free_port(), str(tmp_path), batch, epochs, seed))
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    union = train_steps(0, 1, 2 * batch, epochs, seed, use_ddp=False)
+    alone = train_steps(0, 2, batch, epochs, seed, use_ddp=False)  # rank 0's half, no averaging
+    _, _, init = _tiny_setup(seed)
+    init = init.state_dict()
+
+    names = [k for k, v in union.items() if v.is_floating_point()]
+    assert any(k.startswith("node_input.table.cores") for k in names)
+    assert any(k.startswith("gnn.convs") for k in names)
+    for name in names:
+        # Identical on both ranks (bitwise: same averaged gradient, same optimiser step).
+        assert torch.equal(ranks[0][name], ranks[1][name]), name
+        # Equal to one process on the union of the two ranks' batches.
+        torch.testing.assert_close(ranks[0][name], union[name], rtol=1e-5, atol=2e-6, msg=name)
+    # ... and the test can tell: training moved every core, and rank 0's half alone ends elsewhere.
+    for k in range(3):
+        name = f"node_input.table.cores.{k}"
+        assert (union[name] - init[name]).abs().max() > 1e-2, name
+    assert max((alone[k] - union[k]).abs().max().item() for k in names) > 1e-2
