@@ -4,6 +4,7 @@ Sub-commands::
 
     ttgnn info --rows N --dim D --rank R     shapes, parameters, memory, compression of a TT table
     ttgnn partition --dataset ogbn-arxiv --method ...   node order onto TT rows: quality and time
+    ttgnn train --dataset ogbn-arxiv --model sage|gat --embedding tt|full ...   train a featureless GNN
 """
 from __future__ import annotations
 
@@ -44,6 +45,68 @@ def _cmd_info(args: argparse.Namespace) -> int:
               f"{_format_bytes(shape.num_parameters * bytes_per):>11} {_format_bytes(dense):>13} "
               f"{shape.compression_ratio:>11,.1f}x")
     return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from .train import TrainConfig, train
+
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
+    metrics = train(config)
+    print(f"{metrics['dataset']} {metrics['model']}+{metrics['embedding']}: best valid {metrics['best_valid_acc']:.4f}"
+          f" (epoch {metrics['best_epoch']}), test {metrics['test_acc']:.4f}, compression "
+          f"{metrics['compression_ratio']:,.1f}x, epoch time {metrics['epoch_time']:.2f}s, "
+          f"peak memory {metrics['peak_memory_mib']:.0f} MiB")
+    return 0
+
+
+def _add_train_parser(sub) -> None:
+    """``ttgnn train``: defaults are the README's ogbn-arxiv settings (see ttgnn.train.TrainConfig)."""
+    from .train import ORDERS, TrainConfig
+
+    d = TrainConfig()
+    p = sub.add_parser("train", help="train a featureless GNN (GraphSAGE/GAT) on a TT, full or feature input",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--dataset", default=d.dataset, help="ogbn-arxiv|ogbn-products|ogbn-papers100M, a folder "
+                   "name under --root (cora, citeseer, pubmed) or a path in OGB raw layout")
+    p.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+    p.add_argument("--cache-dir", default=None, help="cache for ogb files and node orders (default: ~/.cache/ttgnn)")
+    p.add_argument("--model", choices=["sage", "gat"], default=d.model)
+    p.add_argument("--embedding", choices=["tt", "full", "features"], default=d.embedding)
+    p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
+    p.add_argument("--rank", type=int, default=d.rank, help="TT rank")
+    p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores (2-5)")
+    p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56 (default: automatic)")
+    p.add_argument("--col-shape", type=_int_list, default=None, help="TT column shape, e.g. 8,4,4 (default: automatic)")
+    p.add_argument("--order", choices=list(ORDERS), default=d.order, help="node order for the TT rows")
+    p.add_argument("--init", choices=["ortho", "gaussian"], default=d.init, help="TT init")
+    p.add_argument("--init-scale", type=float, default=d.init_scale)
+    p.add_argument("--hidden", type=int, default=d.hidden)
+    p.add_argument("--num-layers", type=int, default=d.num_layers)
+    p.add_argument("--heads", type=int, default=d.heads, help="GAT heads")
+    p.add_argument("--dropout", type=float, default=d.dropout)
+    p.add_argument("--input-dropout", type=float, default=d.input_dropout)
+    p.add_argument("--attn-dropout", type=float, default=d.attn_dropout, help="GAT attention dropout")
+    p.add_argument("--norm", choices=["batch", "layer", "none"], default=d.norm)
+    p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual)
+    p.add_argument("--mode", choices=["full", "minibatch"], default=d.mode, help="full-graph or neighbour sampling")
+    p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size)
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--lr", type=float, default=d.lr, help="GNN learning rate")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="GNN weight decay")
+    p.add_argument("--emb-lr", type=float, default=d.emb_lr, help="embedding learning rate")
+    p.add_argument("--emb-weight-decay", type=float, default=d.emb_weight_decay, help="embedding weight decay")
+    p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--num-threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--output-dir", default=None, help="checkpoint.pt and metrics.json go here")
+    p.add_argument("--resume", action="store_true", help="continue from --output-dir/checkpoint.pt")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars")
+    p.set_defaults(func=_cmd_train)
 
 
 def _cmd_partition(args: argparse.Namespace) -> int:
@@ -120,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     info.set_defaults(func=_cmd_info)
 
+    _add_train_parser(sub)
     _add_partition_parser(sub)
     # Further sub-commands register here (partition, train).
     return parser

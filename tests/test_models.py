@@ -1,0 +1,114 @@
+"""Tests of ttgnn.models: dense TT table, input modules, SAGE/GAT on full graphs and blocks."""
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+import dgl  # noqa: E402
+
+from ttgnn import TTNodeEmbedding  # noqa: E402
+from ttgnn.data import planted_partition  # noqa: E402
+from ttgnn.models import GAT, GraphSAGE, NodeInput, build_model, tt_dense_table  # noqa: E402
+
+
+@pytest.mark.parametrize("row_shape,col_shape,ranks", [([5, 6, 7], [2, 4, 2], 3), ([4, 9], [8, 2], 5),
+                                                       ([3, 2, 4, 2], [2, 2, 2, 2], [2, 3, 2])])
+def test_dense_table_matches_reference_lookup(row_shape, col_shape, ranks):
+    torch.manual_seed(0)
+    rows = 1
+    for n in row_shape:
+        rows *= n
+    emb = TTNodeEmbedding(rows, int(torch.tensor(col_shape).prod()), ranks=ranks, row_shape=row_shape,
+                          col_shape=col_shape, dtype=torch.float64)
+    dense = tt_dense_table(list(emb.cores))
+    torch.testing.assert_close(dense, emb.full_weight(), rtol=1e-12, atol=1e-12)
+
+
+def test_dense_table_gradient_matches_lookup():
+    torch.manual_seed(0)
+    emb = TTNodeEmbedding(100, 16, ranks=4, row_shape=[5, 4, 5], col_shape=[2, 4, 2], dtype=torch.float64)
+    weights = torch.randn(100, 16, dtype=torch.float64)
+    (tt_dense_table(list(emb.cores)) * weights).sum().backward()
+    grads = [c.grad.clone() for c in emb.cores]
+    for c in emb.cores:
+        c.grad = None
+    (emb.full_weight() * weights).sum().backward()
+    for got, want in zip(grads, emb.cores):
+        torch.testing.assert_close(got, want.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_node_input_tt_dense_and_gather_paths_agree():
+    torch.manual_seed(0)
+    order = torch.randperm(90)
+    inp = NodeInput("tt", 90, 16, ranks=4, row_shape=[4, 5, 5], col_shape=[2, 4, 2], node_order=order,
+                    dense_fraction=0.5)
+    few = torch.tensor([3, 7, 89])
+    many = torch.arange(60)
+    table = inp(None)
+    assert table.shape == (90, 16)
+    torch.testing.assert_close(inp(few), table[few], rtol=1e-5, atol=1e-6)  # float32 sum order
+    torch.testing.assert_close(inp(many), table[many], rtol=1e-5, atol=1e-6)
+    with pytest.raises(IndexError):
+        inp(torch.arange(85, 91).repeat(10))
+    assert inp.compression_ratio == pytest.approx(inp.table.compression_ratio)
+
+
+def test_node_input_kinds_and_errors():
+    full = NodeInput("full", 10, 8)
+    assert full(torch.tensor([1, 2])).shape == (2, 8) and full.compression_ratio == 1.0
+    assert full.num_parameters == 80
+    feats = NodeInput("features", 4, features=torch.ones(4, 3))
+    assert feats.dim == 3 and feats.num_parameters == 0 and feats(None).shape == (4, 3)
+    with pytest.raises(ValueError, match="features"):
+        NodeInput("features", 4)
+    with pytest.raises(ValueError, match="kind"):
+        NodeInput("sparse", 4)
+    with pytest.raises(TypeError, match="ranks"):
+        NodeInput("full", 4, ranks=4)
+
+
+@pytest.fixture(scope="module")
+def small_graph():
+    ds = planted_partition(300, num_classes=4, avg_degree=6, seed=1)
+    return ds, ds.dgl_graph(self_loops=True)
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+@pytest.mark.parametrize("norm,residual", [("batch", False), ("layer", True), ("none", False)])
+def test_blocks_equal_full_graph_and_layerwise_inference(small_graph, model, norm, residual):
+    ds, graph = small_graph
+    torch.manual_seed(0)
+    inp = NodeInput("tt", ds.num_nodes, 16, ranks=4, init_scale=10.0)
+    clf = build_model(model, inp, ds.num_classes, hidden=16, num_layers=2, norm=norm, residual=residual, heads=2)
+    clf.eval()
+    full = clf(graph)
+    assert full.shape == (ds.num_nodes, ds.num_classes)
+    # Full-neighbour blocks for some seeds give the same logits as the full graph.
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)
+    seeds = torch.tensor([0, 5, 17, 299])
+    input_nodes, output_nodes, blocks = sampler.sample_blocks(graph, seeds)
+    from_blocks = clf(blocks, input_nodes.long())
+    torch.testing.assert_close(from_blocks, full[output_nodes.long()], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(clf.inference(graph, batch_size=64), full, rtol=1e-4, atol=1e-5)
+
+
+def test_gat_heads_and_shapes(small_graph):
+    ds, graph = small_graph
+    gnn = GAT(8, 12, 4, num_layers=3, heads=3)
+    assert gnn(graph, torch.randn(ds.num_nodes, 8)).shape == (ds.num_nodes, 4)
+    with pytest.raises(ValueError, match="heads"):
+        GAT(8, 10, 4, heads=3)
+    with pytest.raises(ValueError, match="num_layers"):
+        GraphSAGE(8, 8, 4, num_layers=0)
+    with pytest.raises(ValueError, match="blocks"):
+        GraphSAGE(8, 8, 4, num_layers=2)([graph], torch.randn(ds.num_nodes, 8))
+
+
+def test_parameter_groups_split_embedding_from_gnn():
+    inp = NodeInput("tt", 100, 16, ranks=4)
+    clf = build_model("sage", inp, 3, hidden=8, num_layers=2)
+    emb, gnn = clf.parameter_groups()
+    assert sum(p.numel() for p in emb) == inp.table.num_parameters
+    assert {id(p) for p in emb}.isdisjoint({id(p) for p in gnn})
+    assert len(emb) + len(gnn) == len(list(clf.parameters()))

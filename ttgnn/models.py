@@ -1,0 +1,325 @@
+"""Featureless node classifiers: an input module (TT / full embedding / node features) + a GNN.
+
+* :class:`NodeInput` gives the input vectors of nodes: rows of a :class:`ttgnn.TTNodeEmbedding`,
+  of a :class:`torch.nn.Embedding`, or of a fixed feature matrix.
+* :class:`GraphSAGE` (`Hamilton et al., 2017 <https://arxiv.org/abs/1706.02216>`_, mean aggregator)
+  and :class:`GAT` (`Velickovic et al., 2018 <https://arxiv.org/abs/1710.10903>`_, multi-head) built
+  from ``dgl.nn.SAGEConv`` / ``dgl.nn.GATConv``; both run on a full graph or on a list of DGL
+  blocks (mini-batch), and have a layer-wise full-neighbour :meth:`GNN.inference`.
+* :class:`NodeClassifier` ties the two together.
+
+Only DGL APIs present in both DGL 1.1 and 2.x are used.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Optional, Sequence
+
+import torch
+from torch import nn
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+import dgl  # noqa: E402
+from dgl.nn import GATConv, SAGEConv  # noqa: E402
+
+from .embedding import TTNodeEmbedding  # noqa: E402
+
+__all__ = ["tt_dense_table", "NodeInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier", "build_model"]
+
+log = logging.getLogger(__name__)
+
+EMBEDDINGS = ("tt", "full", "features")
+MODELS = ("sage", "gat")
+NORMS = ("none", "batch", "layer")  # ttgnn.train keeps copies of these three (no DGL import there)
+
+
+def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The whole padded TT table by sequential dense contraction of the cores.
+
+    Much cheaper than gathering every row (``O(N D r)`` in a few large matmuls, no per-row
+    work), and differentiable by autograd: the path used when (nearly) all rows are needed.
+
+    Args:
+        cores (sequence of Tensor): core ``k`` of shape ``(n_k, r_{k-1}, m_k, r_k)``.
+
+    Shapes:
+        - **output:** ``(n_1 * ... * n_K, m_1 * ... * m_K)``, rows in the TT digit order of
+          :mod:`ttgnn.shapes`.
+    """
+    first = cores[0]
+    partial = first.reshape(first.shape[0], first.shape[2], first.shape[3])  # (rows, cols, r)
+    for core in cores[1:]:
+        rows, cols, _ = partial.shape
+        n, _, m, r_out = core.shape
+        # out[p, t, q, c, s] = sum_r partial[p, q, r] core[t, r, c, s]
+        out = torch.einsum("pqr,trcs->ptqcs", partial, core)
+        partial = out.reshape(rows * n, cols * m, r_out)
+    return partial.reshape(partial.shape[0], partial.shape[1])
+
+
+class NodeInput(nn.Module):
+    r"""Input vectors of nodes for a featureless (or feature-based) GNN.
+
+    Args:
+        kind (str): ``"tt"`` (:class:`ttgnn.TTNodeEmbedding`), ``"full"``
+            (:class:`torch.nn.Embedding`) or ``"features"`` (a fixed feature matrix).
+        num_nodes (int): ``N``.
+        dim (int, optional): embedding dimension ``D`` (ignored for ``"features"``). (default: ``128``)
+        features (Tensor, optional): ``(N, F)`` features, required for ``"features"``.
+        dense_fraction (float, optional): for ``"tt"``, lookups of at least this fraction of ``N``
+            rows materialise the whole table by :func:`tt_dense_table` instead of gathering rows.
+            (default: ``0.25``)
+        full_init_std (float, optional): std of the ``"full"`` table's normal init. (default: ``1.0``)
+        **tt_kwargs: passed to :class:`ttgnn.TTNodeEmbedding` (``ranks``, ``row_shape``,
+            ``col_shape``, ``num_cores``, ``init``, ``init_scale``, ``node_order``, ``generator``).
+
+    Shapes:
+        - **input:** node ids ``(B,)`` or ``None`` for all nodes.
+        - **output:** ``(B, D)`` or ``(N, D)``.
+    """
+
+    def __init__(self, kind: str, num_nodes: int, dim: int = 128, *, features: Optional[torch.Tensor] = None,
+                 dense_fraction: float = 0.25, full_init_std: float = 1.0, **tt_kwargs) -> None:
+        super().__init__()
+        if kind not in EMBEDDINGS:
+            raise ValueError(f"embedding kind must be one of {EMBEDDINGS}, got {kind!r}")
+        self.kind = kind
+        self.num_nodes = num_nodes
+        self.dense_fraction = dense_fraction
+        if kind == "tt":
+            self.table = TTNodeEmbedding(num_nodes, dim, **tt_kwargs)
+            self.dim = dim
+        elif kind == "full":
+            if tt_kwargs:
+                raise TypeError(f"TT options {sorted(tt_kwargs)} do not apply to a full embedding")
+            self.table = nn.Embedding(num_nodes, dim)
+            nn.init.normal_(self.table.weight, 0.0, full_init_std)
+            self.dim = dim
+        else:
+            if features is None:
+                raise ValueError("embedding kind 'features' needs a feature matrix; this dataset has none")
+            if features.shape[0] != num_nodes:
+                raise ValueError(f"features must have {num_nodes} rows, got {features.shape[0]}")
+            self.register_buffer("features", features.float())
+            self.table = None
+            self.dim = int(features.shape[1])
+
+    @property
+    def num_parameters(self) -> int:
+        """Trainable scalars of the input (0 for features)."""
+        return 0 if self.table is None else sum(p.numel() for p in self.table.parameters())
+
+    @property
+    def compression_ratio(self) -> float:
+        """``N * D`` over the parameter count (1 for a full table and for features)."""
+        return self.table.compression_ratio if self.kind == "tt" else 1.0
+
+    def _tt_all(self) -> torch.Tensor:
+        table = tt_dense_table(list(self.table.cores))
+        order = self.table.node_order
+        return table[order] if order is not None else table[: self.num_nodes]
+
+    def forward(self, nodes: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if self.kind == "features":
+            return self.features if nodes is None else self.features[nodes.to(self.features.device)]
+        if self.kind == "full":
+            return self.table.weight if nodes is None else self.table(nodes)
+        if nodes is None:
+            return self._tt_all()
+        if nodes.numel() >= self.dense_fraction * self.num_nodes:
+            self.table._rows_of(nodes)  # validates the ids
+            return self._tt_all()[nodes]
+        return self.table(nodes)
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}, num_nodes={self.num_nodes}, dim={self.dim}"
+
+
+class GNN(nn.Module):
+    r"""A stack of graph convolutions with normalisation, ReLU, dropout and optional residuals.
+
+    Subclasses define :meth:`make_conv` and :meth:`conv_out`. ``forward`` takes either one
+    ``DGLGraph`` (full graph, used by every layer) or a list of blocks (one per layer).
+
+    Args:
+        in_dim (int): input width.
+        hidden (int): hidden width.
+        num_classes (int): output width.
+        num_layers (int, optional): number of convolutions (>= 1). (default: ``3``)
+        dropout (float, optional): dropout on hidden layers. (default: ``0.5``)
+        input_dropout (float, optional): dropout on the input vectors. (default: ``0.0``)
+        norm (str, optional): ``"batch"``, ``"layer"`` or ``"none"``. (default: ``"batch"``)
+        residual (bool, optional): add a linear skip from each layer's input. (default: ``False``)
+    """
+
+    def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int = 3, dropout: float = 0.5,
+                 input_dropout: float = 0.0, norm: str = "batch", residual: bool = False, **conv_kwargs) -> None:
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be >= 1, got {num_layers}")
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+        self.num_layers = num_layers
+        self.hidden = hidden
+        self.num_classes = num_classes
+        self.conv_kwargs = conv_kwargs
+        self.convs = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        self.skips = nn.ModuleList()
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [num_classes]
+        for layer in range(num_layers):
+            last = layer == num_layers - 1
+            self.convs.append(self.make_conv(dims[layer], dims[layer + 1], last))
+            if not last:
+                if norm == "batch":
+                    self.norms.append(nn.BatchNorm1d(hidden))
+                elif norm == "layer":
+                    self.norms.append(nn.LayerNorm(hidden))
+                else:
+                    self.norms.append(nn.Identity())
+            self.skips.append(nn.Linear(dims[layer], dims[layer + 1], bias=False) if residual else nn.Identity())
+        self.residual = residual
+        self.dropout = nn.Dropout(dropout)
+        self.input_dropout = nn.Dropout(input_dropout)
+
+    def make_conv(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
+        raise NotImplementedError
+
+    def conv_out(self, out: torch.Tensor, last: bool) -> torch.Tensor:
+        return out
+
+    def layer(self, index: int, graph, h: torch.Tensor) -> torch.Tensor:
+        """Apply layer ``index`` on ``graph`` (a full graph or a block) to source features ``h``."""
+        last = index == self.num_layers - 1
+        out = self.conv_out(self.convs[index](graph, h), last)
+        if self.residual:
+            num_dst = graph.num_dst_nodes() if graph.is_block else h.shape[0]
+            out = out + self.skips[index](h[:num_dst])
+        if not last:
+            out = self.dropout(torch.relu(self.norms[index](out)))
+        return out
+
+    def forward(self, graph, h: torch.Tensor) -> torch.Tensor:
+        h = self.input_dropout(h)
+        if isinstance(graph, (list, tuple)):
+            if len(graph) != self.num_layers:
+                raise ValueError(f"expected {self.num_layers} blocks, got {len(graph)}")
+            for index, block in enumerate(graph):
+                h = self.layer(index, block, h)
+            return h
+        for index in range(self.num_layers):
+            h = self.layer(index, graph, h)
+        return h
+
+    @torch.no_grad()
+    def inference(self, graph, h: torch.Tensor, batch_size: int = 8192, device=None,
+                  progress: bool = False) -> torch.Tensor:
+        """Layer-wise full-neighbour inference: every layer for all nodes, in node batches.
+
+        Exact (each node sees all its neighbours) with memory ``O(N * hidden)`` instead of the
+        neighbourhood explosion of a multi-layer forward.
+
+        Args:
+            graph (DGLGraph): the full graph.
+            h (Tensor): ``(N, in_dim)`` input vectors.
+            batch_size (int, optional): destination nodes per step. (default: ``8192``)
+            device (torch.device, optional): where to compute. (default: ``h``'s device)
+            progress (bool, optional): show a tqdm bar. (default: ``False``)
+
+        Shapes:
+            - **output:** ``(N, num_classes)``.
+        """
+        from tqdm.auto import tqdm
+
+        device = device or h.device
+        sampler = dgl.dataloading.MultiLayerFullNeighborSampler(1)
+        nodes = torch.arange(graph.num_nodes(), dtype=graph.idtype)
+        for index in range(self.num_layers):
+            width = self.num_classes if index == self.num_layers - 1 else self.hidden
+            out = torch.empty(graph.num_nodes(), width, device=device)
+            loader = dgl.dataloading.DataLoader(graph, nodes, sampler, batch_size=batch_size,
+                                                shuffle=False, drop_last=False, num_workers=0)
+            for input_nodes, output_nodes, blocks in tqdm(loader, disable=not progress, leave=False,
+                                                          desc=f"inference layer {index + 1}"):
+                block = blocks[0].to(device)
+                out[output_nodes.long()] = self.layer(index, block, h[input_nodes.long()].to(device))
+            h = out
+        return h
+
+
+class GraphSAGE(GNN):
+    r"""GraphSAGE with the mean aggregator (``dgl.nn.SAGEConv``); see :class:`GNN` for the arguments."""
+
+    def make_conv(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
+        return SAGEConv(in_dim, out_dim, aggregator_type="mean")
+
+
+class GAT(GNN):
+    r"""Multi-head GAT (``dgl.nn.GATConv``): hidden layers concatenate ``heads`` heads of
+    ``hidden / heads`` channels, the last layer averages ``heads`` heads of ``num_classes``.
+
+    Args:
+        heads (int, optional): attention heads. (default: ``4``)
+        attn_dropout (float, optional): dropout on attention weights. (default: ``0.0``)
+        Others: see :class:`GNN`; ``hidden`` must be divisible by ``heads``.
+    """
+
+    def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int = 3, *, heads: int = 4,
+                 attn_dropout: float = 0.0, **kwargs) -> None:
+        if heads < 1 or hidden % heads:
+            raise ValueError(f"hidden ({hidden}) must be a positive multiple of heads ({heads})")
+        self.heads = heads
+        self.attn_dropout = attn_dropout
+        super().__init__(in_dim, hidden, num_classes, num_layers, **kwargs)
+
+    def make_conv(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
+        per_head = out_dim if last else out_dim // self.heads
+        return GATConv(in_dim, per_head, self.heads, attn_drop=self.attn_dropout, allow_zero_in_degree=True)
+
+    def conv_out(self, out: torch.Tensor, last: bool) -> torch.Tensor:
+        return out.mean(1) if last else out.flatten(1)
+
+
+class NodeClassifier(nn.Module):
+    r"""An input module followed by a GNN.
+
+    Args:
+        node_input (NodeInput): gives the input vectors.
+        gnn (GNN): the graph network.
+
+    ``forward(graph_or_blocks, input_nodes=None)``: with a full graph, all nodes' inputs are used;
+    with blocks, ``input_nodes`` are the source nodes of the first block.
+    """
+
+    def __init__(self, node_input: NodeInput, gnn: GNN) -> None:
+        super().__init__()
+        self.node_input = node_input
+        self.gnn = gnn
+
+    def forward(self, graph, input_nodes: Optional[torch.Tensor] = None) -> torch.Tensor:
+        h = self.node_input(input_nodes)
+        return self.gnn(graph, h)
+
+    @torch.no_grad()
+    def inference(self, graph, batch_size: int = 8192, progress: bool = False) -> torch.Tensor:
+        """Logits of all nodes by layer-wise full-neighbour inference, ``(N, num_classes)``."""
+        return self.gnn.inference(graph, self.node_input(None), batch_size=batch_size, progress=progress)
+
+    def parameter_groups(self) -> tuple[list, list]:
+        """``(embedding parameters, GNN parameters)`` for separate optimiser settings."""
+        return list(self.node_input.parameters()), list(self.gnn.parameters())
+
+
+def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: int = 256, num_layers: int = 3,
+                dropout: float = 0.5, input_dropout: float = 0.0, norm: str = "batch", residual: bool = False,
+                heads: int = 4, attn_dropout: float = 0.0) -> NodeClassifier:
+    """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input``."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    common = dict(num_layers=num_layers, dropout=dropout, input_dropout=input_dropout, norm=norm, residual=residual)
+    if model == "sage":
+        gnn = GraphSAGE(node_input.dim, hidden, num_classes, **common)
+    else:
+        gnn = GAT(node_input.dim, hidden, num_classes, heads=heads, attn_dropout=attn_dropout, **common)
+    return NodeClassifier(node_input, gnn)

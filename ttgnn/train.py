@@ -1,0 +1,405 @@
+"""Training and evaluation of featureless node classifiers: full-graph or mini-batch (neighbour sampling).
+
+:func:`train` runs one configuration (:class:`TrainConfig`) end to end: load the dataset, build the
+node order and the model, train with separate optimiser settings for the embedding and the GNN,
+evaluate every epoch (``ogb.nodeproppred.Evaluator`` accuracy for ``ogbn-*``, plain accuracy
+otherwise; layer-wise full-neighbour inference for mini-batch models), select the epoch with the
+best validation accuracy, write an atomic checkpoint each epoch and a ``metrics.json``.
+
+Exact resume: every epoch starts by seeding torch, numpy and DGL from ``(seed, epoch)``, so the
+random stream of an epoch does not depend on what ran before it in the process; together with the
+model, optimiser and metrics history in the checkpoint, a run resumed after epoch ``k`` reproduces
+an uninterrupted run with the same seed.
+
+The loop is rank-aware (``rank``, ``world_size``): each rank trains on a disjoint shard of the
+training nodes and only rank 0 logs and writes files, so a data-parallel driver can wrap the model
+without changing this module's structure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import random
+import resource
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .data import NodeDataset, load_dataset
+
+# Kept here (not imported from .models) so that building the CLI parser does not import DGL.
+MODELS = ("sage", "gat")
+EMBEDDINGS = ("tt", "full", "features")
+NORMS = ("none", "batch", "layer")
+
+__all__ = ["TrainConfig", "train", "evaluate", "load_checkpoint", "ORDERS", "CHECKPOINT_NAME", "METRICS_NAME"]
+
+log = logging.getLogger(__name__)
+
+ORDERS = ("identity", "random", "rcm", "metis-flat", "hierarchical-metis")
+MODES = ("full", "minibatch")
+CHECKPOINT_NAME = "checkpoint.pt"
+METRICS_NAME = "metrics.json"
+CHECKPOINT_VERSION = 1
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one training run (all saved into ``metrics.json``).
+
+    Attributes:
+        dataset (str): dataset name or path, see :func:`ttgnn.data.load_dataset`.
+        root (str, optional): datasets root. cache_dir (str, optional): cache directory.
+        model (str): ``"sage"`` or ``"gat"``.
+        embedding (str): ``"tt"``, ``"full"`` or ``"features"``.
+        dim (int): embedding dimension. rank (int): TT rank. num_cores (int): TT cores.
+        row_shape, col_shape (list of int, optional): TT shapes (automatic when ``None``).
+        order (str): node order for the TT rows, one of :data:`ORDERS`.
+        init (str): ``"ortho"`` or ``"gaussian"`` TT init. init_scale (float): its scale.
+        hidden, num_layers, heads (int): network size. dropout, input_dropout, attn_dropout (float).
+        norm (str): ``"batch"``, ``"layer"``, ``"none"``. residual (bool): linear skips.
+        mode (str): ``"full"`` (full-graph) or ``"minibatch"`` (neighbour sampling).
+        fanouts (list of int): neighbours sampled per layer in mini-batch mode.
+        batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
+        epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
+        label_smoothing (float): cross-entropy label smoothing.
+        seed (int): random seed. num_threads (int, optional): torch threads.
+        output_dir (str, optional): checkpoints and ``metrics.json`` go here.
+        resume (bool): continue from ``output_dir/checkpoint.pt`` when present.
+        progress (bool): tqdm bars.
+    """
+
+    dataset: str = "ogbn-arxiv"
+    root: Optional[str] = None
+    cache_dir: Optional[str] = None
+    model: str = "sage"
+    embedding: str = "tt"
+    dim: int = 128
+    rank: int = 8
+    num_cores: int = 3
+    row_shape: Optional[list] = None
+    col_shape: Optional[list] = None
+    order: str = "hierarchical-metis"
+    init: str = "ortho"
+    init_scale: float = 1.0
+    hidden: int = 256
+    num_layers: int = 3
+    heads: int = 4
+    dropout: float = 0.5
+    input_dropout: float = 0.0
+    attn_dropout: float = 0.0
+    norm: str = "batch"
+    residual: bool = False
+    mode: str = "full"
+    fanouts: list = field(default_factory=lambda: [15, 10, 5])
+    batch_size: int = 1024
+    eval_batch_size: int = 8192
+    epochs: int = 200
+    lr: float = 0.01
+    weight_decay: float = 0.0
+    emb_lr: float = 0.01
+    emb_weight_decay: float = 0.0
+    label_smoothing: float = 0.0
+    seed: int = 0
+    num_threads: Optional[int] = None
+    output_dir: Optional[str] = None
+    resume: bool = False
+    progress: bool = True
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` on an out-of-range setting."""
+        choices = {"model": MODELS, "embedding": EMBEDDINGS, "order": ORDERS, "mode": MODES, "norm": NORMS}
+        for key, valid in choices.items():
+            if getattr(self, key) not in valid:
+                raise ValueError(f"{key} must be one of {valid}, got {getattr(self, key)!r}")
+        for key in ("epochs", "dim", "rank", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
+            if int(getattr(self, key)) < 1:
+                raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("dropout", "input_dropout", "attn_dropout", "label_smoothing"):
+            if not 0.0 <= getattr(self, key) < 1.0:
+                raise ValueError(f"{key} must be in [0, 1), got {getattr(self, key)}")
+        if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
+            raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
+        if self.resume and not self.output_dir:
+            raise ValueError("resume needs output_dir")
+
+
+# ---------------------------------------------------------------------- helpers
+def _seed_epoch(seed: int, epoch: int, rank: int = 0) -> None:
+    """Seed every random source from (seed, epoch, rank): epochs are reproducible in isolation."""
+    import dgl
+
+    value = (seed * 1_000_003 + epoch * 7_919 + rank * 104_729) % (2**31 - 1)
+    random.seed(value)
+    np.random.seed(value)
+    torch.manual_seed(value)
+    dgl.seed(value)
+
+
+def _peak_memory_mib() -> float:
+    """Peak resident memory of this process so far, MiB (CUDA peak when on a GPU)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _atomic_save(obj, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _atomic_write_json(obj, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(obj, fh, indent=2)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path) -> dict:
+    """Read a checkpoint written by :func:`train`; a clear ``ValueError`` when it is corrupted."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - torch raises many types for a damaged file
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+    if not isinstance(state, dict) or state.get("version") != CHECKPOINT_VERSION or "model" not in state:
+        raise ValueError(f"corrupted checkpoint {path}: not a ttgnn checkpoint (version {CHECKPOINT_VERSION})")
+    return state
+
+
+def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape) -> Optional[torch.Tensor]:
+    if config.order == "identity":
+        return None
+    from .partition import hierarchical_order
+
+    order = hierarchical_order(dataset.csr(), list(row_shape), method=config.order, seed=config.seed,
+                               cache_dir=config.cache_dir)
+    return torch.from_numpy(np.asarray(order.perm, dtype=np.int64))
+
+
+def build_classifier(config: TrainConfig, dataset: NodeDataset):
+    """The :class:`~ttgnn.models.NodeClassifier` of ``config`` for ``dataset`` (TT node order computed here)."""
+    from .models import NodeInput, build_model
+
+    kwargs = {}
+    if config.embedding == "tt":
+        from .shapes import TTShape
+
+        shape = TTShape.build(dataset.num_nodes, config.dim, config.rank, config.num_cores,
+                              config.row_shape, config.col_shape)
+        generator = torch.Generator().manual_seed(config.seed)
+        kwargs = dict(ranks=config.rank, num_cores=config.num_cores, row_shape=shape.row_shape,
+                      col_shape=shape.col_shape, init=config.init, init_scale=config.init_scale,
+                      node_order=_build_order(config, dataset, shape.row_shape), generator=generator)
+    node_input = NodeInput(config.embedding, dataset.num_nodes, config.dim, features=dataset.features, **kwargs)
+    return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
+                       num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
+                       norm=config.norm, residual=config.residual, heads=config.heads,
+                       attn_dropout=config.attn_dropout)
+
+
+class _Accuracy:
+    """``ogb.nodeproppred.Evaluator`` accuracy for ogbn-* datasets, plain accuracy otherwise."""
+
+    def __init__(self, evaluator_name: Optional[str]) -> None:
+        self.evaluator = None
+        if evaluator_name:
+            from ogb.nodeproppred import Evaluator
+
+            self.evaluator = Evaluator(evaluator_name)
+
+    def __call__(self, pred: torch.Tensor, labels: torch.Tensor) -> float:
+        if labels.numel() == 0:
+            return float("nan")
+        if self.evaluator is not None:
+            return float(self.evaluator.eval({"y_true": labels.view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"])
+        return float((pred == labels).float().mean())
+
+
+@torch.no_grad()
+def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
+             accuracy: Optional[_Accuracy] = None) -> dict:
+    """Accuracies ``{"train", "valid", "test"}`` and the validation loss of ``model`` on ``dataset``."""
+    model.eval()
+    logits = model(graph) if mode == "full" else model.inference(graph, batch_size=eval_batch_size)
+    pred = logits.argmax(1)
+    accuracy = accuracy or _Accuracy(dataset.evaluator_name)
+    result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}
+    valid = dataset.split["valid"]
+    result["valid_loss"] = float(F.cross_entropy(logits[valid], dataset.labels[valid])) if valid.numel() else float("nan")
+    return result
+
+
+def _train_epoch_full(model, graph, dataset, optimizer, train_idx, config) -> float:
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(graph)
+    loss = F.cross_entropy(logits[train_idx], dataset.labels[train_idx], label_smoothing=config.label_smoothing)
+    loss.backward()
+    optimizer.step()
+    return float(loss)
+
+
+def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show) -> float:
+    import dgl
+    from tqdm.auto import tqdm
+
+    model.train()
+    sampler = dgl.dataloading.NeighborSampler(list(config.fanouts))
+    loader = dgl.dataloading.DataLoader(graph, train_idx.to(graph.idtype), sampler, batch_size=config.batch_size,
+                                        shuffle=True, drop_last=False, num_workers=0)
+    total, count = 0.0, 0
+    for input_nodes, output_nodes, blocks in tqdm(loader, disable=not show, leave=False, desc="train"):
+        optimizer.zero_grad(set_to_none=True)
+        logits = model(blocks, input_nodes.long())
+        labels = dataset.labels[output_nodes.long()]
+        loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
+        loss.backward()
+        optimizer.step()
+        total += float(loss) * labels.numel()
+        count += labels.numel()
+    return total / max(count, 1)
+
+
+def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int = 0, world_size: int = 1) -> dict:
+    """Train and evaluate one configuration; returns the metrics dict also written to ``metrics.json``.
+
+    Args:
+        config (TrainConfig): the settings.
+        dataset (NodeDataset, optional): an already loaded dataset. (default: loaded from
+            ``config.dataset``)
+        rank (int, optional): this process's rank; only rank 0 logs and writes. (default: ``0``)
+        world_size (int, optional): number of processes; rank ``r`` trains on
+            ``train_idx[r::world_size]``. (default: ``1``)
+    """
+    config.validate()
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+    main = rank == 0
+    if config.num_threads:
+        torch.set_num_threads(config.num_threads)
+    if dataset is None:
+        dataset = load_dataset(config.dataset, config.root, config.cache_dir)
+    if config.embedding == "full" and config.order != "identity":
+        log.info("order %r applies to TT embeddings only; ignored for %r", config.order, config.embedding)
+    if dataset.labels[dataset.split["train"]].min() < 0:
+        raise ValueError(f"training nodes of {dataset.name} include unlabeled nodes (label -1)")
+    if main:
+        log.info("%s", dataset)
+
+    _seed_epoch(config.seed, 0, 0)  # model init is identical on every rank
+    model = build_classifier(config, dataset)
+    graph = dataset.dgl_graph(self_loops=True)
+    emb_params, gnn_params = model.parameter_groups()
+    groups = [dict(params=gnn_params, lr=config.lr, weight_decay=config.weight_decay)]
+    if emb_params:
+        groups.append(dict(params=emb_params, lr=config.emb_lr, weight_decay=config.emb_weight_decay))
+    optimizer = torch.optim.Adam(groups)
+    train_idx = dataset.split["train"][rank::world_size]
+    accuracy = _Accuracy(dataset.evaluator_name)
+
+    emb_param_count = model.node_input.num_parameters
+    gnn_param_count = sum(p.numel() for p in gnn_params)
+    settings = dataclasses.asdict(config)
+    metrics = {
+        "dataset": dataset.name, "model": config.model, "embedding": config.embedding,
+        "order": config.order if config.embedding == "tt" else None,
+        "rank": config.rank if config.embedding == "tt" else None,
+        "compression_ratio": model.node_input.compression_ratio,
+        "embedding_parameters": emb_param_count, "gnn_parameters": gnn_param_count,
+        "best_valid_acc": 0.0, "test_acc": 0.0, "best_epoch": 0, "epochs": [], "settings": settings,
+        "world_size": world_size,
+    }
+    if config.embedding == "tt":
+        tt = model.node_input.table
+        metrics.update(row_shape=list(tt.row_shape), col_shape=list(tt.col_shape), ranks=list(tt.ranks))
+    out_dir = Path(config.output_dir) if config.output_dir else None
+    ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
+    start_epoch = 1
+    if config.resume and ckpt_path is not None and ckpt_path.exists():
+        state = load_checkpoint(ckpt_path)
+        saved = dict(state.get("settings", {}))
+        for key in ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers"):
+            if key in saved and saved[key] != settings[key]:
+                raise ValueError(f"checkpoint {ckpt_path} was written with {key}={saved[key]!r}, "
+                                 f"this run has {key}={settings[key]!r}")
+        try:
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, KeyError, ValueError) as err:
+            raise ValueError(f"corrupted checkpoint {ckpt_path}: {err}") from None
+        for key in ("best_valid_acc", "test_acc", "best_epoch", "epochs"):
+            metrics[key] = state["metrics"][key]
+        start_epoch = int(state["epoch"]) + 1
+        if main:
+            log.info("resumed from %s at epoch %d", ckpt_path, start_epoch)
+    elif config.resume and main:
+        log.info("no checkpoint at %s; starting from scratch", ckpt_path)
+
+    if main:
+        log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
+                 config.model, config.embedding, f"{emb_param_count:,}", metrics["compression_ratio"],
+                 f"{gnn_param_count:,}")
+    from tqdm.auto import tqdm
+
+    show = bool(config.progress and main)
+    epochs = tqdm(range(start_epoch, config.epochs + 1), disable=not show or config.mode == "minibatch",
+                  desc="epochs", leave=False, initial=start_epoch - 1, total=config.epochs)
+    for epoch in epochs:
+        _seed_epoch(config.seed, epoch, rank)
+        start = time.perf_counter()
+        if config.mode == "full":
+            loss = _train_epoch_full(model, graph, dataset, optimizer, train_idx, config)
+        else:
+            loss = _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show)
+        train_time = time.perf_counter() - start
+        result = evaluate(model, graph, dataset, config.mode, config.eval_batch_size, accuracy)
+        record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
+                  "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
+                  "eval_time": time.perf_counter() - start - train_time, "peak_memory_mib": _peak_memory_mib()}
+        metrics["epochs"].append(record)
+        if result["valid"] > metrics["best_valid_acc"]:
+            metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=epoch)
+        if main:
+            log.info("epoch %3d | loss %.4f | train %.4f valid %.4f test %.4f | best valid %.4f (test %.4f, "
+                     "epoch %d) | %.2fs train + %.2fs eval | peak mem %.0f MiB", epoch, loss, result["train"],
+                     result["valid"], result["test"], metrics["best_valid_acc"], metrics["test_acc"],
+                     metrics["best_epoch"], train_time, record["eval_time"], record["peak_memory_mib"])
+            if out_dir is not None:
+                _atomic_save({"version": CHECKPOINT_VERSION, "epoch": epoch, "model": model.state_dict(),
+                              "optimizer": optimizer.state_dict(), "metrics": metrics, "settings": settings,
+                              "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+                                      "python": random.getstate()}}, ckpt_path)
+                _atomic_write_json(_summary(metrics), out_dir / METRICS_NAME)
+    summary = _summary(metrics)
+    if main and out_dir is not None:
+        _atomic_write_json(summary, out_dir / METRICS_NAME)
+    return summary
+
+
+def _summary(metrics: dict) -> dict:
+    summary = dict(metrics)
+    records = metrics["epochs"]
+    times = [r["epoch_time"] for r in records]
+    # The first epoch includes one-off warm-up; the median is the representative epoch time.
+    summary["epoch_time"] = float(np.median(times)) if times else None
+    summary["peak_memory_mib"] = max((r["peak_memory_mib"] for r in records), default=None)
+    summary["valid_acc_at_best"] = metrics["best_valid_acc"]
+    return summary
