@@ -168,8 +168,8 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
             indptr = kept.indptr.astype(np.int64, copy=False)
             indices = kept.indices
             del kept
-        log.debug("level %d: %d parts of at most %d nodes, %d intra-part edge entries left",
-                  level + 1, len(np.unique(group)), capacity, indices.shape[0])
+        log.debug("level %d: %d groups split into parts of at most %d nodes, %d intra-part edge "
+                  "entries left", level + 1, len(starts), capacity, indices.shape[0])
 
     # The last digit is the slot inside the innermost part.
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if num_nodes else np.zeros(0, np.int64)
