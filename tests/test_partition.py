@@ -358,3 +358,42 @@ def test_ogbn_arxiv_hierarchical_metis_is_10x_random(data_root, tmp_path):
     assert rand.quality["shared_prefix_1"] == pytest.approx(1 / 55, rel=0.1)
     assert ours.quality["shared_prefix_1"] >= 10 * rand.quality["shared_prefix_1"]
     assert ours.quality["shared_prefix_2"] >= 10 * rand.quality["shared_prefix_2"]
+
+
+# ----------------------------------------------------------------------------- CLI
+def _write_raw_folder(folder, edge_index, num_nodes):
+    """A minimal dataset in OGB's raw layout (what ttgnn.data reads)."""
+    import gzip
+
+    def write(path, lines):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wt") as fh:
+            fh.write("".join(f"{line}\n" for line in lines))
+
+    write(folder / "raw" / "num-node-list.csv.gz", [num_nodes])
+    write(folder / "raw" / "edge.csv.gz", [f"{u},{v}" for u, v in edge_index.T.tolist()])
+    write(folder / "raw" / "node-label.csv.gz", [0] * num_nodes)
+    for name, ids in (("train", range(0, 100)), ("valid", range(100, 150)), ("test", range(150, num_nodes))):
+        write(folder / "split" / "random" / f"{name}.csv.gz", list(ids))
+
+
+def test_cli_partition_prints_quality_and_uses_the_cache(tmp_path, capsys):
+    from ttgnn.cli import main
+
+    edge_index, _ = sbm_edges(4, 50, 1200, 0.9, seed=9)
+    _write_raw_folder(tmp_path / "toy", edge_index, 200)
+    args = ["partition", "--dataset", str(tmp_path / "toy"), "--cache-dir", str(tmp_path / "cache"),
+            "--row-shape", "4,8,8", "--method", "random", "hierarchical-metis", "--output", str(tmp_path / "perm")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "200 nodes" in out and "[4, 8, 8]" in out
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    expected = hierarchical_order(edge_index, (4, 8, 8), num_nodes=200).quality
+    assert float(lines["hierarchical-metis"][1]) == pytest.approx(expected["shared_prefix_1"], abs=5e-5)
+    assert float(lines["hierarchical-metis"][2]) == pytest.approx(expected["shared_prefix_2"], abs=5e-5)
+    perm = np.load(tmp_path / "perm.hierarchical-metis")
+    np.testing.assert_array_equal(perm, hierarchical_order(edge_index, (4, 8, 8), num_nodes=200).perm)
+    assert len(list((tmp_path / "cache").glob("order-*.npz"))) == 2
+    # Bad input is an error message and exit status 2, not a traceback.
+    assert main(["partition", "--dataset", str(tmp_path / "toy"), "--row-shape", "4,4,4", "--no-cache"]) == 2
+    assert "covers 64 rows, fewer than the graph's 200 nodes" in capsys.readouterr().err
