@@ -103,8 +103,8 @@ def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, see
     inv_perm = np.full(math.prod(row_shape), -1, dtype=np.int64)
     inv_perm[perm] = np.arange(perm.shape[0], dtype=np.int64)
     parts = [perm // math.prod(row_shape[level + 1:]) for level in range(len(row_shape) - 1)]
-    for array in (perm, inv_perm, *parts):
-        array.setflags(write=False)
+    # The arrays stay writable: torch.from_numpy warns on read-only arrays, and it is how the
+    # order reaches TTNodeEmbedding.
     return NodeOrder(perm, inv_perm, parts, row_shape, method, int(seed), dict(quality))
 
 
