@@ -129,8 +129,8 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
 
-    if isinstance(graph, tuple) or (isinstance(graph, list) and len(graph) == 2
-                                    and not np.isscalar(graph[0])):
+    # Only a tuple is CSR: a nested list [[src...], [dst...]] is an edge index.
+    if isinstance(graph, tuple):
         if len(graph) != 2:
             raise ValueError(f"a CSR graph must be a tuple (indptr, indices), got {len(graph)} items")
         indptr = _as_int_array("indptr", graph[0], 1)

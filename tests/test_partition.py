@@ -90,6 +90,13 @@ def test_csr_input_equals_edge_index_input(method):
     np.testing.assert_array_equal(from_csr.perm, from_edges.perm)
 
 
+def test_nested_list_is_an_edge_index_and_tuple_is_csr():
+    as_list = canonical_csr([[0, 1], [1, 2]])
+    np.testing.assert_array_equal(as_list.indptr, [0, 1, 3, 4])
+    as_tuple = canonical_csr((np.array([0, 1, 2]), np.array([1, 0])))
+    np.testing.assert_array_equal(as_tuple.indptr, [0, 1, 2])
+
+
 def test_directed_duplicate_and_self_loop_edges_are_normalised():
     edges = np.array([[0, 1, 1, 2, 3, 3], [1, 0, 2, 2, 0, 0]])
     csr = canonical_csr(edges, 5)
