@@ -11,9 +11,13 @@ random stream of an epoch does not depend on what ran before it in the process; 
 model, optimiser and metrics history in the checkpoint, a run resumed after epoch ``k`` reproduces
 an uninterrupted run with the same seed.
 
-The loop is rank-aware (``rank``, ``world_size``): each rank trains on a disjoint shard of the
-training nodes and only rank 0 logs and writes files, so a data-parallel driver can wrap the model
-without changing this module's structure.
+Data parallel (``torchrun``, see :mod:`ttgnn.distributed`): with ``world_size > 1`` the model (GNN
+and embedding) is wrapped in DDP, each rank trains on its own disjoint, equally sized shard of the
+training nodes (reshuffled every epoch from ``(seed, epoch)``), the epoch loss is averaged over
+ranks, and rank 0 alone evaluates, logs and writes the checkpoint, between two barriers so that
+all ranks have finished the epoch before it is written and none starts the next one before it
+exists. Rank 0 reads the checkpoint on resume and broadcasts it, so other machines need no shared
+file system; an elastic restart (``TORCHELASTIC_RESTART_COUNT > 0``) resumes automatically.
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from . import distributed as tdist
 from .data import NodeDataset, load_dataset
 
 # Kept here (not imported from .models) so that building the CLI parser does not import DGL.
@@ -254,44 +259,60 @@ def _train_epoch_full(model, graph, dataset, optimizer, train_idx, config) -> fl
     loss = F.cross_entropy(logits[train_idx], dataset.labels[train_idx], label_smoothing=config.label_smoothing)
     loss.backward()
     optimizer.step()
-    return float(loss)
+    return float(loss.detach())
 
 
-def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show) -> float:
+def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show, epoch: int = 0) -> float:
     import dgl
     from tqdm.auto import tqdm
 
     model.train()
+    device = next(model.parameters()).device
     sampler = dgl.dataloading.NeighborSampler(list(config.fanouts))
     loader = dgl.dataloading.DataLoader(graph, train_idx.to(graph.idtype), sampler, batch_size=config.batch_size,
-                                        shuffle=True, drop_last=False, num_workers=0)
+                                        shuffle=True, drop_last=False, num_workers=0,
+                                        device=None if device.type == "cpu" else device)
     total, count = 0.0, 0
-    for input_nodes, output_nodes, blocks in tqdm(loader, disable=not show, leave=False, desc="train"):
+    for step, (input_nodes, output_nodes, blocks) in enumerate(tqdm(loader, disable=not show, leave=False,
+                                                                    desc="train")):
+        tdist.maybe_inject_fault(epoch, step)  # test hook, inert unless $TTGNN_FAULT is set
         optimizer.zero_grad(set_to_none=True)
         logits = model(blocks, input_nodes.long())
         labels = dataset.labels[output_nodes.long()]
         loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
         loss.backward()
         optimizer.step()
-        total += float(loss) * labels.numel()
+        total += float(loss.detach()) * labels.numel()
         count += labels.numel()
     return total / max(count, 1)
 
 
-def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int = 0, world_size: int = 1) -> dict:
+def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Optional[int] = None,
+          world_size: Optional[int] = None, device: Optional[torch.device] = None) -> dict:
     """Train and evaluate one configuration; returns the metrics dict also written to ``metrics.json``.
 
     Args:
         config (TrainConfig): the settings.
         dataset (NodeDataset, optional): an already loaded dataset. (default: loaded from
             ``config.dataset``)
-        rank (int, optional): this process's rank; only rank 0 logs and writes. (default: ``0``)
-        world_size (int, optional): number of processes; rank ``r`` trains on
-            ``train_idx[r::world_size]``. (default: ``1``)
+        rank (int, optional): this process's rank; only rank 0 evaluates, logs and writes.
+            (default: the rank in the process group, else ``0``)
+        world_size (int, optional): number of processes; ``> 1`` needs an initialised process
+            group of that size (:func:`ttgnn.distributed.setup`), and each rank trains on the
+            shard :func:`ttgnn.distributed.epoch_shard` gives it. (default: the process group's
+            size, else ``1``)
+        device (torch.device, optional): where to train (``cuda:LOCAL_RANK`` under torchrun on
+            GPUs, which needs a CUDA build of DGL). (default: CPU)
     """
     config.validate()
+    rank = tdist.get_rank() if rank is None else rank
+    world_size = tdist.get_world_size() if world_size is None else world_size
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be in [0, {world_size}), got {rank}")
+    if world_size > 1 and tdist.get_world_size() != world_size:
+        raise ValueError(f"world_size={world_size} needs an initialised process group of that size (launch with "
+                         f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
+    device = torch.device("cpu") if device is None else torch.device(device)
     main = rank == 0
     if config.num_threads:
         torch.set_num_threads(config.num_threads)
@@ -305,8 +326,12 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int 
         log.info("%s", dataset)
 
     _seed_epoch(config.seed, 0, 0)  # model init is identical on every rank
-    model = build_classifier(config, dataset)
+    model = build_classifier(config, dataset).to(device)
     graph = dataset.dgl_graph(self_loops=True)
+    if device.type != "cpu":
+        dataset = dataclasses.replace(dataset, labels=dataset.labels.to(device))
+        if config.mode == "full":
+            graph = graph.to(device)
     emb_params, gnn_params = model.parameter_groups()
     groups = [dict(params=gnn_params, lr=config.lr, weight_decay=config.weight_decay)]
     if emb_params:
@@ -333,8 +358,12 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int 
     out_dir = Path(config.output_dir) if config.output_dir else None
     ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
     start_epoch = 1
-    if config.resume and ckpt_path is not None and ckpt_path.exists():
-        state = load_checkpoint(ckpt_path)
+    # An elastic restart (torchrun --max-restarts) continues from the last complete checkpoint.
+    resume = config.resume or (world_size > 1 and ckpt_path is not None and tdist.detect().restart_count > 0)
+    state = load_checkpoint(ckpt_path) if resume and main and ckpt_path is not None and ckpt_path.exists() else None
+    if world_size > 1:
+        state = tdist.broadcast_object(state)  # rank 0's file: no shared file system needed
+    if state is not None:
         saved = dict(state.get("settings", {}))
         for key in ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers"):
             if key in saved and saved[key] != settings[key]:
@@ -343,6 +372,10 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int 
         try:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
+            for group_state in optimizer.state.values():  # saved on the CPU
+                for key, value in group_state.items():
+                    if torch.is_tensor(value) and key != "step":
+                        group_state[key] = value.to(device)
         except (RuntimeError, KeyError, ValueError) as err:
             raise ValueError(f"corrupted checkpoint {ckpt_path}: {err}") from None
         for key in ("best_valid_acc", "test_acc", "best_epoch", "epochs"):
@@ -350,8 +383,9 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int 
         start_epoch = int(state["epoch"]) + 1
         if main:
             log.info("resumed from %s at epoch %d", ckpt_path, start_epoch)
-    elif config.resume and main:
+    elif resume and main:
         log.info("no checkpoint at %s; starting from scratch", ckpt_path)
+    net = tdist.wrap_model(model) if world_size > 1 else model  # DDP: gradients averaged over ranks
 
     if main:
         log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
@@ -364,20 +398,26 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int 
                   desc="epochs", leave=False, initial=start_epoch - 1, total=config.epochs)
     for epoch in epochs:
         _seed_epoch(config.seed, epoch, rank)
+        if world_size > 1:  # disjoint, equally sized shards: every rank runs the same number of steps
+            train_idx = tdist.epoch_shard(dataset.split["train"], epoch, config.seed, rank, world_size)
         start = time.perf_counter()
         if config.mode == "full":
-            loss = _train_epoch_full(model, graph, dataset, optimizer, train_idx, config)
+            tdist.maybe_inject_fault(epoch, 0)  # test hook, inert unless $TTGNN_FAULT is set
+            loss = _train_epoch_full(net, graph, dataset, optimizer, train_idx, config)
         else:
-            loss = _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show)
+            loss = _train_epoch_minibatch(net, graph, dataset, optimizer, train_idx, config, show, epoch)
+        if world_size > 1:  # equal shard sizes: the mean of the ranks' means is the epoch mean
+            loss = tdist.all_reduce_sums({"loss": loss})["loss"] / world_size
+            tdist.barrier()  # every rank has finished the epoch before rank 0 evaluates and saves
         train_time = time.perf_counter() - start
-        result = evaluate(model, graph, dataset, config.mode, config.eval_batch_size, accuracy)
-        record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
-                  "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
-                  "eval_time": time.perf_counter() - start - train_time, "peak_memory_mib": _peak_memory_mib()}
-        metrics["epochs"].append(record)
-        if result["valid"] > metrics["best_valid_acc"]:
-            metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=epoch)
         if main:
+            result = evaluate(model, graph, dataset, config.mode, config.eval_batch_size, accuracy)
+            record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
+                      "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
+                      "eval_time": time.perf_counter() - start - train_time, "peak_memory_mib": _peak_memory_mib()}
+            metrics["epochs"].append(record)
+            if result["valid"] > metrics["best_valid_acc"]:
+                metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=epoch)
             log.info("epoch %3d | loss %.4f | train %.4f valid %.4f test %.4f | best valid %.4f (test %.4f, "
                      "epoch %d) | %.2fs train + %.2fs eval | peak mem %.0f MiB", epoch, loss, result["train"],
                      result["valid"], result["test"], metrics["best_valid_acc"], metrics["test_acc"],
@@ -388,6 +428,9 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: int 
                               "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
                                       "python": random.getstate()}}, ckpt_path)
                 _atomic_write_json(_summary(metrics), out_dir / METRICS_NAME)
+        tdist.barrier()  # no rank starts the next epoch before this epoch's checkpoint exists
+    if world_size > 1:
+        metrics = tdist.broadcast_object(metrics)  # every rank returns rank 0's metrics
     summary = _summary(metrics)
     if main and out_dir is not None:
         _atomic_write_json(summary, out_dir / METRICS_NAME)

@@ -1,0 +1,134 @@
+"""Tests of ttgnn.train and ``ttgnn train``: real graphs, resume, checkpoints, errors, examples."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ttgnn.cli import main
+from ttgnn.data import planted_partition
+from ttgnn.train import CHECKPOINT_NAME, METRICS_NAME, TrainConfig, load_checkpoint, train
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _metrics(out: Path) -> dict:
+    return json.loads((out / METRICS_NAME).read_text())
+
+
+def _cli(args, tmp_path, data_root) -> dict:
+    out = tmp_path / "run"
+    code = main(["train", "--root", str(data_root), "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(out),
+                 "--no-progress", "--num-threads", "2", *args])
+    assert code == 0
+    return _metrics(out)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("dataset,model,embedding,min_test", [
+    # Thresholds: measured test accuracy minus a margin (chance: 1/7, 1/6, 1/3).
+    ("cora", "sage", "tt", 0.55),
+    ("citeseer", "gat", "full", 0.30),
+    ("pubmed", "sage", "tt", 0.55),
+])
+def test_cli_trains_planetoid(data_root, tmp_path, dataset, model, embedding, min_test):
+    m = _cli(["--dataset", dataset, "--model", model, "--embedding", embedding, "--order", "hierarchical-metis",
+              "--epochs", "40", "--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5",
+              "--weight-decay", "5e-4", "--heads", "2"], tmp_path, data_root)
+    assert m["dataset"] == dataset and m["model"] == model and m["embedding"] == embedding
+    assert len(m["epochs"]) == 40
+    assert m["test_acc"] >= min_test
+    best = max(m["epochs"], key=lambda r: r["valid_acc"])
+    assert m["best_valid_acc"] == best["valid_acc"] and m["test_acc"] == best["test_acc"]
+    if embedding == "tt":
+        assert m["compression_ratio"] > 10
+
+
+@pytest.mark.data
+def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
+    m = _cli(["--dataset", "ogbn-arxiv", "--model", "sage", "--embedding", "tt", "--rank", "8",
+              "--row-shape", "55,55,56", "--col-shape", "8,4,4", "--epochs", "3", "--hidden", "64",
+              "--num-layers", "2"], tmp_path, data_root)
+    assert m["compression_ratio"] == pytest.approx(169_343 * 128 / 19_392, rel=1e-6)
+    assert m["order"] == "hierarchical-metis" and m["rank"] == 8
+    assert m["test_acc"] > 0.15  # chance (the largest class) is below 0.07 on the test split
+
+
+def _tiny_config(out, **kw) -> TrainConfig:
+    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16, num_layers=2,
+                epochs=4, mode="minibatch", fanouts=[5, 5], batch_size=64, output_dir=str(out), progress=False,
+                num_threads=1)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
+
+
+@pytest.mark.parametrize("model,mode", [("sage", "minibatch"), ("gat", "full")])
+def test_resume_matches_uninterrupted(tmp_path, planted, model, mode):
+    whole = train(_tiny_config(tmp_path / "whole", model=model, mode=mode), planted)
+    train(_tiny_config(tmp_path / "split", model=model, mode=mode, epochs=2), planted)
+    resumed = train(_tiny_config(tmp_path / "split", model=model, mode=mode, resume=True), planted)
+    assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3, 4]
+    for key in ("loss", "train_acc", "valid_acc", "test_acc"):
+        assert [r[key] for r in resumed["epochs"]] == [r[key] for r in whole["epochs"]], key
+    assert resumed["test_acc"] == whole["test_acc"] and resumed["best_valid_acc"] == whole["best_valid_acc"]
+    a = load_checkpoint(tmp_path / "whole" / CHECKPOINT_NAME)["model"]
+    b = load_checkpoint(tmp_path / "split" / CHECKPOINT_NAME)["model"]
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_planted_partition_learns(tmp_path, planted):
+    m = train(_tiny_config(tmp_path, epochs=15, mode="full", embedding="full", order="identity", lr=0.02,
+                           emb_lr=0.05), planted)
+    assert m["test_acc"] > 0.6  # 4 classes: chance 0.25
+    assert m["compression_ratio"] == 1.0 and (tmp_path / CHECKPOINT_NAME).is_file()
+
+
+def test_corrupted_checkpoint_is_a_clear_error(tmp_path, planted):
+    train(_tiny_config(tmp_path, epochs=1), planted)
+    ckpt = tmp_path / CHECKPOINT_NAME
+    data = ckpt.read_bytes()
+    ckpt.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ValueError, match="corrupted checkpoint"):
+        train(_tiny_config(tmp_path, resume=True), planted)
+    ckpt.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="corrupted checkpoint"):
+        load_checkpoint(ckpt)
+
+
+def test_resume_refuses_other_settings(tmp_path, planted):
+    train(_tiny_config(tmp_path, epochs=1), planted)
+    with pytest.raises(ValueError, match="model"):
+        train(_tiny_config(tmp_path, model="gat", resume=True), planted)
+
+
+def test_cli_reports_bad_dataset(tmp_path, capsys):
+    code = main(["train", "--dataset", "nonexistent", "--root", str(tmp_path), "--no-progress"])
+    assert code == 2
+    assert "nonexistent" in capsys.readouterr().err
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="fan-out"):
+        TrainConfig(mode="minibatch", num_layers=3, fanouts=[5, 5]).validate()
+    with pytest.raises(ValueError, match="order"):
+        TrainConfig(order="spectral").validate()
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("train_*.py")))
+def test_examples_run_tiny(data_root, tmp_path, script):
+    env = dict(os.environ, TTGNN_DATA=str(data_root), TTGNN_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--tiny", "--output-dir",
+                           str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = _metrics(tmp_path / "out")
+    assert len(m["epochs"]) >= 1 and 0.0 <= m["test_acc"] <= 1.0
