@@ -50,11 +50,17 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from . import distributed as tdist
     from .train import TrainConfig, train
 
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
-    metrics = train(config)
+    # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
+    with tdist.distributed(device=args.device) as ctx:
+        tdist.configure_logging(ctx.rank, ctx.world_size)
+        metrics = train(config, rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
+    if not ctx.is_main:
+        return 0
     print(f"{metrics['dataset']} {metrics['model']}+{metrics['embedding']}: best valid {metrics['best_valid_acc']:.4f}"
           f" (epoch {metrics['best_epoch']}), test {metrics['test_acc']:.4f}, compression "
           f"{metrics['compression_ratio']:,.1f}x, epoch time {metrics['epoch_time']:.2f}s, "
@@ -106,6 +112,8 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--output-dir", default=None, help="checkpoint.pt and metrics.json go here")
     p.add_argument("--resume", action="store_true", help="continue from --output-dir/checkpoint.pt")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars")
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
+                   help="cuda: one GPU per rank (LOCAL_RANK) under torchrun, NCCL; needs a CUDA build of DGL")
     p.set_defaults(func=_cmd_train)
 
 

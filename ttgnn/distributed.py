@@ -279,9 +279,18 @@ def setup(device: Union[str, torch.device] = "auto", backend: Optional[str] = No
         kwargs["timeout"] = timeout
     if dev.type == "cuda":
         kwargs["device_id"] = dev
-    # torchrun sets MASTER_ADDR/MASTER_PORT; "env://" reads them (and is the default).
-    dist.init_process_group(backend=backend, init_method="env://", rank=info.rank,
-                            world_size=info.world_size, **kwargs)
+    env = os.environ if environ is None else environ
+    if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # The elastic agent's store lives on across restarts at the same MASTER_PORT, and the
+        # process group's keys are not namespaced per attempt (torch 2.13): after a restart, gloo
+        # reads the dead workers' addresses and fails ("Connection refused") or hangs. A prefix
+        # per attempt gives every attempt a clean namespace.
+        store = dist.TCPStore(info.master_addr, info.master_port, info.world_size, is_master=False,
+                              timeout=timeout or datetime.timedelta(minutes=30))
+        kwargs["store"] = dist.PrefixStore(f"ttgnn/attempt_{info.restart_count}", store)
+    else:
+        kwargs["init_method"] = "env://"  # MASTER_ADDR/MASTER_PORT, rank 0 hosts the store
+    dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size, **kwargs)
     log.info("rank %d/%d (node %d, local rank %d) on %s, backend %s, restart %d",
              info.rank, info.world_size, info.node_rank, info.local_rank, dev, backend, info.restart_count)
     return DistContext(info, backend, dev)
