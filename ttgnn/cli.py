@@ -49,6 +49,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     import dataclasses
+    import datetime
 
     from . import distributed as tdist
     from .train import TrainConfig, train
@@ -56,7 +57,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
     # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
-    with tdist.distributed(device=args.device) as ctx:
+    with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
         tdist.configure_logging(ctx.rank, ctx.world_size)
         metrics = train(config, rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
     if not ctx.is_main:
@@ -88,7 +89,8 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--col-shape", type=_int_list, default=None, help="TT column shape, e.g. 8,4,4 (default: automatic)")
     p.add_argument("--order", choices=list(ORDERS), default=d.order, help="node order for the TT rows")
     p.add_argument("--init", choices=["ortho", "gaussian"], default=d.init, help="TT init")
-    p.add_argument("--init-scale", type=float, default=d.init_scale)
+    p.add_argument("--init-scale", type=float, default=d.init_scale,
+                   help="std of the initial table entries (ortho TT: gain init_scale*sqrt(rows))")
     p.add_argument("--hidden", type=int, default=d.hidden)
     p.add_argument("--num-layers", type=int, default=d.num_layers)
     p.add_argument("--heads", type=int, default=d.heads, help="GAT heads")
@@ -114,6 +116,8 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars")
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
                    help="cuda: one GPU per rank (LOCAL_RANK) under torchrun, NCCL; needs a CUDA build of DGL")
+    p.add_argument("--dist-timeout", type=float, default=60.0,
+                   help="minutes a rank waits for the others (e.g. while rank 0 evaluates) before failing")
     p.set_defaults(func=_cmd_train)
 
 

@@ -68,7 +68,10 @@ class TrainConfig:
         dim (int): embedding dimension. rank (int): TT rank. num_cores (int): TT cores.
         row_shape, col_shape (list of int, optional): TT shapes (automatic when ``None``).
         order (str): node order for the TT rows, one of :data:`ORDERS`.
-        init (str): ``"ortho"`` or ``"gaussian"`` TT init. init_scale (float): its scale.
+        init (str): ``"ortho"`` or ``"gaussian"`` TT init.
+        init_scale (float): std of the initial table entries, for every embedding kind: the
+            ``"gaussian"`` TT std, the ``"full"`` table's normal std, and for ``"ortho"`` the gain
+            ``init_scale * sqrt(padded rows)`` (so ``W^T W = init_scale^2 * rows * I``).
         hidden, num_layers, heads (int): network size. dropout, input_dropout, attn_dropout (float).
         norm (str): ``"batch"``, ``"layer"``, ``"none"``. residual (bool): linear skips.
         mode (str): ``"full"`` (full-graph) or ``"minibatch"`` (neighbour sampling).
@@ -95,10 +98,10 @@ class TrainConfig:
     order: str = "hierarchical-metis"
     init: str = "ortho"
     init_scale: float = 1.0
-    hidden: int = 256
+    hidden: int = 128
     num_layers: int = 3
     heads: int = 4
-    dropout: float = 0.5
+    dropout: float = 0.2
     input_dropout: float = 0.0
     attn_dropout: float = 0.0
     norm: str = "batch"
@@ -107,10 +110,10 @@ class TrainConfig:
     fanouts: list = field(default_factory=lambda: [15, 10, 5])
     batch_size: int = 1024
     eval_batch_size: int = 8192
-    epochs: int = 200
-    lr: float = 0.01
+    epochs: int = 100
+    lr: float = 0.02
     weight_decay: float = 0.0
-    emb_lr: float = 0.01
+    emb_lr: float = 0.02
     emb_weight_decay: float = 0.0
     label_smoothing: float = 0.0
     seed: int = 0
@@ -210,9 +213,12 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset):
         shape = TTShape.build(dataset.num_nodes, config.dim, config.rank, config.num_cores,
                               config.row_shape, config.col_shape)
         generator = torch.Generator().manual_seed(config.seed)
+        scale = config.init_scale * (shape.num_rows_padded ** 0.5 if config.init == "ortho" else 1.0)
         kwargs = dict(ranks=config.rank, num_cores=config.num_cores, row_shape=shape.row_shape,
-                      col_shape=shape.col_shape, init=config.init, init_scale=config.init_scale,
+                      col_shape=shape.col_shape, init=config.init, init_scale=scale,
                       node_order=_build_order(config, dataset, shape.row_shape), generator=generator)
+    elif config.embedding == "full":
+        kwargs = dict(full_init_std=config.init_scale)
     node_input = NodeInput(config.embedding, dataset.num_nodes, config.dim, features=dataset.features, **kwargs)
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
