@@ -382,7 +382,7 @@ def test_ttgnn_train_under_torchrun_two_ranks(two_rank_run):
     assert metrics["world_size"] == 2
     assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3]
     losses = [r["loss"] for r in metrics["epochs"]]
-    assert losses[-1] < losses[0] - 0.3  # it trains (2.78 -> 1.90 measured)
+    assert losses[-1] < losses[0] - 0.3  # it trains (2.39 -> 1.34 measured)
     assert set(final_model(two_rank_run)) >= {f"node_input.table.cores.{k}" for k in range(3)}
 
 
@@ -394,8 +394,8 @@ def test_two_nodes_on_one_machine_match_one_node(two_rank_run, toy_folder, tmp_p
     for node in range(2):
         commands.append([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
                          f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}",
-                         "-m", "ttgnn.cli", "train", "--dataset", str(toy_folder), "--cache-dir", str(tmp_path / "cache"),
-                         "--output-dir", str(tmp_path / "out"), *TRAIN_ARGS])
+                         "-m", "ttgnn.cli", "train", "--dataset", str(toy_folder),
+                         "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"), *TRAIN_ARGS])
         logs.append(tmp_path / f"node{node}.log")
     codes = run_jobs(commands, logs, env)
     assert codes == [0, 0], "\n".join(p.read_text()[-2000:] for p in logs)
@@ -430,5 +430,5 @@ def test_multi_gpu_example_tiny_on_two_cpu_ranks(tmp_path):
     assert codes == [0], log[-3000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and len(metrics["epochs"]) == 6
-    assert metrics["best_valid_acc"] > 0.5  # 8 classes (chance 0.125); 0.76 measured
+    assert metrics["best_valid_acc"] > 0.7  # 8 classes (chance 0.125); 0.92 measured
     assert "2 rank(s): best valid" in log
