@@ -1,0 +1,509 @@
+// CPU kernels of the TT lookup (OpenMP).
+//
+// Both passes start by sorting the batch's rows (LSD radix sort of (row, position) pairs), which
+// deduplicates them: each unique row is computed once and copied to every position that asked
+// for it (forward), or the output gradients of its positions are summed once (backward).
+//
+// Sorted rows that share leading digits are adjacent, so the unique rows are walked depth first:
+// each thread takes a contiguous range of them and keeps one partial product P_k per level; a
+// row recomputes only the levels from its first digit that differs from the previous row's. The
+// prefix (t_0 .. t_k) product is thus computed once per unique prefix (plus once per thread
+// boundary). The backward walk mirrors it: the gradient of P_k is accumulated while the prefix
+// stays the same and flushed into the gradient of slice G_k[t_k] and of P_{k-1} when it changes,
+// so each unique slice receives one accumulation per unique prefix, into a dense gradient buffer
+// per thread (cores are small; threads are summed at the end). No per-row copy of any core.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
+
+#include "../tt_lookup.h"
+
+// Portable builds compile the hot loops once per x86-64 level (AVX-512, AVX2+FMA, baseline)
+// and pick one at load time; TTGNN_NATIVE=1 builds for the build machine only.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+    !defined(TTGNN_NATIVE_BUILD)
+#define TT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TT_CPU_CLONES
+#endif
+
+namespace ttgnn {
+namespace {
+
+// Fewest unique rows worth a thread of its own.
+constexpr int64_t kMinRowsPerThread = 256;
+// Unique rows per chunk of work. Threads take chunks dynamically, so a thread the OS
+// deschedules (shared machines) does not hold the others up; each chunk restarts the walk, which
+// costs one recomputation of the prefix products.
+constexpr int64_t kRowsPerChunk = 2048;
+
+// The batch's rows, deduplicated and sorted, with the positions that asked for each.
+struct SortedRows {
+  std::vector<int64_t> unique_rows;  // (U,) ascending
+  std::vector<int64_t> offsets;      // (U + 1,): positions of unique row u are
+  std::vector<int64_t> positions;    //   positions[offsets[u] .. offsets[u + 1])
+};
+
+// Sorts `rows` (checking each is in [0, num_rows)) and groups equal rows.
+template <typename index_t>
+SortedRows sort_rows(const index_t* rows, int64_t batch, int64_t num_rows, const char* op) {
+  SortedRows out;
+  std::vector<uint64_t> keys(batch), keys_tmp(batch);
+  std::vector<int64_t> pos_tmp(batch);
+  out.positions.resize(batch);
+  uint64_t max_key = 0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t row = static_cast<int64_t>(rows[i]);
+    TORCH_CHECK(row >= 0 && row < num_rows, op, ": row ", row, " at position ", i,
+                " is out of range for a TT table with ", num_rows, " rows (valid: 0 to ",
+                num_rows - 1, ")");
+    keys[i] = static_cast<uint64_t>(row);
+    out.positions[i] = i;
+    max_key = std::max<uint64_t>(max_key, keys[i]);
+  }
+  int key_bits = 0;
+  while (key_bits < 64 && (max_key >> key_bits) != 0) ++key_bits;
+  // As few passes of at most 11 bits as cover the keys, each of about equal width.
+  const int passes = (key_bits + 10) / 11;
+  const int digit_bits = passes > 0 ? (key_bits + passes - 1) / passes : 0;
+  const uint64_t buckets = uint64_t(1) << digit_bits;
+  std::vector<int64_t> count(buckets);
+  for (int p = 0; p < passes; ++p) {
+    const int shift = p * digit_bits;
+    const uint64_t mask = buckets - 1;
+    std::fill(count.begin(), count.end(), 0);
+    for (int64_t i = 0; i < batch; ++i) ++count[(keys[i] >> shift) & mask];
+    int64_t total = 0;
+    for (uint64_t b = 0; b < buckets; ++b) {
+      const int64_t c = count[b];
+      count[b] = total;
+      total += c;
+    }
+    for (int64_t i = 0; i < batch; ++i) {
+      const int64_t dst = count[(keys[i] >> shift) & mask]++;
+      keys_tmp[dst] = keys[i];
+      pos_tmp[dst] = out.positions[i];
+    }
+    keys.swap(keys_tmp);
+    out.positions.swap(pos_tmp);
+  }
+  out.offsets.reserve(batch + 1);
+  out.unique_rows.reserve(batch);
+  for (int64_t i = 0; i < batch; ++i) {
+    if (i == 0 || keys[i] != keys[i - 1]) {
+      out.offsets.push_back(i);
+      out.unique_rows.push_back(static_cast<int64_t>(keys[i]));
+    }
+  }
+  out.offsets.push_back(batch);
+  return out;
+}
+
+SortedRows sort_rows(const at::Tensor& rows, int64_t num_rows, const char* op) {
+  if (rows.scalar_type() == at::kInt) {
+    return sort_rows(rows.data_ptr<int32_t>(), rows.numel(), num_rows, op);
+  }
+  return sort_rows(rows.data_ptr<int64_t>(), rows.numel(), num_rows, op);
+}
+
+// Threads for `num_unique` rows: at most torch's thread count, at least kMinRowsPerThread each.
+int threads_for(int64_t num_unique) {
+  const int64_t wanted = (num_unique + kMinRowsPerThread - 1) / kMinRowsPerThread;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), wanted)));
+}
+
+// Number of chunks of unique rows: at least one per thread.
+inline int64_t chunks_for(int64_t num_unique, int threads) {
+  return std::max<int64_t>(threads, (num_unique + kRowsPerChunk - 1) / kRowsPerChunk);
+}
+
+// [begin, end) of part `part` of `parts` near-equal parts of [0, total).
+inline void split_range(int64_t total, int64_t part, int64_t parts, int64_t* begin,
+                        int64_t* end) {
+  *begin = total * part / parts;
+  *end = total * (part + 1) / parts;
+}
+
+// The last core is tiled (see tt_lookup_math.h) unless its tiles would exceed this many
+// scalars; past it the last step falls back to the plain product.
+constexpr int64_t kMaxTileScalars = int64_t(1) << 22;
+
+// Depth-first walk state of one thread: the current row's digits and its prefix products.
+template <typename scalar_t>
+struct PrefixWalk {
+  const TTDims& dims;
+  const scalar_t* const* cores;
+  std::vector<scalar_t> storage;
+  scalar_t* partial_buf[kMaxCores];   // P_k for 1 <= k <= K-2 (P_0 is a core slice)
+  const scalar_t* partial[kMaxCores]; // P_k of the current row's prefix
+  int64_t digits[kMaxCores];
+  int64_t prev_digits[kMaxCores];
+  bool started = false;
+
+  PrefixWalk(const TTDims& d, const scalar_t* const* c) : dims(d), cores(c) {
+    int64_t total = 0;
+    for (int k = 1; k + 1 < dims.num_cores; ++k) total += dims.partial_size(k);
+    storage.resize(total);
+    int64_t offset = 0;
+    for (int k = 1; k + 1 < dims.num_cores; ++k) {
+      partial_buf[k] = storage.data() + offset;
+      offset += dims.partial_size(k);
+    }
+  }
+
+  // Moves to `row` and returns the first level whose digit changed (0 for the first row).
+  TT_INLINE int advance(int64_t row) {
+    for (int k = 0; k < dims.num_cores; ++k) prev_digits[k] = digits[k];
+    tt_row_digits(row, dims, digits);
+    int level = 0;
+    if (started) {
+      while (level < dims.num_cores && digits[level] == prev_digits[level]) ++level;
+    }
+    started = true;
+    return level;
+  }
+
+  TT_INLINE const scalar_t* slice(int k, int64_t digit) const {
+    return cores[k] + digit * dims.slice_size(k);
+  }
+
+  // Recomputes P_k for the levels from `level` on (all but the last core).
+  TT_INLINE void recompute(int level) {
+    if (level == 0) partial[0] = slice(0, digits[0]);
+    for (int k = std::max(level, 1); k + 1 < dims.num_cores; ++k) {
+      tt_matmul_rows(partial[k - 1], slice(k, digits[k]), partial_buf[k],
+                     dims.prefix_cols[k - 1], dims.r[k], dims.m[k] * dims.r[k + 1]);
+      partial[k] = partial_buf[k];
+    }
+  }
+};
+
+// Shapes of the last step, row (rows x cols) = P_{K-2} (rows x inner) @ slice (inner x cols).
+struct LastStep {
+  int last;       // K - 1
+  int64_t rows;   // M_{K-2}
+  int64_t inner;  // r_{K-1}
+  int64_t cols;   // m_{K-1}
+  int64_t dim;    // D
+  bool tiled;     // use the tiled form (tiles of the last core are given)
+  explicit LastStep(const TTDims& dims)
+      : last(dims.num_cores - 1),
+        rows(dims.prefix_cols[dims.num_cores - 2]),
+        inner(dims.r[dims.num_cores - 1]),
+        cols(dims.m[dims.num_cores - 1]),
+        dim(dims.dim),
+        tiled(dims.n[dims.num_cores - 1] * dims.r[dims.num_cores - 1] * dims.dim <=
+              kMaxTileScalars) {}
+  int64_t tile_size() const { return inner * dim; }
+};
+
+template <typename scalar_t>
+TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* cores,
+                                 const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,
+                                 int64_t begin, int64_t end) {
+  const LastStep step(dims);
+  PrefixWalk<scalar_t> walk(dims, cores);
+  std::vector<scalar_t> spread(step.tiled ? step.tile_size() : 0);
+  for (int64_t u = begin; u < end; ++u) {
+    const int level = walk.advance(sorted.unique_rows[u]);
+    walk.recompute(level);
+    const int64_t first = sorted.offsets[u];
+    const int64_t stop = sorted.offsets[u + 1];
+    scalar_t* dst = out + sorted.positions[first] * step.dim;
+    const int64_t digit = walk.digits[step.last];
+    if (step.tiled) {
+      if (level < step.last) {
+        tt_spread_rows(walk.partial[step.last - 1], spread.data(), step.rows, step.inner,
+                       step.cols);
+      }
+      tt_tiled_product(spread.data(), tiles + digit * step.tile_size(), dst, step.inner,
+                       step.dim);
+    } else {
+      tt_matmul_rows(walk.partial[step.last - 1], walk.slice(step.last, digit), dst, step.rows,
+                     step.inner, step.cols);
+    }
+    for (int64_t s = first + 1; s < stop; ++s) {
+      std::memcpy(out + sorted.positions[s] * step.dim, dst, step.dim * sizeof(scalar_t));
+    }
+  }
+}
+
+template <typename scalar_t>
+struct BackwardWalk : PrefixWalk<scalar_t> {
+  using PrefixWalk<scalar_t>::dims;
+  using PrefixWalk<scalar_t>::partial;
+  using PrefixWalk<scalar_t>::prev_digits;
+  const scalar_t* const* cores_t;  // slices transposed: (m_k r_{k+1}, r_k)
+  scalar_t* const* grads;          // this thread's dense core gradients
+  std::vector<scalar_t> grad_storage;
+  scalar_t* grad_partial[kMaxCores];  // gradient of P_k, 0 <= k <= K-2
+
+  BackwardWalk(const TTDims& d, const scalar_t* const* c, const scalar_t* const* ct,
+               scalar_t* const* g)
+      : PrefixWalk<scalar_t>(d, c), cores_t(ct), grads(g) {
+    int64_t total = 0;
+    for (int k = 0; k + 1 < dims.num_cores; ++k) total += dims.partial_size(k);
+    grad_storage.assign(total, scalar_t(0));
+    int64_t offset = 0;
+    for (int k = 0; k + 1 < dims.num_cores; ++k) {
+      grad_partial[k] = grad_storage.data() + offset;
+      offset += dims.partial_size(k);
+    }
+  }
+
+  // The previous row's prefix at `level` is complete: push its gradient into the slice
+  // G_level[t_level] and into the prefix one level up, then clear it.
+  TT_INLINE void flush(int level) {
+    const int64_t digit = prev_digits[level];
+    const int64_t size = dims.partial_size(level);
+    scalar_t* g = grad_partial[level];
+    if (level == 0) {
+      scalar_t* dst = grads[0] + digit * dims.slice_size(0);
+      for (int64_t j = 0; j < size; ++j) dst[j] += g[j];
+    } else {
+      const int64_t rows = dims.prefix_cols[level - 1];
+      const int64_t inner = dims.r[level];
+      const int64_t cols = dims.m[level] * dims.r[level + 1];
+      const int64_t offset = digit * dims.slice_size(level);
+      tt_matmul_tn_acc_rows(partial[level - 1], g, grads[level] + offset, rows, inner, cols);
+      tt_matmul_nt_acc_rows(g, cores_t[level] + offset, grad_partial[level - 1], rows, inner,
+                            cols);
+    }
+    std::fill(g, g + size, scalar_t(0));
+  }
+};
+
+// `grad_tiles` (tiled form only): this thread's (n_{K-1}, r_{K-1}, D) gradient of the tiles,
+// zeroed lazily: `touched[t]` says whether tile t holds data.
+template <typename scalar_t>
+TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cores,
+                                  const scalar_t* const* cores_t, const scalar_t* tiles,
+                                  const SortedRows& sorted, const scalar_t* grad_out,
+                                  scalar_t* const* grads, scalar_t* grad_tiles, char* touched,
+                                  int64_t begin, int64_t end) {
+  const LastStep step(dims);
+  BackwardWalk<scalar_t> walk(dims, cores, cores_t, grads);
+  std::vector<scalar_t> grad_row(step.dim);
+  std::vector<scalar_t> spread(step.tiled ? step.tile_size() : 0);
+  std::vector<scalar_t> grad_spread(step.tiled ? step.tile_size() : 0, scalar_t(0));
+  auto fold_spread = [&] {
+    tt_fold_spread(grad_spread.data(), walk.grad_partial[step.last - 1], step.rows, step.inner,
+                   step.cols);
+    std::fill(grad_spread.begin(), grad_spread.end(), scalar_t(0));
+  };
+  for (int64_t u = begin; u < end; ++u) {
+    const int level = walk.advance(sorted.unique_rows[u]);
+    if (u > begin && level < step.last) {
+      if (step.tiled) fold_spread();
+      for (int k = step.last - 1; k >= level; --k) walk.flush(k);
+    }
+    walk.recompute(level);
+    if (step.tiled && level < step.last) {
+      tt_spread_rows(walk.partial[step.last - 1], spread.data(), step.rows, step.inner,
+                     step.cols);
+    }
+    // Sum of the output gradients of every position holding this row.
+    const int64_t first = sorted.offsets[u];
+    const int64_t stop = sorted.offsets[u + 1];
+    const scalar_t* g = grad_out + sorted.positions[first] * step.dim;
+    if (stop - first > 1) {
+      scalar_t* TT_RESTRICT acc = grad_row.data();
+      std::memcpy(acc, g, step.dim * sizeof(scalar_t));
+      for (int64_t s = first + 1; s < stop; ++s) {
+        const scalar_t* TT_RESTRICT src = grad_out + sorted.positions[s] * step.dim;
+        TT_SIMD
+        for (int64_t j = 0; j < step.dim; ++j) acc[j] += src[j];
+      }
+      g = acc;
+    }
+    const int64_t digit = walk.digits[step.last];
+    if (step.tiled) {
+      scalar_t* grad_tile = grad_tiles + digit * step.tile_size();
+      if (!touched[digit]) {
+        std::fill(grad_tile, grad_tile + step.tile_size(), scalar_t(0));
+        touched[digit] = 1;
+      }
+      tt_tiled_product_backward(spread.data(), tiles + digit * step.tile_size(), g, grad_tile,
+                                grad_spread.data(), step.inner, step.dim);
+    } else {
+      const int64_t offset = digit * dims.slice_size(step.last);
+      tt_matmul_tn_acc_rows(walk.partial[step.last - 1], g, grads[step.last] + offset,
+                            step.rows, step.inner, step.cols);
+      tt_matmul_nt_acc_rows(g, cores_t[step.last] + offset, walk.grad_partial[step.last - 1],
+                            step.rows, step.inner, step.cols);
+    }
+  }
+  if (end > begin) {
+    // The last row's prefixes are complete at every level.
+    if (step.tiled) fold_spread();
+    for (int k = 0; k < dims.num_cores; ++k) walk.prev_digits[k] = walk.digits[k];
+    for (int k = step.last - 1; k >= 0; --k) walk.flush(k);
+  }
+}
+
+template <typename scalar_t>
+void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
+                  const SortedRows& sorted, at::Tensor& out) {
+  std::vector<const scalar_t*> core_ptrs;
+  for (const auto& core : cores) core_ptrs.push_back(core.const_data_ptr<scalar_t>());
+  scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
+  const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
+  const int threads = threads_for(num_unique);
+  const LastStep step(dims);
+  std::vector<scalar_t> tiles(step.tiled ? dims.n[step.last] * step.tile_size() : 0);
+#pragma omp parallel num_threads(threads)
+  {
+    if (step.tiled) {
+      const int64_t slice = dims.slice_size(step.last);
+#pragma omp for
+      for (int64_t t = 0; t < dims.n[step.last]; ++t) {
+        tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
+                     step.rows, step.inner, step.cols);
+      }
+    }
+    const int64_t chunks = chunks_for(num_unique, threads);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      int64_t begin, end;
+      split_range(num_unique, chunk, chunks, &begin, &end);
+      forward_range<scalar_t>(dims, core_ptrs.data(), tiles.data(), sorted, out_ptr, begin, end);
+    }
+  }
+}
+
+template <typename scalar_t>
+void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
+                   const SortedRows& sorted, const at::Tensor& grad_out,
+                   std::vector<at::Tensor>& grads) {
+  const int num_cores = dims.num_cores;
+  std::vector<const scalar_t*> core_ptrs;
+  // Each slice transposed, (r_k, m_k r_{k+1}) -> (m_k r_{k+1}, r_k), so that the gradient of
+  // the prefix is an axpy over the rank (contiguous) instead of a strided dot product.
+  std::vector<at::Tensor> cores_t;
+  std::vector<const scalar_t*> core_t_ptrs;
+  int64_t total_params = 0;
+  for (int k = 0; k < num_cores; ++k) {
+    core_ptrs.push_back(cores[k].const_data_ptr<scalar_t>());
+    cores_t.push_back(cores[k].reshape({dims.n[k], dims.r[k], dims.m[k] * dims.r[k + 1]})
+                          .transpose(1, 2)
+                          .contiguous());
+    core_t_ptrs.push_back(cores_t.back().const_data_ptr<scalar_t>());
+    total_params += dims.n[k] * dims.slice_size(k);
+  }
+  const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
+  const int threads = threads_for(num_unique);
+  const LastStep step(dims);
+  const int64_t last_slices = dims.n[step.last];
+  const int64_t tiles_size = step.tiled ? last_slices * step.tile_size() : 0;
+  std::vector<scalar_t> tiles(tiles_size);
+  // Per thread: the gradient of the tiles, and which tiles it has touched.
+  std::vector<std::vector<scalar_t>> grad_tiles(threads);
+  std::vector<std::vector<char>> touched(threads);
+  // Thread 0 accumulates into the returned gradients, the others into private buffers.
+  std::vector<std::vector<scalar_t>> private_grads(threads);
+  std::vector<std::vector<scalar_t*>> grad_ptrs(threads);
+  for (int k = 0; k < num_cores; ++k) grad_ptrs[0].push_back(grads[k].mutable_data_ptr<scalar_t>());
+  const scalar_t* grad_out_ptr = grad_out.const_data_ptr<scalar_t>();
+
+#pragma omp parallel num_threads(threads)
+  {
+    const int tid = omp_get_thread_num();
+    const int team = omp_get_num_threads();
+    if (step.tiled) {
+      const int64_t slice = dims.slice_size(step.last);
+#pragma omp for
+      for (int64_t t = 0; t < last_slices; ++t) {
+        tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
+                     step.rows, step.inner, step.cols);
+      }
+      grad_tiles[tid].resize(tiles_size);
+      touched[tid].assign(last_slices, 0);
+    }
+    if (tid > 0) {
+      private_grads[tid].assign(total_params, scalar_t(0));
+      scalar_t* base = private_grads[tid].data();
+      for (int k = 0; k < num_cores; ++k) {
+        grad_ptrs[tid].push_back(base);
+        base += dims.n[k] * dims.slice_size(k);
+      }
+    }
+    const int64_t chunks = chunks_for(num_unique, team);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      int64_t begin, end;
+      split_range(num_unique, chunk, chunks, &begin, &end);
+      backward_range<scalar_t>(dims, core_ptrs.data(), core_t_ptrs.data(), tiles.data(), sorted,
+                               grad_out_ptr, grad_ptrs[tid].data(), grad_tiles[tid].data(),
+                               touched[tid].data(), begin, end);
+    }
+    if (step.tiled) {
+      const int64_t slice = dims.slice_size(step.last);
+      for (int64_t t = 0; t < last_slices; ++t) {
+        if (!touched[tid][t]) continue;
+        tt_fold_tile(grad_tiles[tid].data() + t * step.tile_size(),
+                     grad_ptrs[tid][step.last] + t * slice, step.rows, step.inner, step.cols);
+      }
+    }
+#pragma omp barrier
+    // Sum the private buffers into the returned gradients, each thread a share of every core.
+    for (int k = 0; k < num_cores && team > 1; ++k) {
+      const int64_t size = dims.n[k] * dims.slice_size(k);
+      int64_t lo, hi;
+      split_range(size, tid, team, &lo, &hi);
+      scalar_t* TT_RESTRICT dst = grad_ptrs[0][k];
+      for (int t = 1; t < team; ++t) {
+        const scalar_t* TT_RESTRICT src = grad_ptrs[t][k];
+        for (int64_t j = lo; j < hi; ++j) dst[j] += src[j];
+      }
+    }
+  }
+}
+
+at::Tensor tt_lookup_cpu(const std::vector<at::Tensor>& cores_in, const at::Tensor& rows_in) {
+  const char* op = "ttgnn::tt_lookup";
+  const TTDims dims = check_lookup_inputs(cores_in, rows_in, op);
+  const auto cores = contiguous_cores(cores_in);
+  const auto rows = rows_in.contiguous();
+  const int64_t batch = rows.numel();
+  at::Tensor out = at::empty({batch, dims.dim}, cores[0].options());
+  if (batch == 0) return out;
+  const SortedRows sorted = sort_rows(rows, dims.num_rows, op);
+  AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "tt_lookup_cpu",
+                             [&] { forward_impl<scalar_t>(dims, cores, sorted, out); });
+  return out;
+}
+
+std::vector<at::Tensor> tt_lookup_backward_cpu(const at::Tensor& grad_out_in,
+                                               const std::vector<at::Tensor>& cores_in,
+                                               const at::Tensor& rows_in) {
+  const char* op = "ttgnn::tt_lookup_backward";
+  const TTDims dims = check_lookup_inputs(cores_in, rows_in, op);
+  check_grad_output(grad_out_in, rows_in, dims, cores_in[0], op);
+  const auto cores = contiguous_cores(cores_in);
+  const auto rows = rows_in.contiguous();
+  const auto grad_out = grad_out_in.contiguous();
+  std::vector<at::Tensor> grads;
+  for (const auto& core : cores) grads.push_back(at::zeros(core.sizes(), core.options()));
+  if (rows.numel() == 0) return grads;
+  const SortedRows sorted = sort_rows(rows, dims.num_rows, op);
+  AT_DISPATCH_FLOATING_TYPES(grad_out.scalar_type(), "tt_lookup_backward_cpu", [&] {
+    backward_impl<scalar_t>(dims, cores, sorted, grad_out, grads);
+  });
+  return grads;
+}
+
+}  // namespace
+}  // namespace ttgnn
+
+TORCH_LIBRARY_IMPL(ttgnn, CPU, m) {
+  m.impl("tt_lookup", &ttgnn::tt_lookup_cpu);
+  m.impl("tt_lookup_backward", &ttgnn::tt_lookup_backward_cpu);
+}

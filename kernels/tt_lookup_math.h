@@ -1,0 +1,290 @@
+// Per-row arithmetic of the TT lookup, shared by the CPU (C++) and CUDA kernels.
+//
+// A TT table with K cores G_0..G_{K-1}, core k of shape (n_k, r_k, m_k, r_{k+1}) with
+// r_0 = r_K = 1 (row-major, contiguous). Row i has digits (t_0, ..., t_{K-1}) in mixed radix,
+// t_0 most significant (see ttgnn/shapes.py), and
+//
+//     P_0 = G_0[t_0]                       viewed as (m_0, r_1)
+//     P_k = P_{k-1} @ G_k[t_k]             (M_{k-1} x r_k) @ (r_k x m_k r_{k+1}) -> (M_k, r_{k+1})
+//     row i = P_{K-1}                      (M_{K-1} = D = m_0 ... m_{K-1}, r_K = 1)
+//
+// where M_k = m_0 ... m_k. Viewing the product (M_{k-1} x m_k r_{k+1}) as (M_k x r_{k+1}) is a
+// free reshape of the row-major buffer, and it keeps the output columns in the digit order of
+// the column shape. Every step is therefore a plain row-major matrix product
+// `C (rows x cols) = A (rows x inner) @ B (inner x cols)`, and its backward is
+// `dB += A^T dC` (the slice gradient) and `dA += dC B^T` (the gradient of the shorter prefix).
+//
+// Two forms of each product live here:
+//   * `*_rows` loops: a whole product with the contiguous `cols` axis innermost (axpy form, no
+//     reductions), which compilers vectorise on the CPU;
+//   * `*_elem` functions: one output element, which a CUDA thread computes.
+// Both sum in the same order over the contracted axis, so CPU and CUDA agree to rounding.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TT_HOST_DEVICE __host__ __device__
+#else
+#define TT_HOST_DEVICE
+#endif
+
+#if defined(__CUDACC__) || defined(__GNUC__) || defined(__clang__)
+#define TT_RESTRICT __restrict__
+#else
+#define TT_RESTRICT
+#endif
+
+// Forced inlining, so that the CPU kernels' per-ISA clones (target_clones) inline the math and
+// vectorise it for their instruction set.
+#if defined(__CUDACC__)
+#define TT_INLINE __forceinline__
+#elif defined(__GNUC__) || defined(__clang__)
+#define TT_INLINE inline __attribute__((always_inline))
+#else
+#define TT_INLINE inline
+#endif
+
+// Lets the host compiler vectorise a loop (reductions and FMAs included) under -fopenmp.
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define TT_SIMD _Pragma("omp simd")
+#else
+#define TT_SIMD
+#endif
+
+namespace ttgnn {
+
+// Most cores a kernel accepts (shape arrays are passed by value to CUDA kernels).
+constexpr int kMaxCores = 8;
+
+// Shape of a TT table, by value (small enough for a CUDA kernel argument).
+struct TTDims {
+  int num_cores;                // K
+  int64_t n[kMaxCores];         // slices of core k (row shape)
+  int64_t m[kMaxCores];         // column factor of core k (column shape)
+  int64_t r[kMaxCores + 1];     // ranks, r[0] = r[K] = 1
+  int64_t prefix_cols[kMaxCores];  // M_k = m_0 * ... * m_k
+  int64_t num_rows;             // n_0 * ... * n_{K-1}
+  int64_t dim;                  // D = M_{K-1}
+
+  // Scalars in one slice of core k.
+  TT_HOST_DEVICE int64_t slice_size(int k) const { return r[k] * m[k] * r[k + 1]; }
+  // Scalars in the partial product P_k, i.e. M_k * r_{k+1}.
+  TT_HOST_DEVICE int64_t partial_size(int k) const { return prefix_cols[k] * r[k + 1]; }
+};
+
+// Digits of `row`, first digit most significant: digits[k] selects a slice of core k.
+TT_HOST_DEVICE TT_INLINE void tt_row_digits(int64_t row, const TTDims& dims, int64_t* digits) {
+  for (int k = dims.num_cores - 1; k >= 0; --k) {
+    digits[k] = row % dims.n[k];
+    row /= dims.n[k];
+  }
+}
+
+// The prefix of `row` made of its first k+1 digits (t_0 ... t_k) as one number.
+TT_HOST_DEVICE TT_INLINE int64_t tt_row_prefix(int64_t row, const TTDims& dims, int k) {
+  for (int j = dims.num_cores - 1; j > k; --j) row /= dims.n[j];
+  return row;
+}
+
+// ---------------------------------------------------------------- whole products (CPU form)
+
+// C = A @ B with A (rows x inner), B (inner x cols), C (rows x cols); C is overwritten.
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
+                                          T* TT_RESTRICT C, int64_t rows, int64_t inner,
+                                          int64_t cols) {
+  for (int64_t a = 0; a < rows; ++a) {
+    T* TT_RESTRICT c_row = C + a * cols;
+    const T* TT_RESTRICT a_row = A + a * inner;
+    {
+      const T alpha = a_row[0];
+      const T* TT_RESTRICT b_row = B;
+      TT_SIMD
+      for (int64_t j = 0; j < cols; ++j) c_row[j] = alpha * b_row[j];
+    }
+    for (int64_t q = 1; q < inner; ++q) {
+      const T alpha = a_row[q];
+      const T* TT_RESTRICT b_row = B + q * cols;
+      TT_SIMD
+      for (int64_t j = 0; j < cols; ++j) c_row[j] += alpha * b_row[j];
+    }
+  }
+}
+
+// dB += A^T @ dC with A (rows x inner), dC (rows x cols), dB (inner x cols).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT dC,
+                                                 T* TT_RESTRICT dB, int64_t rows, int64_t inner,
+                                                 int64_t cols) {
+  for (int64_t a = 0; a < rows; ++a) {
+    const T* TT_RESTRICT a_row = A + a * inner;
+    const T* TT_RESTRICT g_row = dC + a * cols;
+    for (int64_t q = 0; q < inner; ++q) {
+      const T alpha = a_row[q];
+      T* TT_RESTRICT out_row = dB + q * cols;
+      TT_SIMD
+      for (int64_t j = 0; j < cols; ++j) out_row[j] += alpha * g_row[j];
+    }
+  }
+}
+
+// dA += dC @ B^T with dC (rows x cols), B^T given transposed as BT (cols x inner), dA (rows x inner).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, const T* TT_RESTRICT BT,
+                                                 T* TT_RESTRICT dA, int64_t rows, int64_t inner,
+                                                 int64_t cols) {
+  for (int64_t a = 0; a < rows; ++a) {
+    const T* TT_RESTRICT g_row = dC + a * cols;
+    T* TT_RESTRICT out_row = dA + a * inner;
+    for (int64_t j = 0; j < cols; ++j) {
+      const T alpha = g_row[j];
+      const T* TT_RESTRICT bt_row = BT + j * inner;
+      TT_SIMD
+      for (int64_t q = 0; q < inner; ++q) out_row[q] += alpha * bt_row[q];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- the last core, tiled (CPU form)
+//
+// The last step `row (M x m) = A (M x r) @ B (r x m)` has a short contiguous axis (m, the last
+// column factor, since r_K = 1), which vectorises poorly. Spread both operands over the D = M m
+// output elements instead,
+//     A_exp[q][a m + c] = A[a][q],    B_tile[q][a m + c] = B[q][c],
+// and the step becomes D-long elementwise products: row[i] = sum_q A_exp[q][i] B_tile[q][i].
+// A_exp is built once per prefix, B_tile once per slice of the last core; the backward
+// accumulates in the same spread layout and folds the sums over a (or c) once at the end.
+
+// A (rows x inner) -> A_exp (inner x rows*m).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_spread_rows(const T* TT_RESTRICT A, T* TT_RESTRICT A_exp,
+                                             int64_t rows, int64_t inner, int64_t m) {
+  const int64_t dim = rows * m;
+  for (int64_t q = 0; q < inner; ++q) {
+    T* TT_RESTRICT dst = A_exp + q * dim;
+    for (int64_t a = 0; a < rows; ++a) {
+      const T value = A[a * inner + q];
+      for (int64_t c = 0; c < m; ++c) dst[a * m + c] = value;
+    }
+  }
+}
+
+// B (inner x m) -> B_tile (inner x rows*m).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_tile_cols(const T* TT_RESTRICT B, T* TT_RESTRICT B_tile,
+                                           int64_t rows, int64_t inner, int64_t m) {
+  const int64_t dim = rows * m;
+  for (int64_t q = 0; q < inner; ++q) {
+    T* TT_RESTRICT dst = B_tile + q * dim;
+    for (int64_t a = 0; a < rows; ++a) {
+      for (int64_t c = 0; c < m; ++c) dst[a * m + c] = B[q * m + c];
+    }
+  }
+}
+
+// row[i] = sum_q A_exp[q][i] * B_tile[q][i], i < dim. Blocks of kTileBlock outputs keep their
+// sums over q in registers, so `row` (the output, usually cold) is written once.
+constexpr int64_t kTileBlock = 32;
+
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_tiled_product(const T* TT_RESTRICT A_exp,
+                                               const T* TT_RESTRICT B_tile, T* TT_RESTRICT row,
+                                               int64_t inner, int64_t dim) {
+  int64_t i = 0;
+  for (; i + kTileBlock <= dim; i += kTileBlock) {
+    T acc[kTileBlock];
+    for (int64_t b = 0; b < kTileBlock; ++b) acc[b] = A_exp[i + b] * B_tile[i + b];
+    for (int64_t q = 1; q < inner; ++q) {
+      const T* TT_RESTRICT a = A_exp + q * dim + i;
+      const T* TT_RESTRICT t = B_tile + q * dim + i;
+      for (int64_t b = 0; b < kTileBlock; ++b) acc[b] += a[b] * t[b];
+    }
+    for (int64_t b = 0; b < kTileBlock; ++b) row[i + b] = acc[b];
+  }
+  for (; i < dim; ++i) {
+    T acc = A_exp[i] * B_tile[i];
+    for (int64_t q = 1; q < inner; ++q) acc += A_exp[q * dim + i] * B_tile[q * dim + i];
+    row[i] = acc;
+  }
+}
+
+// Backward of tt_tiled_product for the output gradient g (dim,):
+// dB_tile[q][i] += A_exp[q][i] g[i] and dA_exp[q][i] += B_tile[q][i] g[i].
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_tiled_product_backward(
+    const T* TT_RESTRICT A_exp, const T* TT_RESTRICT B_tile, const T* TT_RESTRICT g,
+    T* TT_RESTRICT dB_tile, T* TT_RESTRICT dA_exp, int64_t inner, int64_t dim) {
+  for (int64_t q = 0; q < inner; ++q) {
+    const T* TT_RESTRICT a = A_exp + q * dim;
+    const T* TT_RESTRICT b = B_tile + q * dim;
+    T* TT_RESTRICT da = dA_exp + q * dim;
+    T* TT_RESTRICT db = dB_tile + q * dim;
+    TT_SIMD
+    for (int64_t i = 0; i < dim; ++i) {
+      db[i] += a[i] * g[i];
+      da[i] += b[i] * g[i];
+    }
+  }
+}
+
+// dA[a][q] += sum_c dA_exp[q][a m + c]  (inverse layout of tt_spread_rows).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_fold_spread(const T* TT_RESTRICT dA_exp, T* TT_RESTRICT dA,
+                                             int64_t rows, int64_t inner, int64_t m) {
+  const int64_t dim = rows * m;
+  for (int64_t q = 0; q < inner; ++q) {
+    const T* TT_RESTRICT src = dA_exp + q * dim;
+    for (int64_t a = 0; a < rows; ++a) {
+      T acc = src[a * m];
+      for (int64_t c = 1; c < m; ++c) acc += src[a * m + c];
+      dA[a * inner + q] += acc;
+    }
+  }
+}
+
+// dB[q][c] += sum_a dB_tile[q][a m + c]  (inverse layout of tt_tile_cols).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_fold_tile(const T* TT_RESTRICT dB_tile, T* TT_RESTRICT dB,
+                                           int64_t rows, int64_t inner, int64_t m) {
+  const int64_t dim = rows * m;
+  for (int64_t q = 0; q < inner; ++q) {
+    const T* TT_RESTRICT src = dB_tile + q * dim;
+    for (int64_t c = 0; c < m; ++c) {
+      T acc = src[c];
+      for (int64_t a = 1; a < rows; ++a) acc += src[a * m + c];
+      dB[q * m + c] += acc;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- single elements (CUDA form)
+
+// (A @ B)[a, j], A (rows x inner), B (inner x cols).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE T tt_matmul_elem(const T* A, const T* B, int64_t a, int64_t j,
+                                       int64_t inner, int64_t cols) {
+  T acc = A[a * inner] * B[j];
+  for (int64_t q = 1; q < inner; ++q) acc += A[a * inner + q] * B[q * cols + j];
+  return acc;
+}
+
+// (A^T @ dC)[q, j], A (rows x inner), dC (rows x cols).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE T tt_matmul_tn_elem(const T* A, const T* dC, int64_t q, int64_t j,
+                                          int64_t rows, int64_t inner, int64_t cols) {
+  T acc = T(0);
+  for (int64_t a = 0; a < rows; ++a) acc += A[a * inner + q] * dC[a * cols + j];
+  return acc;
+}
+
+// (dC @ B^T)[a, q], dC (rows x cols), B (inner x cols).
+template <typename T>
+TT_HOST_DEVICE TT_INLINE T tt_matmul_nt_elem(const T* dC, const T* B, int64_t a, int64_t q,
+                                          int64_t cols) {
+  T acc = T(0);
+  for (int64_t j = 0; j < cols; ++j) acc += dC[a * cols + j] * B[q * cols + j];
+  return acc;
+}
+
+}  // namespace ttgnn
