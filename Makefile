@@ -20,7 +20,7 @@ test: setup
 	$(PY) -m pytest -q tests
 
 # The main job: a featureless GraphSAGE with a 1,117x-compressed TT embedding on ogbn-arxiv (a few minutes on
-# 2 CPU cores). Data: $$TTGNN_DATA, else ./dataset; when absent, ogb downloads it into ~/.cache/ttgnn.
+# 2 CPU cores). Data: $TTGNN_DATA, else ./dataset; when absent, ogb downloads it into ~/.cache/ttgnn.
 demo: setup
 	$(VENV)/bin/ttgnn train --dataset ogbn-arxiv --model sage --embedding tt --rank 8 --row-shape 55,55,56 \
 		--col-shape 8,4,4 --order hierarchical-metis --epochs 30 --output-dir runs/demo --no-progress

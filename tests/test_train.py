@@ -29,18 +29,19 @@ def _cli(args, tmp_path, data_root) -> dict:
 
 @pytest.mark.data
 @pytest.mark.parametrize("dataset,model,embedding,epochs,min_test", [
-    # Thresholds: the measured test accuracy (cora 0.586, citeseer 0.294, pubmed 0.396; deterministic
+    # Thresholds: the measured test accuracy (cora 0.571, citeseer 0.471, pubmed 0.373; deterministic
     # for a seed on one platform) minus a margin. Chance: 1/7 (cora, majority class 0.319), 1/6
-    # (citeseer, majority 0.231), 1/3 (pubmed, majority 0.413). Featureless models on these tiny
-    # label sets learn slowly: citeseer and pubmed check that loading and training work.
+    # (citeseer, majority 0.231), 1/3 (pubmed, majority 0.413). Featureless pubmed (60 labels) learns
+    # slowly: in 10 epochs it checks that loading and training work.
     ("cora", "sage", "tt", 30, 0.50),
-    ("citeseer", "gat", "full", 10, 0.26),
-    ("pubmed", "sage", "tt", 10, 0.36),
+    ("citeseer", "gat", "full", 10, 0.40),
+    ("pubmed", "sage", "tt", 10, 0.34),
 ])
 def test_cli_trains_planetoid(data_root, tmp_path, dataset, model, embedding, epochs, min_test):
     m = _cli(["--dataset", dataset, "--model", model, "--embedding", embedding, "--order", "hierarchical-metis",
               "--epochs", str(epochs), "--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5",
-              "--weight-decay", "5e-4", "--heads", "2"], tmp_path, data_root)
+              "--weight-decay", "5e-4", "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01"],
+             tmp_path, data_root)
     assert m["dataset"] == dataset and m["model"] == model and m["embedding"] == embedding
     assert len(m["epochs"]) == epochs
     assert m["test_acc"] >= min_test
