@@ -2,19 +2,44 @@
 
 :func:`tt_lookup_reference` is the pure-PyTorch definition (gather the core slices, batched
 matmul). It is always available, differentiable by autograd, and the oracle the compiled kernels
-are tested against. :func:`tt_lookup` is what :class:`ttgnn.TTNodeEmbedding` calls.
+are tested against. :func:`tt_lookup` is what :class:`ttgnn.TTNodeEmbedding` calls: it runs the
+compiled kernels (``torch.ops.ttgnn.tt_lookup``, built from ``kernels/``) when the extension is
+present for the cores' device and dtype, and the reference otherwise;
+:func:`lookup_backend` says which.
+
+The compiled ops are registered with a fake (meta) implementation, so ``torch.compile`` traces
+them, and with an autograd formula whose backward is itself a registered op,
+``torch.ops.ttgnn.tt_lookup_backward``, returning dense gradients for every core.
 
 Core layout and digit convention: see :mod:`ttgnn.shapes`.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Sequence, Union
 
 import torch
+from torch import Tensor
 
+from . import _ext
 from .shapes import index_to_digits
 
-__all__ = ["tt_lookup", "tt_lookup_reference"]
+__all__ = [
+    "tt_lookup",
+    "tt_lookup_reference",
+    "tt_lookup_kernel",
+    "tt_lookup_backward_kernel",
+    "lookup_backend",
+    "KERNEL_DTYPES",
+    "KERNEL_INDEX_DTYPES",
+]
+
+#: Core dtypes the compiled kernels support (others use the reference).
+KERNEL_DTYPES = (torch.float32, torch.float64)
+#: Row dtypes the compiled kernels support.
+KERNEL_INDEX_DTYPES = (torch.int32, torch.int64)
+#: Core counts the compiled kernels support.
+KERNEL_MAX_CORES = 8
 
 
 def tt_lookup_reference(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
@@ -45,9 +70,110 @@ def tt_lookup_reference(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> to
     return partial.reshape(batch, width)
 
 
+# Which device types have compiled kernels, decided once (a plain dict lookup in the hot path,
+# which torch.compile traces without a graph break).
+_KERNEL_DEVICES = {device_type: _ext.has_kernel(device_type) for device_type in ("cpu", "cuda")}
+_ext.log_backends()
+
+
+def lookup_backend(device: Union[str, torch.device, None] = None) -> str:
+    """Which implementation :func:`tt_lookup` uses for float32/float64 cores on ``device``.
+
+    Args:
+        device (str or torch.device, optional): device of the cores. (default: ``"cpu"``)
+
+    Returns:
+        ``"cpu-kernel"``, ``"cuda-kernel"`` (compiled ``ttgnn._C`` kernels) or ``"reference"``
+        (pure PyTorch).
+    """
+    return _ext.backend(device)
+
+
+def _use_kernel(cores: Sequence[Tensor], rows: Tensor) -> bool:
+    first = cores[0]
+    return (
+        _KERNEL_DEVICES.get(first.device.type, False)
+        and 2 <= len(cores) <= KERNEL_MAX_CORES
+        and first.dtype in KERNEL_DTYPES
+        and rows.dtype in KERNEL_INDEX_DTYPES
+        and all(core.dtype == first.dtype for core in cores)
+    )
+
+
 def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
     """Rows ``rows`` of the TT table, through the compiled kernel when present.
 
-    Same contract as :func:`tt_lookup_reference`.
+    Same contract as :func:`tt_lookup_reference`; ``rows`` may also be int32. The kernel is used
+    for float32/float64 cores on a device it was built for (see :func:`lookup_backend`), the
+    reference otherwise (other dtypes, or no extension).
     """
+    cores = list(cores)
+    if _use_kernel(cores, rows):
+        return tt_lookup_kernel(cores, rows)
     return tt_lookup_reference(cores, rows)
+
+
+def tt_lookup_kernel(cores: Sequence[Tensor], rows: Tensor) -> Tensor:
+    """The compiled lookup, ``torch.ops.ttgnn.tt_lookup``, differentiable with respect to the cores.
+
+    Deduplicates ``rows``, computes each unique row once, reusing the product of the leading
+    core slices across rows that share leading TT digits, and copies it to every position.
+    Every input is checked (shapes, dtypes, devices, row range); bad input raises
+    ``RuntimeError`` naming the bad value.
+
+    Args:
+        cores (sequence of Tensor): 2 to 8 float32/float64 cores, core ``k`` of shape
+            ``(n_k, r_{k-1}, m_k, r_k)`` with ``r_0 = r_K = 1``, on one device.
+        rows (Tensor): int32 or int64 row indices in ``[0, n_1 * ... * n_K)``.
+
+    Shapes:
+        - **rows:** ``(B,)``
+        - **output:** ``(B, m_1 * ... * m_K)``
+    """
+    return torch.ops.ttgnn.tt_lookup.default(list(cores), rows)
+
+
+def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: Tensor) -> list[Tensor]:
+    """Gradients of ``(grad_out * tt_lookup(cores, rows)).sum()`` for every core,
+    ``torch.ops.ttgnn.tt_lookup_backward``.
+
+    Accumulates per unique slice (each unique row and prefix once); the gradients are dense,
+    shaped like the cores.
+
+    Shapes:
+        - **grad_out:** ``(B, D)``
+        - **rows:** ``(B,)``
+        - **output:** list of ``K`` tensors, ``(n_k, r_{k-1}, m_k, r_k)``
+    """
+    return torch.ops.ttgnn.tt_lookup_backward.default(grad_out, list(cores), rows)
+
+
+def _register_python_parts() -> None:
+    """Fake (meta) kernels and the autograd formula of the compiled ops."""
+
+    @torch.library.register_fake("ttgnn::tt_lookup")
+    def _tt_lookup_fake(cores: list[Tensor], rows: Tensor) -> Tensor:
+        torch._check(rows.dim() == 1, lambda: f"rows must be 1-D, got shape {tuple(rows.shape)}")
+        torch._check(len(cores) >= 2, lambda: f"expected at least 2 cores, got {len(cores)}")
+        dim = math.prod(core.shape[2] for core in cores)
+        return cores[0].new_empty((rows.shape[0], dim))
+
+    @torch.library.register_fake("ttgnn::tt_lookup_backward")
+    def _tt_lookup_backward_fake(grad_out: Tensor, cores: list[Tensor], rows: Tensor) -> list[Tensor]:
+        return [core.new_empty(core.shape) for core in cores]
+
+    def _setup_context(ctx, inputs, output) -> None:
+        cores, rows = inputs
+        ctx.num_cores = len(cores)
+        ctx.save_for_backward(rows, *cores)
+
+    def _backward(ctx, grad_out: Tensor):
+        rows, *cores = ctx.saved_tensors
+        grads = torch.ops.ttgnn.tt_lookup_backward.default(grad_out, cores, rows)
+        return list(grads), None
+
+    torch.library.register_autograd("ttgnn::tt_lookup", _backward, setup_context=_setup_context)
+
+
+if _ext.available():
+    _register_python_parts()
