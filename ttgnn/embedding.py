@@ -218,7 +218,15 @@ class TTNodeEmbedding(nn.Module):
         if indices.dtype == torch.bool or indices.is_floating_point() or indices.is_complex():
             raise TypeError(f"indices must be an integer tensor (int32 or int64), got {indices.dtype}")
         flat = indices.reshape(-1)
-        if flat.numel() > 0:
+        if flat.numel() > 0 and torch.compiler.is_compiling():
+            # No host sync inside a compiled graph: check on the device instead (the compiled
+            # lookup kernels check every row too).
+            lo, hi = torch.aminmax(flat)
+            torch._assert_async(
+                (lo >= 0) & (hi < self.num_embeddings),
+                f"index out of range for TTNodeEmbedding with {self.num_embeddings} rows",
+            )
+        elif flat.numel() > 0:
             lo, hi = torch.aminmax(flat)
             lo, hi = int(lo), int(hi)
             if lo < 0 or hi >= self.num_embeddings:
