@@ -1,0 +1,345 @@
+"""The compiled TT-lookup kernels (ttgnn._C) against the pure-PyTorch reference.
+
+Kernel tests fail (not skip) when ``$CI`` is set and the extension did not build. CUDA cases run
+only where a GPU is present.
+"""
+import math
+import os
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ttgnn import TTNodeEmbedding, _ext
+from ttgnn.ops import (
+    lookup_backend,
+    tt_lookup,
+    tt_lookup_backward_kernel,
+    tt_lookup_kernel,
+    tt_lookup_reference,
+)
+
+HAS_GPU = torch.cuda.is_available()
+
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")),
+]
+
+
+def _require_kernels(device: str) -> None:
+    if not _ext.available():
+        message = f"ttgnn._C is not available ({_ext.load_error()})"
+    elif not _ext.has_kernel(device):
+        message = f"ttgnn._C was built without {device} kernels"
+    else:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(message + "; CI is set, so the extension must build")
+    pytest.skip(message)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request) -> str:
+    _require_kernels(request.param)
+    return request.param
+
+
+def make_cores(row_shape, col_shape, rank, dtype=torch.float32, device="cpu", seed=0):
+    """Random cores whose table entries are O(1)."""
+    generator = torch.Generator().manual_seed(seed)
+    num_cores = len(row_shape)
+    ranks = [1] + [rank] * (num_cores - 1) + [1]
+    cores = []
+    for k, (n, m) in enumerate(zip(row_shape, col_shape)):
+        scale = 1.0 / math.sqrt(ranks[k])
+        core = torch.randn(n, ranks[k], m, ranks[k + 1], generator=generator, dtype=torch.float64)
+        cores.append((core * scale).to(dtype=dtype, device=device))
+    return cores
+
+
+def draw_rows(num_rows, batch, device="cpu", seed=0, distinct=None):
+    """Rows with repeats; ``distinct`` limits how many different rows appear."""
+    generator = torch.Generator().manual_seed(seed)
+    if distinct is None:
+        rows = torch.randint(0, num_rows, (batch,), generator=generator)
+    else:
+        pool = torch.randperm(num_rows, generator=generator)[:distinct]
+        rows = pool[torch.randint(0, pool.numel(), (batch,), generator=generator)]
+    return rows.to(device)
+
+
+def reference_grads(cores, rows, grad_out):
+    leaves = [c.detach().clone().requires_grad_(True) for c in cores]
+    out = tt_lookup_reference(leaves, rows.long())
+    out.backward(grad_out)
+    return out.detach(), [leaf.grad for leaf in leaves]
+
+
+def assert_close_f(actual, expected, dtype):
+    if dtype == torch.float64:
+        torch.testing.assert_close(actual, expected, rtol=1e-10, atol=1e-12)
+    else:
+        # Sums of up to a few hundred products of O(1) values in float32.
+        scale = max(expected.abs().max().item(), 1.0)
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=2e-6 * scale)
+
+
+SHAPES = [
+    pytest.param((6, 7), (4, 2), 3, id="2cores"),
+    pytest.param((5, 6, 7), (8, 4, 4), 16, id="3cores-arxiv-like"),
+    pytest.param((3, 4, 2, 5), (2, 3, 2, 2), 4, id="4cores"),
+    pytest.param((2, 3, 2, 3, 2), (2, 1, 2, 3, 2), 3, id="5cores"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("row_shape,col_shape,rank", SHAPES)
+def test_kernel_matches_reference(device, row_shape, col_shape, rank, dtype):
+    cores = make_cores(row_shape, col_shape, rank, dtype, device)
+    num_rows = math.prod(row_shape)
+    rows = draw_rows(num_rows, 300, device)
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(1)).to(device)
+    expected, expected_grads = reference_grads(cores, rows, grad_out)
+    assert out.shape == (300, math.prod(col_shape))
+    assert_close_f(out, expected, dtype)
+    grads = tt_lookup_backward_kernel(grad_out, cores, rows)
+    assert len(grads) == len(cores)
+    for grad, want, core in zip(grads, expected_grads, cores):
+        assert grad.shape == core.shape and grad.dtype == core.dtype
+        assert_close_f(grad, want, dtype)
+
+
+def test_every_row_of_a_table(device):
+    cores = make_cores((4, 5, 3), (2, 2, 3), 5, torch.float64, device)
+    rows = torch.arange(60, device=device).flip(0)
+    assert_close_f(tt_lookup_kernel(cores, rows), tt_lookup_reference(cores, rows), torch.float64)
+
+
+def test_autograd_through_tt_lookup(device):
+    cores = [c.requires_grad_(True) for c in make_cores((5, 6, 7), (4, 2, 2), 4, device=device)]
+    rows = draw_rows(210, 500, device)
+    out = tt_lookup(cores, rows)
+    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(2)).to(device)
+    out.backward(grad_out)
+    _, expected = reference_grads(cores, rows, grad_out)
+    for core, want in zip(cores, expected):
+        assert_close_f(core.grad, want, torch.float32)
+
+
+def test_gradcheck_float64(device):
+    cores = [c.requires_grad_(True) for c in make_cores((3, 4, 5), (2, 3, 2), 3, torch.float64, device)]
+    rows = torch.tensor([0, 59, 7, 7, 33, 34, 0, 21, 59], device=device)
+    assert torch.autograd.gradcheck(lambda *cs: tt_lookup_kernel(list(cs), rows), cores)
+
+
+def test_opcheck(device):
+    cores = make_cores((3, 4, 5), (2, 2, 2), 3, torch.float64, device)
+    rows = torch.tensor([5, 1, 5, 59, 0], device=device)
+    torch.library.opcheck(torch.ops.ttgnn.tt_lookup.default, ([c.requires_grad_(True) for c in cores], rows))
+    grad_out = torch.randn(5, 8, dtype=torch.float64, device=device)
+    torch.library.opcheck(
+        torch.ops.ttgnn.tt_lookup_backward.default, (grad_out, [c.detach() for c in cores], rows)
+    )
+
+
+def test_compile_fullgraph_forward_backward(device):
+    torch._dynamo.reset()
+    emb = TTNodeEmbedding(1000, 32, ranks=4, generator=torch.Generator().manual_seed(0), device=device)
+    indices = draw_rows(1000, 256, device).reshape(16, 16)
+    compiled = torch.compile(emb, fullgraph=True)
+    out = compiled(indices)
+    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(3)).to(device)
+    out.backward(grad_out)
+    expected, expected_grads = reference_grads(list(emb.cores), indices.reshape(-1), grad_out.reshape(-1, 32))
+    assert_close_f(out.reshape(-1, 32), expected, torch.float32)
+    for core, want in zip(emb.cores, expected_grads):
+        assert_close_f(core.grad, want, torch.float32)
+
+
+@pytest.mark.parametrize(
+    "row_shape,col_shape,rank",
+    [
+        pytest.param((600, 3), (8, 4), 8, id="first-core-600-slices"),
+        pytest.param((3, 700, 2), (4, 4, 2), 8, id="middle-core-700-slices"),
+        pytest.param((2, 3, 1024), (4, 4, 4), 8, id="last-core-1024-slices"),
+        # Last core too large to tile on the CPU (plain last step).
+        pytest.param((2, 5000), (16, 8), 8, id="last-core-5000-slices-untiled"),
+    ],
+)
+def test_cores_with_many_slices(device, row_shape, col_shape, rank):
+    cores = make_cores(row_shape, col_shape, rank, torch.float32, device)
+    num_rows = math.prod(row_shape)
+    rows = torch.cat([draw_rows(num_rows, 400, device), torch.tensor([num_rows - 1, 0], device=device)])
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, generator=torch.Generator().manual_seed(4)).to(device)
+    expected, expected_grads = reference_grads(cores, rows, grad_out)
+    assert_close_f(out, expected, torch.float32)
+    grads = tt_lookup_backward_kernel(grad_out, cores, rows)
+    for grad, want in zip(grads, expected_grads):
+        assert_close_f(grad, want, torch.float32)
+    # The row num_rows - 1 selects the big core's last slice (index >= 512): it has a gradient.
+    big = row_shape.index(max(row_shape))
+    assert grads[big][row_shape[big] - 1].abs().sum() > 0
+
+
+@pytest.mark.parametrize("distinct", [1, 7, 200], ids=["one-row", "7-rows", "200-rows"])
+def test_duplicate_heavy_batches(device, distinct):
+    cores = make_cores((11, 12, 13), (4, 4, 2), 6, torch.float64, device)
+    rows = draw_rows(11 * 12 * 13, 5000, device, distinct=distinct)
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(5)).to(device)
+    expected, expected_grads = reference_grads(cores, rows, grad_out)
+    assert_close_f(out, expected, torch.float64)
+    for grad, want in zip(tt_lookup_backward_kernel(grad_out, cores, rows), expected_grads):
+        assert_close_f(grad, want, torch.float64)
+
+
+def test_empty_batch(device):
+    cores = [c.requires_grad_(True) for c in make_cores((4, 5, 6), (2, 2, 2), 3, device=device)]
+    rows = torch.empty(0, dtype=torch.long, device=device)
+    out = tt_lookup(cores, rows)
+    assert out.shape == (0, 8)
+    out.sum().backward()
+    for core in cores:
+        assert torch.equal(core.grad, torch.zeros_like(core))
+    emb = TTNodeEmbedding(100, 8, ranks=2, device=device)
+    assert emb(torch.empty(0, 3, dtype=torch.long, device=device)).shape == (0, 3, 8)
+
+
+def test_int32_rows_equal_int64(device):
+    cores = make_cores((7, 8, 9), (4, 2, 2), 4, device=device)
+    rows = draw_rows(7 * 8 * 9, 400, device)
+    torch.testing.assert_close(tt_lookup_kernel(cores, rows.int()), tt_lookup_kernel(cores, rows), rtol=0, atol=0)
+    grad_out = torch.randn(400, 16, generator=torch.Generator().manual_seed(6)).to(device)
+    for a, b in zip(
+        tt_lookup_backward_kernel(grad_out, cores, rows.int()), tt_lookup_backward_kernel(grad_out, cores, rows)
+    ):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_noncontiguous_inputs(device):
+    cores = make_cores((4, 5, 6), (2, 3, 2), 3, torch.float64, device)
+    # Same values, transposed storage.
+    strided = [c.transpose(0, 2).contiguous().transpose(0, 2) for c in cores]
+    assert not strided[1].is_contiguous()
+    rows = draw_rows(120, 200, device)[::2]
+    assert_close_f(tt_lookup_kernel(strided, rows), tt_lookup_reference(cores, rows), torch.float64)
+
+
+def test_thread_counts_agree():
+    _require_kernels("cpu")
+    cores = make_cores((30, 31, 32), (8, 4, 4), 16)
+    rows = draw_rows(30 * 31 * 32, 20000)
+    grad_out = torch.randn(20000, 128, generator=torch.Generator().manual_seed(7))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+        torch.set_num_threads(2)
+        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(out1, out2)
+    for a, b in zip(grads1, grads2):
+        assert_close_f(a, b, torch.float32)
+
+
+def test_backend_and_fallback():
+    _require_kernels("cpu")
+    assert lookup_backend("cpu") == "cpu-kernel"
+    assert lookup_backend(torch.device("meta")) == "reference"
+    # Dtypes the kernels do not cover fall back to the reference.
+    cores = make_cores((4, 5), (2, 2), 3, torch.bfloat16)
+    rows = torch.tensor([0, 19, 3])
+    torch.testing.assert_close(tt_lookup(cores, rows), tt_lookup_reference(cores, rows))
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def _bad(cores, rows, match):
+    with pytest.raises(RuntimeError, match=match):
+        tt_lookup_kernel(cores, rows)
+
+
+def test_rows_out_of_range(device):
+    cores = make_cores((4, 5, 6), (2, 2, 2), 3, device=device)
+    _bad(cores, torch.tensor([0, 120, 3], device=device), r"row 120 .*out of range.*120 rows \(valid: 0 to 119\)")
+    _bad(cores, torch.tensor([0, -1], device=device), r"row -1 .*out of range")
+    _bad(cores, torch.tensor([2**40], device=device), r"row 1099511627776 .*out of range")
+    grad_out = torch.zeros(1, 8, device=device)
+    with pytest.raises(RuntimeError, match=r"row 120 .*out of range"):
+        tt_lookup_backward_kernel(grad_out, cores, torch.tensor([120], device=device))
+
+
+def test_bad_row_tensors(device):
+    cores = make_cores((4, 5, 6), (2, 2, 2), 3, device=device)
+    _bad(cores, torch.tensor([0.0, 1.0], device=device), r"rows must be int64 or int32, got Float")
+    _bad(cores, torch.tensor([0, 1], dtype=torch.int16, device=device), r"rows must be int64 or int32, got Short")
+    _bad(cores, torch.zeros(2, 2, dtype=torch.long, device=device), r"rows must be 1-D \(B,\), got shape \[2, 2\]")
+
+
+def test_bad_cores(device):
+    rows = torch.tensor([0, 1], device=device)
+    good = make_cores((4, 5, 6), (2, 2, 2), 3, device=device)
+    _bad(good[:1], rows, r"expected 2 to 8 cores, got 1")
+    _bad(good * 3, rows, r"expected 2 to 8 cores, got 9")
+    mismatched = [good[0], make_cores((5, 6), (2, 2), 4, device=device)[1], good[2]]
+    _bad(mismatched, rows, r"core 1 has shape \[6, 4, 2, 1\]; its rank dimension 1 must be 3")
+    _bad([good[0], good[1][:, :, :, :2].contiguous(), good[2]], rows, r"core 2 .*rank dimension 1 must be 2")
+    _bad([good[1], good[2]], rows, r"core 0 .*rank dimension 1 must be 1 \(the first core starts with rank 1\)")
+    _bad([good[0], good[1]], rows, r"last core has shape \[5, 3, 2, 3\]; its rank dimension 3 must be 1")
+    _bad([good[0].reshape(4, 6), good[1], good[2]], rows, r"core 0 must be 4-D")
+    _bad([good[0], good[1].double(), good[2]], rows, r"core 1 has dtype Double but core 0 has Float")
+    _bad([c.half() for c in good], rows, r"cores must be float32 or float64, got Half")
+    _bad([good[0], good[1][:0], good[2]], rows, r"core 1 has an empty dimension")
+
+
+def test_bad_grad_output(device):
+    cores = make_cores((4, 5, 6), (2, 2, 2), 3, device=device)
+    rows = torch.tensor([0, 1, 2], device=device)
+    with pytest.raises(RuntimeError, match=r"grad_out must have shape \(3, 8\), got \[3, 7\]"):
+        tt_lookup_backward_kernel(torch.zeros(3, 7, device=device), cores, rows)
+    with pytest.raises(RuntimeError, match=r"grad_out has dtype Double but the cores have Float"):
+        tt_lookup_backward_kernel(torch.zeros(3, 8, dtype=torch.float64, device=device), cores, rows)
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
+def test_mixed_devices():
+    _require_kernels("cuda")
+    cores = make_cores((4, 5, 6), (2, 2, 2), 3, device="cuda")
+    with pytest.raises(RuntimeError, match=r"core 0 is on cuda:0 but rows are on cpu"):
+        tt_lookup_kernel(cores, torch.tensor([0, 1]))
+
+
+# ------------------------------------------------------------------ properties
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_random_shapes_match_reference(data):
+    _require_kernels("cpu")
+    num_cores = data.draw(st.integers(2, 5), label="num_cores")
+    row_shape = data.draw(st.lists(st.integers(1, 7), min_size=num_cores, max_size=num_cores), label="row_shape")
+    col_shape = data.draw(st.lists(st.integers(1, 4), min_size=num_cores, max_size=num_cores), label="col_shape")
+    ranks = [1] + data.draw(
+        st.lists(st.integers(1, 5), min_size=num_cores - 1, max_size=num_cores - 1), label="ranks"
+    ) + [1]
+    num_rows = math.prod(row_shape)
+    rows = torch.tensor(
+        data.draw(st.lists(st.integers(0, num_rows - 1), max_size=60), label="rows"), dtype=torch.long
+    )
+    generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31 - 1), label="seed"))
+    cores = [
+        torch.randn(n, ranks[k], m, ranks[k + 1], dtype=torch.float64, generator=generator)
+        for k, (n, m) in enumerate(zip(row_shape, col_shape))
+    ]
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, dtype=torch.float64, generator=generator)
+    expected, expected_grads = reference_grads(cores, rows, grad_out)
+    assert_close_f(out, expected, torch.float64)
+    for grad, want in zip(tt_lookup_backward_kernel(grad_out, cores, rows), expected_grads):
+        assert_close_f(grad, want, torch.float64)
