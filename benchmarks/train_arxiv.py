@@ -7,6 +7,7 @@ printed as Markdown from the metrics files.
     TTGNN_DATA=/path/to/datasets python benchmarks/train_arxiv.py                 # everything
     python benchmarks/train_arxiv.py --only sage-tt sage-full                      # some rows
     python benchmarks/train_arxiv.py --table-only                                  # print the table
+    python benchmarks/train_arxiv.py --timing                                      # TT vs full epoch time
 
 Runs go one after another (never in parallel): the epoch times in one table are comparable.
 The node-order ablation trains for ``--ablation-epochs``; its hierarchical-METIS row is the
@@ -40,6 +41,13 @@ def command(name: str, out: Path, epochs: int) -> list:
     return ["ttgnn", "train", *COMMON, *args, "--epochs", str(epochs), "--output-dir", str(out / name)]
 
 
+def finished(path: Path, epochs: int) -> bool:
+    """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs."""
+    if not path.exists():
+        return False
+    return len(json.loads(path.read_text())["epochs"]) >= epochs
+
+
 def truncate(m: dict, epochs: int) -> dict:
     """The metrics of the first ``epochs`` epochs of a run (best-on-validation among them)."""
     records = m["epochs"][:epochs]
@@ -58,6 +66,44 @@ def row(name: str, m: dict) -> str:
             f"{m['epoch_time']:.2f} s | {m['peak_memory_mib'] / 1024:.2f} GiB |")
 
 
+def timing(models, steps: int, threads: int) -> None:
+    """Training-step time of TT vs full embedding, interleaved in one process (fair on a shared machine).
+
+    For each model, a TT and a full-embedding classifier are built with the CLI defaults and
+    trained full-graph for ``steps`` alternating epochs (TT, full, TT, full, ...); the medians are
+    printed, so a change in the machine's load hits both equally.
+    """
+    import statistics
+    import time
+
+    import torch
+
+    from ttgnn.data import load_dataset
+    from ttgnn.train import TrainConfig, _train_epoch_full, build_classifier
+
+    torch.set_num_threads(threads)
+    dataset = load_dataset("ogbn-arxiv")
+    graph = dataset.dgl_graph(self_loops=True)
+    print(f"\nepoch time (full-graph training step, {threads} threads, median of {steps} interleaved epochs):")
+    print("| model | TT (rank 8, hierarchical-metis) | full embedding | TT / full |\n|---|---|---|---|")
+    for model in models:
+        runs = {}
+        for embedding in ("tt", "full"):
+            config = TrainConfig(model=model, embedding=embedding, rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
+            clf = build_classifier(config, dataset)
+            emb, gnn = clf.parameter_groups()
+            opt = torch.optim.Adam([dict(params=gnn, lr=config.lr), dict(params=emb, lr=config.emb_lr)])
+            runs[embedding] = (clf, opt, config, [])
+        for step in range(steps + 1):  # the first round is warm-up
+            for embedding, (clf, opt, config, times) in runs.items():
+                start = time.perf_counter()
+                _train_epoch_full(clf, graph, dataset, opt, dataset.split["train"], config)
+                if step:
+                    times.append(time.perf_counter() - start)
+        tt, full = (statistics.median(runs[e][3]) for e in ("tt", "full"))
+        print(f"| {model} | {tt:.2f} s | {full:.2f} s | {tt / full:.2f} |", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/arxiv-bench", help="one sub-folder per configuration")
@@ -66,7 +112,12 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGS), default=None)
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
+    parser.add_argument("--timing", action="store_true", help="only the interleaved TT-vs-full epoch-time comparison")
+    parser.add_argument("--timing-steps", type=int, default=5)
     args = parser.parse_args()
+    if args.timing:
+        timing(["sage", "gat"], args.timing_steps, threads=2)
+        return 0
     out = Path(args.out)
     names = args.only or list(CONFIGS)
     if args.epochs is None:
@@ -75,9 +126,12 @@ def main() -> int:
         args.epochs = TrainConfig().epochs
     for name in names:
         metrics = out / name / "metrics.json"
-        if args.table_only or (metrics.exists() and not args.rerun):
+        epochs = args.ablation_epochs if CONFIGS[name][1] == "ablation" else args.epochs
+        if args.table_only or (finished(metrics, epochs) and not args.rerun):
             continue
-        cmd = command(name, out, args.ablation_epochs if CONFIGS[name][1] == "ablation" else args.epochs)
+        cmd = command(name, out, epochs)
+        if metrics.exists() and not args.rerun:
+            cmd.append("--resume")  # an interrupted run continues exactly where it stopped
         print("$ " + shlex.join(cmd), flush=True)
         script = Path(sys.executable).with_name("ttgnn")  # the venv's entry point, also when not on PATH
         runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
