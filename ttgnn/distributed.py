@@ -306,12 +306,15 @@ def teardown() -> None:
 @contextlib.contextmanager
 def distributed(device: Union[str, torch.device] = "auto", backend: Optional[str] = None,
                 timeout: Optional[datetime.timedelta] = None) -> Iterator[DistContext]:
-    """Context manager around :func:`setup` and :func:`teardown`."""
+    """Context manager around :func:`setup` and :func:`teardown` (a process group that existed
+    before is reused and left alone)."""
+    owned = not (dist.is_available() and dist.is_initialized())
     ctx = setup(device, backend, timeout)
     try:
         yield ctx
     finally:
-        teardown()
+        if owned:
+            teardown()
 
 
 # ---------------------------------------------------------------------- queries and collectives
