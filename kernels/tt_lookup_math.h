@@ -151,10 +151,22 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, con
 // The last step `row (M x m) = A (M x r) @ B (r x m)` has a short contiguous axis (m, the last
 // column factor, since r_K = 1), which vectorises poorly. Spread both operands over the D = M m
 // output elements instead,
-//     A_exp[q][a m + c] = A[a][q],    B_tile[q][a m + c] = B[q][c],
-// and the step becomes D-long elementwise products: row[i] = sum_q A_exp[q][i] B_tile[q][i].
-// A_exp is built once per prefix, B_tile once per slice of the last core; the backward
-// accumulates in the same spread layout and folds the sums over a (or c) once at the end.
+//     A_exp[q][a m + c] = A[a][q]             (built once per prefix),
+//     B_per[q][b]       = B[q][b mod m]       (once per slice of the last core),
+// where B_per has a period P that m divides and that divides D: output element i then reads
+// B_per[q][i mod P], and the step is D-long elementwise products,
+//     row[i] = sum_q A_exp[q][i] B_per[q][i mod P].
+// With P = 16 (whenever m divides 16 and 64 divides D) the slice's tile is r x 16 scalars, stays
+// in L1 and in registers; otherwise P = D. The backward accumulates in the same layout and
+// folds the sums over a (or c) only when a prefix, or the whole batch, is done.
+
+// The period P used for a last step with column factor m and row length dim.
+constexpr int64_t kFastPeriod = 16;
+constexpr int64_t kChunk = 64;  // outputs kept in registers at a time (a multiple of kFastPeriod)
+
+TT_HOST_DEVICE TT_INLINE int64_t tt_tile_period(int64_t m, int64_t dim) {
+  return (kFastPeriod % m == 0 && dim % kChunk == 0) ? kFastPeriod : dim;
+}
 
 // A (rows x inner) -> A_exp (inner x rows*m).
 template <typename T>
@@ -170,60 +182,81 @@ TT_HOST_DEVICE TT_INLINE void tt_spread_rows(const T* TT_RESTRICT A, T* TT_RESTR
   }
 }
 
-// B (inner x m) -> B_tile (inner x rows*m).
+// B (inner x m) -> B_per (inner x period).
 template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_tile_cols(const T* TT_RESTRICT B, T* TT_RESTRICT B_tile,
-                                           int64_t rows, int64_t inner, int64_t m) {
-  const int64_t dim = rows * m;
+TT_HOST_DEVICE TT_INLINE void tt_tile_cols(const T* TT_RESTRICT B, T* TT_RESTRICT B_per,
+                                           int64_t inner, int64_t m, int64_t period) {
   for (int64_t q = 0; q < inner; ++q) {
-    T* TT_RESTRICT dst = B_tile + q * dim;
-    for (int64_t a = 0; a < rows; ++a) {
-      for (int64_t c = 0; c < m; ++c) dst[a * m + c] = B[q * m + c];
-    }
+    for (int64_t b = 0; b < period; ++b) B_per[q * period + b] = B[q * m + b % m];
   }
 }
 
-// row[i] = sum_q A_exp[q][i] * B_tile[q][i], i < dim. Blocks of kTileBlock outputs keep their
-// sums over q in registers, so `row` (the output, usually cold) is written once.
-constexpr int64_t kTileBlock = 32;
-
+// row[i] = sum_q A_exp[q][i] * B_per[q][i mod period], i < dim.
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_tiled_product(const T* TT_RESTRICT A_exp,
-                                               const T* TT_RESTRICT B_tile, T* TT_RESTRICT row,
-                                               int64_t inner, int64_t dim) {
+                                               const T* TT_RESTRICT B_per, T* TT_RESTRICT row,
+                                               int64_t inner, int64_t dim, int64_t period) {
   int64_t i = 0;
-  for (; i + kTileBlock <= dim; i += kTileBlock) {
-    T acc[kTileBlock];
-    for (int64_t b = 0; b < kTileBlock; ++b) acc[b] = A_exp[i + b] * B_tile[i + b];
-    for (int64_t q = 1; q < inner; ++q) {
-      const T* TT_RESTRICT a = A_exp + q * dim + i;
-      const T* TT_RESTRICT t = B_tile + q * dim + i;
-      for (int64_t b = 0; b < kTileBlock; ++b) acc[b] += a[b] * t[b];
+  if (period == kFastPeriod) {
+    for (; i + kChunk <= dim; i += kChunk) {
+      T acc[kChunk];
+      for (int64_t k = 0; k < kChunk; k += kFastPeriod) {
+        for (int64_t b = 0; b < kFastPeriod; ++b) acc[k + b] = A_exp[i + k + b] * B_per[b];
+      }
+      for (int64_t q = 1; q < inner; ++q) {
+        const T* TT_RESTRICT a = A_exp + q * dim + i;
+        const T* TT_RESTRICT p = B_per + q * kFastPeriod;
+        for (int64_t k = 0; k < kChunk; k += kFastPeriod) {
+          for (int64_t b = 0; b < kFastPeriod; ++b) acc[k + b] += a[k + b] * p[b];
+        }
+      }
+      for (int64_t b = 0; b < kChunk; ++b) row[i + b] = acc[b];
     }
-    for (int64_t b = 0; b < kTileBlock; ++b) row[i + b] = acc[b];
   }
   for (; i < dim; ++i) {
-    T acc = A_exp[i] * B_tile[i];
-    for (int64_t q = 1; q < inner; ++q) acc += A_exp[q * dim + i] * B_tile[q * dim + i];
+    const int64_t b = i % period;
+    T acc = A_exp[i] * B_per[b];
+    for (int64_t q = 1; q < inner; ++q) acc += A_exp[q * dim + i] * B_per[q * period + b];
     row[i] = acc;
   }
 }
 
 // Backward of tt_tiled_product for the output gradient g (dim,):
-// dB_tile[q][i] += A_exp[q][i] g[i] and dA_exp[q][i] += B_tile[q][i] g[i].
+// dB_per[q][b] += sum_{i = b mod period} A_exp[q][i] g[i] and dA_exp[q][i] += B_per[q][i mod period] g[i].
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_tiled_product_backward(
-    const T* TT_RESTRICT A_exp, const T* TT_RESTRICT B_tile, const T* TT_RESTRICT g,
-    T* TT_RESTRICT dB_tile, T* TT_RESTRICT dA_exp, int64_t inner, int64_t dim) {
+    const T* TT_RESTRICT A_exp, const T* TT_RESTRICT B_per, const T* TT_RESTRICT g,
+    T* TT_RESTRICT dB_per, T* TT_RESTRICT dA_exp, int64_t inner, int64_t dim, int64_t period) {
+  if (period == kFastPeriod && dim % kChunk == 0) {
+    for (int64_t q = 0; q < inner; ++q) {
+      const T* TT_RESTRICT a = A_exp + q * dim;
+      const T* TT_RESTRICT p = B_per + q * kFastPeriod;
+      T* TT_RESTRICT da = dA_exp + q * dim;
+      T acc[kChunk];
+      for (int64_t b = 0; b < kChunk; ++b) acc[b] = T(0);
+      for (int64_t i = 0; i < dim; i += kChunk) {
+        for (int64_t b = 0; b < kChunk; ++b) acc[b] += a[i + b] * g[i + b];
+        for (int64_t k = 0; k < kChunk; k += kFastPeriod) {
+          for (int64_t b = 0; b < kFastPeriod; ++b) da[i + k + b] += p[b] * g[i + k + b];
+        }
+      }
+      T* TT_RESTRICT db = dB_per + q * kFastPeriod;
+      for (int64_t b = 0; b < kFastPeriod; ++b) {
+        T sum = acc[b];
+        for (int64_t k = kFastPeriod; k < kChunk; k += kFastPeriod) sum += acc[b + k];
+        db[b] += sum;
+      }
+    }
+    return;
+  }
   for (int64_t q = 0; q < inner; ++q) {
     const T* TT_RESTRICT a = A_exp + q * dim;
-    const T* TT_RESTRICT b = B_tile + q * dim;
+    const T* TT_RESTRICT p = B_per + q * period;
     T* TT_RESTRICT da = dA_exp + q * dim;
-    T* TT_RESTRICT db = dB_tile + q * dim;
-    TT_SIMD
+    T* TT_RESTRICT db = dB_per + q * period;
     for (int64_t i = 0; i < dim; ++i) {
-      db[i] += a[i] * g[i];
-      da[i] += b[i] * g[i];
+      db[i % period] += a[i] * g[i];
+      da[i] += p[i % period] * g[i];
     }
   }
 }
@@ -243,16 +276,15 @@ TT_HOST_DEVICE TT_INLINE void tt_fold_spread(const T* TT_RESTRICT dA_exp, T* TT_
   }
 }
 
-// dB[q][c] += sum_a dB_tile[q][a m + c]  (inverse layout of tt_tile_cols).
+// dB[q][c] += sum_{b = c mod m} dB_per[q][b]  (inverse layout of tt_tile_cols).
 template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_fold_tile(const T* TT_RESTRICT dB_tile, T* TT_RESTRICT dB,
-                                           int64_t rows, int64_t inner, int64_t m) {
-  const int64_t dim = rows * m;
+TT_HOST_DEVICE TT_INLINE void tt_fold_tile(const T* TT_RESTRICT dB_per, T* TT_RESTRICT dB,
+                                           int64_t inner, int64_t m, int64_t period) {
   for (int64_t q = 0; q < inner; ++q) {
-    const T* TT_RESTRICT src = dB_tile + q * dim;
+    const T* TT_RESTRICT src = dB_per + q * period;
     for (int64_t c = 0; c < m; ++c) {
       T acc = src[c];
-      for (int64_t a = 1; a < rows; ++a) acc += src[a * m + c];
+      for (int64_t b = c + m; b < period; b += m) acc += src[b];
       dB[q * m + c] += acc;
     }
   }

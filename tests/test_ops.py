@@ -166,7 +166,7 @@ def test_compile_fullgraph_forward_backward(device):
         pytest.param((3, 700, 2), (4, 4, 2), 8, id="middle-core-700-slices"),
         pytest.param((2, 3, 1024), (4, 4, 4), 8, id="last-core-1024-slices"),
         # Last core too large to tile on the CPU (plain last step).
-        pytest.param((2, 5000), (16, 8), 8, id="last-core-5000-slices-untiled"),
+        pytest.param((2, 6000), (16, 6), 8, id="last-core-6000-slices-untiled"),
     ],
 )
 def test_cores_with_many_slices(device, row_shape, col_shape, rank):

@@ -193,6 +193,7 @@ struct LastStep {
   int64_t inner;  // r_{K-1}
   int64_t cols;   // m_{K-1}
   int64_t dim;    // D
+  int64_t period; // of the last core's tiles (tt_tile_period)
   bool tiled;     // use the tiled form (tiles of the last core are given)
   explicit LastStep(const TTDims& dims)
       : last(dims.num_cores - 1),
@@ -200,10 +201,27 @@ struct LastStep {
         inner(dims.r[dims.num_cores - 1]),
         cols(dims.m[dims.num_cores - 1]),
         dim(dims.dim),
-        tiled(dims.n[dims.num_cores - 1] * dims.r[dims.num_cores - 1] * dims.dim <=
-              kMaxTileScalars) {}
-  int64_t tile_size() const { return inner * dim; }
+        period(tt_tile_period(cols, dim)),
+        tiled(dims.n[dims.num_cores - 1] * inner * period <= kMaxTileScalars) {}
+  int64_t tile_size() const { return inner * period; }
+  int64_t spread_size() const { return inner * dim; }
 };
+
+// Prefetches the `bytes` at `p` into the cache (for writing if `write`).
+inline void prefetch_bytes(const void* p, int64_t bytes, bool write) {
+#if defined(__GNUC__) || defined(__clang__)
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = 0; off < bytes; off += 64) {
+    if (write) {
+      __builtin_prefetch(c + off, 1, 3);
+    } else {
+      __builtin_prefetch(c + off, 0, 3);
+    }
+  }
+#else
+  (void)p, (void)bytes, (void)write;
+#endif
+}
 
 template <typename scalar_t>
 TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* cores,
@@ -211,7 +229,7 @@ TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* core
                                  int64_t begin, int64_t end) {
   const LastStep step(dims);
   PrefixWalk<scalar_t> walk(dims, cores);
-  std::vector<scalar_t> spread(step.tiled ? step.tile_size() : 0);
+  std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
   for (int64_t u = begin; u < end; ++u) {
     const int level = walk.advance(sorted.unique_rows[u]);
     walk.recompute(level);
@@ -225,7 +243,7 @@ TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* core
                        step.cols);
       }
       tt_tiled_product(spread.data(), tiles + digit * step.tile_size(), dst, step.inner,
-                       step.dim);
+                       step.dim, step.period);
     } else {
       tt_matmul_rows(walk.partial[step.last - 1], walk.slice(step.last, digit), dst, step.rows,
                      step.inner, step.cols);
@@ -292,14 +310,22 @@ TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cor
   const LastStep step(dims);
   BackwardWalk<scalar_t> walk(dims, cores, cores_t, grads);
   std::vector<scalar_t> grad_row(step.dim);
-  std::vector<scalar_t> spread(step.tiled ? step.tile_size() : 0);
-  std::vector<scalar_t> grad_spread(step.tiled ? step.tile_size() : 0, scalar_t(0));
+  std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
+  std::vector<scalar_t> grad_spread(step.tiled ? step.spread_size() : 0, scalar_t(0));
+  const int64_t row_bytes = step.dim * static_cast<int64_t>(sizeof(scalar_t));
   auto fold_spread = [&] {
     tt_fold_spread(grad_spread.data(), walk.grad_partial[step.last - 1], step.rows, step.inner,
                    step.cols);
     std::fill(grad_spread.begin(), grad_spread.end(), scalar_t(0));
   };
   for (int64_t u = begin; u < end; ++u) {
+    if (u + 1 < end) {
+      // The next row's output gradients (its first few positions) are cold: fetch them now.
+      const int64_t next_stop = std::min(sorted.offsets[u + 2], sorted.offsets[u + 1] + 4);
+      for (int64_t s = sorted.offsets[u + 1]; s < next_stop; ++s) {
+        prefetch_bytes(grad_out + sorted.positions[s] * step.dim, row_bytes, false);
+      }
+    }
     const int level = walk.advance(sorted.unique_rows[u]);
     if (u > begin && level < step.last) {
       if (step.tiled) fold_spread();
@@ -332,7 +358,7 @@ TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cor
         touched[digit] = 1;
       }
       tt_tiled_product_backward(spread.data(), tiles + digit * step.tile_size(), g, grad_tile,
-                                grad_spread.data(), step.inner, step.dim);
+                                grad_spread.data(), step.inner, step.dim, step.period);
     } else {
       const int64_t offset = digit * dims.slice_size(step.last);
       tt_matmul_tn_acc_rows(walk.partial[step.last - 1], g, grads[step.last] + offset,
@@ -366,7 +392,7 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
 #pragma omp for
       for (int64_t t = 0; t < dims.n[step.last]; ++t) {
         tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
-                     step.rows, step.inner, step.cols);
+                     step.inner, step.cols, step.period);
       }
     }
     const int64_t chunks = chunks_for(num_unique, threads);
@@ -422,7 +448,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
 #pragma omp for
       for (int64_t t = 0; t < last_slices; ++t) {
         tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
-                     step.rows, step.inner, step.cols);
+                     step.inner, step.cols, step.period);
       }
       grad_tiles[tid].resize(tiles_size);
       touched[tid].assign(last_slices, 0);
@@ -449,7 +475,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       for (int64_t t = 0; t < last_slices; ++t) {
         if (!touched[tid][t]) continue;
         tt_fold_tile(grad_tiles[tid].data() + t * step.tile_size(),
-                     grad_ptrs[tid][step.last] + t * slice, step.rows, step.inner, step.cols);
+                     grad_ptrs[tid][step.last] + t * slice, step.inner, step.cols, step.period);
       }
     }
 #pragma omp barrier

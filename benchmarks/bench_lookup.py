@@ -1,0 +1,216 @@
+"""TT lookup, side by side: the compiled kernel, the pure-PyTorch reference, tensorly-torch's
+FactorizedEmbedding, and dense nn.Embedding (dense and sparse gradients).
+
+Prints one table from one run: forward, and forward + backward (gradients of every parameter),
+per table shape, TT rank and batch size, with the kernel's speed-up over each alternative
+(``time of the method / time of the kernel``; above 1 means the kernel is faster).
+
+Indices are drawn with repeats as a neighbour sampler draws them: a node's chance of being drawn
+is proportional to its degree, and degrees follow a power law with exponent 2.5 (the node of
+degree rank i has probability proportional to (i + 1)^(-2/3); sampled by inverse CDF as
+``i = floor(N u^3)``), with node ids in a random order (no METIS reordering, the worst case for
+shared prefixes). On ogbn-arxiv this gives about 57,000 distinct rows per 100,000 draws; the real
+ogbn-arxiv degrees give 52,600.
+
+Shapes: ``arxiv`` is ogbn-arxiv's 169,343 x 128 table (row shape [55, 55, 56], column shape
+[8, 4, 4]); ``papers100M`` is ogbn-papers100M's 111,059,956 x 128 table (row shape
+[480, 480, 482]), TT methods only (its dense table would need 57 GB).
+
+tensorly-torch is not a dependency of ttgnn; install it for this benchmark with
+``pip install tensorly tensorly-torch`` (without it, its rows are left out).
+
+Usage::
+
+    python benchmarks/bench_lookup.py                 # everything (a few minutes)
+    python benchmarks/bench_lookup.py --quick         # arxiv, rank 16, 100,000 indices
+    python benchmarks/bench_lookup.py --threads 2 --json results.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional
+
+import torch
+from torch import nn
+
+from ttgnn.ops import lookup_backend, tt_lookup_kernel, tt_lookup_reference
+from ttgnn.shapes import TTShape
+
+SHAPES = {
+    "arxiv": dict(num_rows=169_343, dim=128, row_shape=[55, 55, 56], col_shape=[8, 4, 4], dense=True),
+    "papers100M": dict(
+        num_rows=111_059_956, dim=128, row_shape=[480, 480, 482], col_shape=[8, 4, 4], dense=False
+    ),
+}
+METHODS = ("kernel", "reference", "tensorly", "dense", "dense-sparse")
+
+
+@dataclass
+class Result:
+    shape: str
+    rank: int
+    batch: int
+    unique: int
+    method: str
+    forward_ms: float
+    fwd_bwd_ms: float
+
+
+def sample_rows(num_rows: int, batch: int, generator: torch.Generator) -> torch.Tensor:
+    """Degree-proportional draw with power-law degrees (exponent 2.5), random node order."""
+    u = torch.rand(batch, generator=generator, dtype=torch.float64)
+    degree_rank = (num_rows * u**3).long().clamp_(max=num_rows - 1)
+    # A random bijection of [0, num_rows) (affine map with a multiplier coprime to num_rows), so
+    # that high-degree nodes are spread over the table like real node ids are.
+    multiplier = int(torch.randint(num_rows // 3, num_rows, (1,), generator=generator))
+    while math.gcd(multiplier, num_rows) != 1:
+        multiplier += 1
+    offset = int(torch.randint(0, num_rows, (1,), generator=generator))
+    return (degree_rank * multiplier + offset) % num_rows
+
+
+def time_ms(run: Callable[[], None], budget_s: float, max_repeats: int) -> float:
+    """Best of several runs after one warm-up, in milliseconds (the best is the least disturbed
+    by other work on a shared machine). Repeats until ``budget_s`` is spent, at least twice."""
+    start = time.perf_counter()
+    run()  # warm-up
+    times = []
+    while len(times) < 2 or (len(times) < max_repeats and time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * min(times)
+
+
+def make_tt_cores(shape: TTShape, generator: torch.Generator) -> list[nn.Parameter]:
+    cores = []
+    for k, core_shape in enumerate(shape.core_shapes):
+        core = torch.randn(core_shape, generator=generator) / math.sqrt(core_shape[1])
+        cores.append(nn.Parameter(core))
+    return cores
+
+
+def build_method(name: str, spec: dict, rank: int, generator: torch.Generator):
+    """(parameters, lookup function) for a method, or None when it does not apply."""
+    shape = TTShape.build(spec["num_rows"], spec["dim"], rank, row_shape=spec["row_shape"],
+                          col_shape=spec["col_shape"])
+    if name in ("kernel", "reference"):
+        cores = make_tt_cores(shape, generator)
+        fn = tt_lookup_kernel if name == "kernel" else tt_lookup_reference
+        return cores, lambda rows: fn(cores, rows)
+    if name == "tensorly":
+        try:
+            import tltorch
+        except ImportError:
+            return None
+        # tensorly-torch needs an exact factorisation of the row count: the padded row count.
+        module = tltorch.FactorizedEmbedding(
+            shape.num_rows_padded, spec["dim"], auto_tensorize=False,
+            tensorized_num_embeddings=list(spec["row_shape"]),
+            tensorized_embedding_dim=list(spec["col_shape"]), factorization="blocktt", rank=rank,
+        )
+        return list(module.parameters()), module
+    if not spec["dense"]:
+        return None
+    module = nn.Embedding(spec["num_rows"], spec["dim"], sparse=name == "dense-sparse")
+    return list(module.parameters()), module
+
+
+def bench_method(name, spec, rank, rows, grad_out, generator, budget_s, max_repeats):
+    built = build_method(name, spec, rank, generator)
+    if built is None:
+        return None
+    params, lookup = built
+
+    def forward():
+        with torch.no_grad():
+            lookup(rows)
+
+    def forward_backward():
+        for p in params:
+            p.grad = None
+        lookup(rows).backward(grad_out)
+
+    result = time_ms(forward, budget_s, max_repeats), time_ms(forward_backward, budget_s, max_repeats)
+    del params, lookup
+    return result
+
+
+def main(argv: Optional[list[str]] = None) -> list[Result]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--ranks", nargs="+", type=int, default=[8, 16, 32])
+    parser.add_argument("--batches", nargs="+", type=int, default=[10_000, 100_000])
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--quick", action="store_true",
+                        help="only arxiv, rank 16, 100,000 indices (the acceptance setting)")
+    parser.add_argument("--budget", type=float, default=1.5,
+                        help="seconds of repeats per measurement (after one warm-up)")
+    parser.add_argument("--max-repeats", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.shapes, args.ranks, args.batches = ["arxiv"], [16], [100_000]
+
+    torch.set_num_threads(args.threads)
+    if lookup_backend("cpu") != "cpu-kernel":
+        print("warning: ttgnn._C has no CPU kernel; 'kernel' rows time the reference path",
+              file=sys.stderr)
+    try:
+        import tltorch  # noqa: F401
+    except ImportError:
+        print("note: tensorly-torch is not installed; its rows are skipped "
+              "(pip install tensorly tensorly-torch)", file=sys.stderr)
+
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"lookup backend {lookup_backend('cpu')}, times are the best of repeated runs")
+    results: list[Result] = []
+    for shape_name in args.shapes:
+        spec = SHAPES[shape_name]
+        for batch in args.batches:
+            generator = torch.Generator().manual_seed(args.seed)
+            rows = sample_rows(spec["num_rows"], batch, generator)
+            unique = int(rows.unique().numel())
+            grad_out = torch.randn(batch, spec["dim"], generator=generator)
+            for rank in args.ranks:
+                for method in args.methods:
+                    timing = bench_method(method, spec, rank, rows, grad_out,
+                                          torch.Generator().manual_seed(args.seed), args.budget,
+                                          args.max_repeats)
+                    if timing is None:
+                        continue
+                    results.append(Result(shape_name, rank, batch, unique, method, *timing))
+                    print(f"  {shape_name} r{rank} B{batch} {method}: fwd {timing[0]:.1f} ms, "
+                          f"fwd+bwd {timing[1]:.1f} ms", file=sys.stderr, flush=True)
+    print_table(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([asdict(r) for r in results], f, indent=1)
+    return results
+
+
+def print_table(results: list[Result]) -> None:
+    kernel = {(r.shape, r.rank, r.batch): r for r in results if r.method == "kernel"}
+    header = ("| shape | rank | batch | unique | method | fwd ms | fwd+bwd ms "
+              "| kernel speed-up fwd | kernel speed-up fwd+bwd |")
+    print(header)
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+    for r in results:
+        k = kernel.get((r.shape, r.rank, r.batch))
+        fwd_ratio = f"{r.forward_ms / k.forward_ms:.2f}x" if k else "-"
+        fb_ratio = f"{r.fwd_bwd_ms / k.fwd_bwd_ms:.2f}x" if k else "-"
+        print(f"| {r.shape} | {r.rank} | {r.batch:,} | {r.unique:,} | {r.method} | "
+              f"{r.forward_ms:.1f} | {r.fwd_bwd_ms:.1f} | {fwd_ratio} | {fb_ratio} |")
+
+
+if __name__ == "__main__":
+    main()
