@@ -89,6 +89,29 @@ TT_HOST_DEVICE TT_INLINE int64_t tt_row_prefix(int64_t row, const TTDims& dims, 
 
 // ---------------------------------------------------------------- whole products (CPU form)
 
+// y[0:n] += alpha * x[0:n], with fixed-length loops for the common lengths (ranks and column
+// factors), which the compiler unrolls and vectorises without a runtime trip count.
+template <int64_t kN, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_axpy_fixed(T* TT_RESTRICT y, const T* TT_RESTRICT x, T alpha) {
+  for (int64_t j = 0; j < kN; ++j) y[j] += alpha * x[j];
+}
+
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_axpy(T* TT_RESTRICT y, const T* TT_RESTRICT x, T alpha,
+                                      int64_t n) {
+  switch (n) {
+    case 4: tt_axpy_fixed<4>(y, x, alpha); return;
+    case 8: tt_axpy_fixed<8>(y, x, alpha); return;
+    case 16: tt_axpy_fixed<16>(y, x, alpha); return;
+    case 32: tt_axpy_fixed<32>(y, x, alpha); return;
+    case 64: tt_axpy_fixed<64>(y, x, alpha); return;
+    default: break;
+  }
+  TT_SIMD
+  for (int64_t j = 0; j < n; ++j) y[j] += alpha * x[j];
+}
+
+
 // C = A @ B with A (rows x inner), B (inner x cols), C (rows x cols); C is overwritten.
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
@@ -103,12 +126,7 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT
       TT_SIMD
       for (int64_t j = 0; j < cols; ++j) c_row[j] = alpha * b_row[j];
     }
-    for (int64_t q = 1; q < inner; ++q) {
-      const T alpha = a_row[q];
-      const T* TT_RESTRICT b_row = B + q * cols;
-      TT_SIMD
-      for (int64_t j = 0; j < cols; ++j) c_row[j] += alpha * b_row[j];
-    }
+    for (int64_t q = 1; q < inner; ++q) tt_axpy(c_row, B + q * cols, a_row[q], cols);
   }
 }
 
@@ -120,12 +138,7 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_rows(const T* TT_RESTRICT A, cons
   for (int64_t a = 0; a < rows; ++a) {
     const T* TT_RESTRICT a_row = A + a * inner;
     const T* TT_RESTRICT g_row = dC + a * cols;
-    for (int64_t q = 0; q < inner; ++q) {
-      const T alpha = a_row[q];
-      T* TT_RESTRICT out_row = dB + q * cols;
-      TT_SIMD
-      for (int64_t j = 0; j < cols; ++j) out_row[j] += alpha * g_row[j];
-    }
+    for (int64_t q = 0; q < inner; ++q) tt_axpy(dB + q * cols, g_row, a_row[q], cols);
   }
 }
 
@@ -137,12 +150,7 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, con
   for (int64_t a = 0; a < rows; ++a) {
     const T* TT_RESTRICT g_row = dC + a * cols;
     T* TT_RESTRICT out_row = dA + a * inner;
-    for (int64_t j = 0; j < cols; ++j) {
-      const T alpha = g_row[j];
-      const T* TT_RESTRICT bt_row = BT + j * inner;
-      TT_SIMD
-      for (int64_t q = 0; q < inner; ++q) out_row[q] += alpha * bt_row[q];
-    }
+    for (int64_t j = 0; j < cols; ++j) tt_axpy(out_row, BT + j * inner, g_row[j], inner);
   }
 }
 
@@ -169,9 +177,28 @@ TT_HOST_DEVICE TT_INLINE int64_t tt_tile_period(int64_t m, int64_t dim) {
 }
 
 // A (rows x inner) -> A_exp (inner x rows*m).
+template <int64_t kM, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_spread_rows_fixed(const T* TT_RESTRICT A, T* TT_RESTRICT A_exp,
+                                                   int64_t rows, int64_t inner) {
+  for (int64_t q = 0; q < inner; ++q) {
+    T* TT_RESTRICT dst = A_exp + q * rows * kM;
+    for (int64_t a = 0; a < rows; ++a) {
+      const T value = A[a * inner + q];
+      for (int64_t c = 0; c < kM; ++c) dst[a * kM + c] = value;
+    }
+  }
+}
+
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_spread_rows(const T* TT_RESTRICT A, T* TT_RESTRICT A_exp,
                                              int64_t rows, int64_t inner, int64_t m) {
+  switch (m) {
+    case 1: tt_spread_rows_fixed<1>(A, A_exp, rows, inner); return;
+    case 2: tt_spread_rows_fixed<2>(A, A_exp, rows, inner); return;
+    case 4: tt_spread_rows_fixed<4>(A, A_exp, rows, inner); return;
+    case 8: tt_spread_rows_fixed<8>(A, A_exp, rows, inner); return;
+    default: break;
+  }
   const int64_t dim = rows * m;
   for (int64_t q = 0; q < inner; ++q) {
     T* TT_RESTRICT dst = A_exp + q * dim;
