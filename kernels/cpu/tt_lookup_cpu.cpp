@@ -45,6 +45,14 @@ constexpr int64_t kMinRowsPerThread = 256;
 // costs one recomputation of the prefix products.
 constexpr int64_t kRowsPerChunk = 2048;
 
+// A grow-only scratch buffer per thread (and per use `kTag`). Buffers of a batch's size are past
+// malloc's mmap threshold: allocated afresh, every call would fault their pages in again.
+template <typename T, int kTag>
+std::vector<T>& workspace() {
+  thread_local std::vector<T> buffer;
+  return buffer;
+}
+
 // The batch's rows, deduplicated and sorted, with the positions that asked for each.
 struct SortedRows {
   std::vector<int64_t> unique_rows;  // (U,) ascending
@@ -54,10 +62,16 @@ struct SortedRows {
 
 // Sorts `rows` (checking each is in [0, num_rows)) and groups equal rows.
 template <typename index_t>
-SortedRows sort_rows(const index_t* rows, int64_t batch, int64_t num_rows, const char* op) {
-  SortedRows out;
-  std::vector<uint64_t> keys(batch), keys_tmp(batch);
-  std::vector<int64_t> pos_tmp(batch);
+const SortedRows& sort_rows(const index_t* rows, int64_t batch, int64_t num_rows,
+                           const char* op) {
+  // Reused across calls on this thread (the result too: valid until the next call).
+  thread_local SortedRows out;
+  auto& keys = workspace<uint64_t, 0>();
+  auto& keys_tmp = workspace<uint64_t, 1>();
+  auto& pos_tmp = workspace<int64_t, 2>();
+  keys.resize(batch);
+  keys_tmp.resize(batch);
+  pos_tmp.resize(batch);
   out.positions.resize(batch);
   uint64_t max_key = 0;
   for (int64_t i = 0; i < batch; ++i) {
@@ -75,7 +89,8 @@ SortedRows sort_rows(const index_t* rows, int64_t batch, int64_t num_rows, const
   const int passes = (key_bits + 10) / 11;
   const int digit_bits = passes > 0 ? (key_bits + passes - 1) / passes : 0;
   const uint64_t buckets = uint64_t(1) << digit_bits;
-  std::vector<int64_t> count(buckets);
+  auto& count = workspace<int64_t, 3>();
+  count.resize(buckets);
   for (int p = 0; p < passes; ++p) {
     const int shift = p * digit_bits;
     const uint64_t mask = buckets - 1;
@@ -95,6 +110,8 @@ SortedRows sort_rows(const index_t* rows, int64_t batch, int64_t num_rows, const
     keys.swap(keys_tmp);
     out.positions.swap(pos_tmp);
   }
+  out.offsets.clear();
+  out.unique_rows.clear();
   out.offsets.reserve(batch + 1);
   out.unique_rows.reserve(batch);
   for (int64_t i = 0; i < batch; ++i) {
@@ -107,7 +124,7 @@ SortedRows sort_rows(const index_t* rows, int64_t batch, int64_t num_rows, const
   return out;
 }
 
-SortedRows sort_rows(const at::Tensor& rows, int64_t num_rows, const char* op) {
+const SortedRows& sort_rows(const at::Tensor& rows, int64_t num_rows, const char* op) {
   if (rows.scalar_type() == at::kInt) {
     return sort_rows(rows.data_ptr<int32_t>(), rows.numel(), num_rows, op);
   }
@@ -384,7 +401,8 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
   const int threads = threads_for(num_unique);
   const LastStep step(dims);
-  std::vector<scalar_t> tiles(step.tiled ? dims.n[step.last] * step.tile_size() : 0);
+  auto& tiles = workspace<scalar_t, 10>();
+  tiles.resize(step.tiled ? dims.n[step.last] * step.tile_size() : 0);
 #pragma omp parallel num_threads(threads)
   {
     if (step.tiled) {
@@ -413,28 +431,41 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   std::vector<const scalar_t*> core_ptrs;
   // Each slice transposed, (r_k, m_k r_{k+1}) -> (m_k r_{k+1}, r_k), so that the gradient of
   // the prefix is an axpy over the rank (contiguous) instead of a strided dot product.
-  std::vector<at::Tensor> cores_t;
-  std::vector<const scalar_t*> core_t_ptrs;
   int64_t total_params = 0;
   for (int k = 0; k < num_cores; ++k) {
     core_ptrs.push_back(cores[k].const_data_ptr<scalar_t>());
-    cores_t.push_back(cores[k].reshape({dims.n[k], dims.r[k], dims.m[k] * dims.r[k + 1]})
-                          .transpose(1, 2)
-                          .contiguous());
-    core_t_ptrs.push_back(cores_t.back().const_data_ptr<scalar_t>());
     total_params += dims.n[k] * dims.slice_size(k);
+  }
+  auto& cores_t = workspace<scalar_t, 11>();
+  cores_t.resize(total_params);
+  std::vector<const scalar_t*> core_t_ptrs;
+  {
+    scalar_t* dst = cores_t.data();
+    for (int k = 0; k < num_cores; ++k) {
+      const int64_t rank = dims.r[k];
+      const int64_t cols = dims.m[k] * dims.r[k + 1];
+      const scalar_t* src = core_ptrs[k];
+      core_t_ptrs.push_back(dst);
+      for (int64_t t = 0; t < dims.n[k]; ++t) {
+        for (int64_t q = 0; q < rank; ++q) {
+          for (int64_t j = 0; j < cols; ++j) dst[j * rank + q] = src[q * cols + j];
+        }
+        src += rank * cols;
+        dst += rank * cols;
+      }
+    }
   }
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
   const int threads = threads_for(num_unique);
   const LastStep step(dims);
   const int64_t last_slices = dims.n[step.last];
   const int64_t tiles_size = step.tiled ? last_slices * step.tile_size() : 0;
-  std::vector<scalar_t> tiles(tiles_size);
-  // Per thread: the gradient of the tiles, and which tiles it has touched.
-  std::vector<std::vector<scalar_t>> grad_tiles(threads);
-  std::vector<std::vector<char>> touched(threads);
-  // Thread 0 accumulates into the returned gradients, the others into private buffers.
-  std::vector<std::vector<scalar_t>> private_grads(threads);
+  auto& tiles = workspace<scalar_t, 10>();
+  tiles.resize(tiles_size);
+  // Per thread (thread-local workspaces): the gradient of the tiles, which tiles it has touched,
+  // and (threads other than 0, which accumulates into the returned gradients) private gradients.
+  std::vector<scalar_t*> grad_tiles(threads, nullptr);
+  std::vector<char*> touched(threads, nullptr);
   std::vector<std::vector<scalar_t*>> grad_ptrs(threads);
   for (int k = 0; k < num_cores; ++k) grad_ptrs[0].push_back(grads[k].mutable_data_ptr<scalar_t>());
   const scalar_t* grad_out_ptr = grad_out.const_data_ptr<scalar_t>();
@@ -450,12 +481,17 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
         tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
                      step.inner, step.cols, step.period);
       }
-      grad_tiles[tid].resize(tiles_size);
-      touched[tid].assign(last_slices, 0);
+      auto& my_grad_tiles = workspace<scalar_t, 12>();
+      auto& my_touched = workspace<char, 13>();
+      my_grad_tiles.resize(tiles_size);
+      my_touched.assign(last_slices, 0);
+      grad_tiles[tid] = my_grad_tiles.data();
+      touched[tid] = my_touched.data();
     }
     if (tid > 0) {
-      private_grads[tid].assign(total_params, scalar_t(0));
-      scalar_t* base = private_grads[tid].data();
+      auto& private_grads = workspace<scalar_t, 14>();
+      private_grads.assign(total_params, scalar_t(0));
+      scalar_t* base = private_grads.data();
       for (int k = 0; k < num_cores; ++k) {
         grad_ptrs[tid].push_back(base);
         base += dims.n[k] * dims.slice_size(k);
@@ -467,14 +503,14 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
       backward_range<scalar_t>(dims, core_ptrs.data(), core_t_ptrs.data(), tiles.data(), sorted,
-                               grad_out_ptr, grad_ptrs[tid].data(), grad_tiles[tid].data(),
-                               touched[tid].data(), begin, end);
+                               grad_out_ptr, grad_ptrs[tid].data(), grad_tiles[tid], touched[tid],
+                               begin, end);
     }
     if (step.tiled) {
       const int64_t slice = dims.slice_size(step.last);
       for (int64_t t = 0; t < last_slices; ++t) {
         if (!touched[tid][t]) continue;
-        tt_fold_tile(grad_tiles[tid].data() + t * step.tile_size(),
+        tt_fold_tile(grad_tiles[tid] + t * step.tile_size(),
                      grad_ptrs[tid][step.last] + t * slice, step.inner, step.cols, step.period);
       }
     }
@@ -501,7 +537,7 @@ at::Tensor tt_lookup_cpu(const std::vector<at::Tensor>& cores_in, const at::Tens
   const int64_t batch = rows.numel();
   at::Tensor out = at::empty({batch, dims.dim}, cores[0].options());
   if (batch == 0) return out;
-  const SortedRows sorted = sort_rows(rows, dims.num_rows, op);
+  const SortedRows& sorted = sort_rows(rows, dims.num_rows, op);
   AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "tt_lookup_cpu",
                              [&] { forward_impl<scalar_t>(dims, cores, sorted, out); });
   return out;
@@ -519,7 +555,7 @@ std::vector<at::Tensor> tt_lookup_backward_cpu(const at::Tensor& grad_out_in,
   std::vector<at::Tensor> grads;
   for (const auto& core : cores) grads.push_back(at::zeros(core.sizes(), core.options()));
   if (rows.numel() == 0) return grads;
-  const SortedRows sorted = sort_rows(rows, dims.num_rows, op);
+  const SortedRows& sorted = sort_rows(rows, dims.num_rows, op);
   AT_DISPATCH_FLOATING_TYPES(grad_out.scalar_type(), "tt_lookup_backward_cpu", [&] {
     backward_impl<scalar_t>(dims, cores, sorted, grad_out, grads);
   });
