@@ -5,10 +5,10 @@
 // for it (forward), or the output gradients of its positions are summed once (backward).
 //
 // Sorted rows that share leading digits are adjacent, so the unique rows are walked depth first:
-// each thread takes a contiguous range of them and keeps one partial product P_k per level; a
-// row recomputes only the levels from its first digit that differs from the previous row's. The
-// prefix (t_0 .. t_k) product is thus computed once per unique prefix (plus once per thread
-// boundary). The backward walk mirrors it: the gradient of P_k is accumulated while the prefix
+// threads take contiguous chunks of them (dynamically) and keep one partial product P_k per level;
+// a row recomputes only the levels from its first digit that differs from the previous row's. The
+// prefix (t_0 .. t_k) product is thus computed once per unique prefix (plus once per chunk
+// boundary). The last core's step is tiled (see tt_lookup_math.h) so that it vectorises. The backward walk mirrors it: the gradient of P_k is accumulated while the prefix
 // stays the same and flushed into the gradient of slice G_k[t_k] and of P_{k-1} when it changes,
 // so each unique slice receives one accumulation per unique prefix, into a dense gradient buffer
 // per thread (cores are small; threads are summed at the end). No per-row copy of any core.
