@@ -66,6 +66,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
           f" (epoch {metrics['best_epoch']}), test {metrics['test_acc']:.4f}, compression "
           f"{metrics['compression_ratio']:,.1f}x, epoch time {metrics['epoch_time']:.2f}s, "
           f"peak memory {metrics['peak_memory_mib']:.0f} MiB")
+    if "correct_smooth" in metrics:
+        cs = metrics["correct_smooth"]
+        print(f"  with correct and smooth: valid {cs['valid_acc']:.4f}, test {cs['test_acc']:.4f}")
     return 0
 
 
@@ -109,6 +112,9 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--emb-lr", type=float, default=d.emb_lr, help="embedding learning rate")
     p.add_argument("--emb-weight-decay", type=float, default=d.emb_weight_decay, help="embedding weight decay")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
+    p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
+                   help="after training, also report the best model's accuracy after Correct and Smooth "
+                   "(label propagation from the training nodes; strengths chosen on validation)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--num-threads", type=int, default=None, help="torch threads (default: torch's choice)")
     p.add_argument("--output-dir", default=None, help="checkpoint.pt and metrics.json go here")

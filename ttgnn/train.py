@@ -4,7 +4,9 @@
 node order and the model, train with separate optimiser settings for the embedding and the GNN,
 evaluate every epoch (``ogb.nodeproppred.Evaluator`` accuracy for ``ogbn-*``, plain accuracy
 otherwise; layer-wise full-neighbour inference for mini-batch models), select the epoch with the
-best validation accuracy, write an atomic checkpoint each epoch and a ``metrics.json``.
+best validation accuracy (its weights kept in ``best_model.pt``), write an atomic checkpoint each
+epoch and a ``metrics.json``, and finally apply Correct and Smooth (:mod:`ttgnn.smoothing`) to the
+best model's predictions, its strengths chosen on the validation nodes.
 
 Exact resume: every epoch starts by seeding torch, numpy and DGL from ``(seed, epoch)``, so the
 random stream of an epoch does not depend on what ran before it in the process; together with the
@@ -45,13 +47,15 @@ MODELS = ("sage", "gat")
 EMBEDDINGS = ("tt", "full", "features")
 NORMS = ("none", "batch", "layer")
 
-__all__ = ["TrainConfig", "train", "evaluate", "load_checkpoint", "ORDERS", "CHECKPOINT_NAME", "METRICS_NAME"]
+__all__ = ["TrainConfig", "train", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "ORDERS",
+           "CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME"]
 
 log = logging.getLogger(__name__)
 
 ORDERS = ("identity", "random", "rcm", "metis-flat", "hierarchical-metis")
 MODES = ("full", "minibatch")
 CHECKPOINT_NAME = "checkpoint.pt"
+BEST_MODEL_NAME = "best_model.pt"
 METRICS_NAME = "metrics.json"
 CHECKPOINT_VERSION = 1
 
@@ -79,6 +83,10 @@ class TrainConfig:
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
         epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
         label_smoothing (float): cross-entropy label smoothing.
+        correct_smooth (bool): after training, apply Correct and Smooth (label propagation from
+            the training nodes, :mod:`ttgnn.smoothing`) to the best model's predictions and report
+            its accuracies as well (``metrics["correct_smooth"]``); it needs about four
+            ``N x classes`` float matrices of memory.
         seed (int): random seed. num_threads (int, optional): torch threads.
         output_dir (str, optional): checkpoints and ``metrics.json`` go here.
         resume (bool): continue from ``output_dir/checkpoint.pt`` when present.
@@ -116,6 +124,7 @@ class TrainConfig:
     emb_lr: float = 0.02
     emb_weight_decay: float = 0.0
     label_smoothing: float = 0.0
+    correct_smooth: bool = True
     seed: int = 0
     num_threads: Optional[int] = None
     output_dir: Optional[str] = None
@@ -245,17 +254,43 @@ class _Accuracy:
 
 
 @torch.no_grad()
+def _all_logits(model, graph, mode: str, eval_batch_size: int) -> torch.Tensor:
+    model.eval()
+    return model(graph) if mode == "full" else model.inference(graph, batch_size=eval_batch_size)
+
+
+@torch.no_grad()
 def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
              accuracy: Optional[_Accuracy] = None) -> dict:
     """Accuracies ``{"train", "valid", "test"}`` and the validation loss of ``model`` on ``dataset``."""
-    model.eval()
-    logits = model(graph) if mode == "full" else model.inference(graph, batch_size=eval_batch_size)
+    logits = _all_logits(model, graph, mode, eval_batch_size)
     pred = logits.argmax(1)
     accuracy = accuracy or _Accuracy(dataset.evaluator_name)
     result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}
     valid = dataset.split["valid"]
     result["valid_loss"] = float(F.cross_entropy(logits[valid], dataset.labels[valid])) if valid.numel() else float("nan")
     return result
+
+
+def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
+                               accuracy: Optional[_Accuracy] = None) -> dict:
+    """Accuracies of ``model``'s predictions after Correct and Smooth (strengths tuned on validation).
+
+    Only the training labels are propagated (:func:`ttgnn.smoothing.tune_correct_and_smooth`).
+    Returns ``{"valid_acc", "test_acc", "train_acc", "correct_alpha", "smooth_alpha", "seconds"}``.
+    """
+    from .smoothing import normalized_adjacency, tune_correct_and_smooth
+
+    start = time.perf_counter()
+    logits = _all_logits(model, graph, mode, eval_batch_size).cpu()
+    labels = dataset.labels.cpu()
+    adjacency = normalized_adjacency(*dataset.csr(), dataset.num_nodes)
+    split = {key: idx.cpu() for key, idx in dataset.split.items()}
+    result = tune_correct_and_smooth(logits, adjacency, labels, split["train"], split["valid"])
+    accuracy = accuracy or _Accuracy(dataset.evaluator_name)
+    scores = {f"{key}_acc": accuracy(result.pred[idx], labels[idx]) for key, idx in split.items()}
+    return dict(scores, correct_alpha=result.correct_alpha, smooth_alpha=result.smooth_alpha,
+                seconds=time.perf_counter() - start)
 
 
 def _train_epoch_full(model, graph, dataset, optimizer, train_idx, config) -> float:
@@ -363,6 +398,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
         metrics.update(row_shape=list(tt.row_shape), col_shape=list(tt.col_shape), ranks=list(tt.ranks))
     out_dir = Path(config.output_dir) if config.output_dir else None
     ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
+    best_path = out_dir / BEST_MODEL_NAME if out_dir else None
+    best_state = None  # weights of the best-on-validation epoch (rank 0)
     start_epoch = 1
     # An elastic restart (torchrun --max-restarts) continues from the last complete checkpoint.
     resume = config.resume or (world_size > 1 and ckpt_path is not None and tdist.detect().restart_count > 0)
@@ -389,6 +426,12 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
         start_epoch = int(state["epoch"]) + 1
         if main:
             log.info("resumed from %s at epoch %d", ckpt_path, start_epoch)
+            if best_path.exists():
+                best = load_checkpoint(best_path)
+                if best.get("epoch") != metrics["best_epoch"]:
+                    raise ValueError(f"corrupted checkpoint {best_path}: it holds epoch {best.get('epoch')}, "
+                                     f"{ckpt_path} says the best epoch is {metrics['best_epoch']}")
+                best_state = best["model"]
     elif resume and main:
         log.info("no checkpoint at %s; starting from scratch", ckpt_path)
     net = tdist.wrap_model(model) if world_size > 1 else model  # DDP: gradients averaged over ranks
@@ -424,6 +467,10 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
             metrics["epochs"].append(record)
             if result["valid"] > metrics["best_valid_acc"]:
                 metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=epoch)
+                best_state = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
+                if best_path is not None:  # before the checkpoint that names this epoch as the best
+                    _atomic_save({"version": CHECKPOINT_VERSION, "epoch": epoch, "model": best_state,
+                                  "settings": settings}, best_path)
             log.info("epoch %3d | loss %.4f | train %.4f valid %.4f test %.4f | best valid %.4f (test %.4f, "
                      "epoch %d) | %.2fs train + %.2fs eval | peak mem %.0f MiB", epoch, loss, result["train"],
                      result["valid"], result["test"], metrics["best_valid_acc"], metrics["test_acc"],
@@ -435,12 +482,35 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
                                       "python": random.getstate()}}, ckpt_path)
                 _atomic_write_json(_summary(metrics), out_dir / METRICS_NAME)
         tdist.barrier()  # no rank starts the next epoch before this epoch's checkpoint exists
+    if main and config.correct_smooth and metrics["epochs"]:
+        metrics["correct_smooth"] = _final_correct_smooth(model, best_state, graph, dataset, config, accuracy,
+                                                          metrics["best_epoch"], metrics["epochs"][-1]["epoch"])
     if world_size > 1:
         metrics = tdist.broadcast_object(metrics)  # every rank returns rank 0's metrics
     summary = _summary(metrics)
     if main and out_dir is not None:
         _atomic_write_json(summary, out_dir / METRICS_NAME)
     return summary
+
+
+def _final_correct_smooth(model, best_state, graph, dataset, config, accuracy, best_epoch: int,
+                          last_epoch: int) -> dict:
+    """Correct and Smooth on the best epoch's model (a copy; ``model`` keeps its last weights)."""
+    import copy
+
+    evaluated = copy.deepcopy(model)
+    if best_state is not None:
+        evaluated.load_state_dict(best_state)
+        epoch = best_epoch
+    else:  # a run resumed from a checkpoint written before best_model.pt existed
+        log.warning("best model weights not found; Correct and Smooth uses the last epoch's model")
+        epoch = last_epoch
+    result = correct_and_smooth_metrics(evaluated, graph, dataset, config.mode, config.eval_batch_size, accuracy)
+    result["epoch"] = epoch
+    log.info("correct and smooth (epoch %s model, alphas %.2f/%.2f): train %.4f valid %.4f test %.4f | %.1fs",
+             epoch, result["correct_alpha"], result["smooth_alpha"], result["train_acc"], result["valid_acc"],
+             result["test_acc"], result["seconds"])
+    return result
 
 
 def _summary(metrics: dict) -> dict:
