@@ -47,6 +47,14 @@ def test_node_input_tt_dense_and_gather_paths_agree():
     many = torch.arange(60)
     table = inp(None)
     assert table.shape == (90, 16)
+    # all rows: the kernel (when built) and the dense contraction + gather give the same values and gradients
+    dense = tt_dense_table(list(inp.table.cores))[order]
+    torch.testing.assert_close(table, dense, rtol=1e-5, atol=1e-6)
+    weights = torch.randn(90, 16)
+    grads = torch.autograd.grad((table * weights).sum(), list(inp.table.cores))
+    dense_grads = torch.autograd.grad((dense * weights).sum(), list(inp.table.cores))
+    for got, want in zip(grads, dense_grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(inp(few), table[few], rtol=1e-5, atol=1e-6)  # float32 sum order
     torch.testing.assert_close(inp(many), table[many], rtol=1e-5, atol=1e-6)
     with pytest.raises(IndexError):

@@ -30,6 +30,7 @@ __all__ = [
     "tt_lookup_kernel",
     "tt_lookup_backward_kernel",
     "lookup_backend",
+    "kernel_applies",
     "KERNEL_DTYPES",
     "KERNEL_INDEX_DTYPES",
 ]
@@ -87,6 +88,11 @@ def lookup_backend(device: Union[str, torch.device, None] = None) -> str:
         (pure PyTorch).
     """
     return _ext.backend(device)
+
+
+def kernel_applies(cores: Sequence[Tensor], rows: Tensor) -> bool:
+    """Whether :func:`tt_lookup` of ``rows`` from ``cores`` runs in a compiled kernel (else the reference)."""
+    return _use_kernel(cores, rows)
 
 
 def _use_kernel(cores: Sequence[Tensor], rows: Tensor) -> bool:

@@ -121,7 +121,7 @@ class TrainConfig:
     epochs: int = 100
     lr: float = 0.02
     weight_decay: float = 0.0
-    emb_lr: float = 0.02
+    emb_lr: float = 0.05
     emb_weight_decay: float = 0.0
     label_smoothing: float = 0.0
     correct_smooth: bool = True
