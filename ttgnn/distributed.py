@@ -297,9 +297,34 @@ def setup(device: Union[str, torch.device] = "auto", backend: Optional[str] = No
     return DistContext(info, backend, dev)
 
 
-def teardown() -> None:
-    """Destroy the default process group if there is one (safe to call twice)."""
+# Handles of the barriers run by teardown(), freed by the main thread at exit (see teardown).
+_FINISHED_WORK: list = []
+
+
+def teardown(wait: bool = True) -> None:
+    """Destroy the default process group if there is one (safe to call twice).
+
+    Args:
+        wait (bool): meet the other ranks at a barrier first; pass ``False`` when leaving on an
+            error, where the peers may be stuck elsewhere and a barrier would hang.
+            (default: ``True``)
+
+    Why the barrier, and why its handle is kept: gloo frees a finished collective on its worker
+    thread a moment after the caller's ``wait()`` has returned, and freeing tensors that Python
+    has seen takes the GIL. When a rank's last collective was a broadcast and the interpreter was
+    already shutting down, the worker was killed inside that destructor and the rank aborted
+    ("terminate called without an active exception", about 1 run in 10 on a loaded machine).
+    A barrier holds (weak) references to the work queued before it, so keeping the barrier's
+    handle until the interpreter exits makes the main thread, not the worker, free that work.
+    """
     if dist.is_available() and dist.is_initialized():
+        try:
+            if wait:
+                work = dist.barrier(async_op=True)
+                work.wait()
+                _FINISHED_WORK.append(work)
+        except RuntimeError as exc:  # DistBackendError included: a peer is gone, nothing to wait for
+            log.warning("barrier before destroying the process group failed: %s", exc)
         dist.destroy_process_group()
 
 
@@ -312,9 +337,12 @@ def distributed(device: Union[str, torch.device] = "auto", backend: Optional[str
     ctx = setup(device, backend, timeout)
     try:
         yield ctx
-    finally:
+    except BaseException:
         if owned:
-            teardown()
+            teardown(wait=False)
+        raise
+    if owned:
+        teardown()
 
 
 # ---------------------------------------------------------------------- queries and collectives
