@@ -23,7 +23,7 @@ test: setup
 # 2 CPU cores). Data: $TTGNN_DATA, else ./dataset; when absent, ogb downloads it into ~/.cache/ttgnn.
 demo: setup
 	$(VENV)/bin/ttgnn train --dataset ogbn-arxiv --model sage --embedding tt --rank 8 --row-shape 55,55,56 \
-		--col-shape 8,4,4 --order hierarchical-metis --epochs 30 --output-dir runs/demo --no-progress
+		--col-shape 8,4,4 --order hierarchical-metis --epochs 60 --output-dir runs/demo --no-progress
 
 clean:
 	rm -rf build *.egg-info ttgnn/_C*.so

@@ -59,6 +59,11 @@ def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
     assert m["compression_ratio"] == pytest.approx(169_343 * 128 / 19_392, rel=1e-6)
     assert m["order"] == "hierarchical-metis" and m["rank"] == 8
     assert m["test_acc"] > 0.15  # chance (the largest class) is below 0.07 on the test split
+    # Correct and Smooth propagates the training labels of the real graph: far above the 3-epoch GNN
+    # (measured: 0.293 -> 0.644 test with these settings)
+    cs = m["correct_smooth"]
+    assert cs["epoch"] == m["best_epoch"]
+    assert cs["test_acc"] > max(0.6, m["test_acc"] + 0.2)
 
 
 def _tiny_config(out, **kw) -> TrainConfig:
