@@ -66,19 +66,20 @@ def row(name: str, m: dict) -> str:
     rank = m.get("rank") or "-"
     cs = m.get("correct_smooth")
     cs_cells = f"{cs['valid_acc']:.4f} | **{cs['test_acc']:.4f}**" if cs else "- | -"
+    # whole run: every epoch's training and evaluation, plus Correct and Smooth (not data loading)
+    total = sum(e["epoch_time"] + e["eval_time"] for e in m["epochs"]) + (cs["seconds"] if cs else 0.0)
     return (f"| {m['model']} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | "
             f"{m['best_valid_acc']:.4f} | {m['test_acc']:.4f} | {cs_cells} | {m['best_epoch']}/{len(m['epochs'])} | "
-            f"{m['epoch_time']:.2f} s | {m['peak_memory_mib'] / 1024:.2f} GiB |")
+            f"{m['epoch_time']:.2f} s | {total / 60:.0f} min | {m['peak_memory_mib'] / 1024:.2f} GiB |")
 
 
-def timing(models, steps: int, threads: int) -> None:
-    """Training-step time of TT vs full embedding, interleaved in one process (fair on a shared machine).
+def timing_worker(model: str, embedding: str, steps: int, threads: int) -> dict:
+    """Train one classifier (CLI defaults, TT rank 8) full-graph for 1 + ``steps`` epochs in this
+    process; returns the seconds of each timed epoch and of each input-table step.
 
-    For each model, a TT and a full-embedding classifier are built with the CLI defaults and
-    trained full-graph for ``steps`` alternating epochs (TT, full, TT, full, ...); the medians are
-    printed, so a change in the machine's load hits both equally.
+    The input-table step (forward over all rows, backward and an Adam update of the table alone) is
+    the only part of an epoch that differs between TT and full, and a small share of it.
     """
-    import statistics
     import time
 
     import torch
@@ -89,24 +90,55 @@ def timing(models, steps: int, threads: int) -> None:
     torch.set_num_threads(threads)
     dataset = load_dataset("ogbn-arxiv")
     graph = dataset.dgl_graph(self_loops=True)
-    print(f"\nepoch time (full-graph training step, {threads} threads, median of {steps} interleaved epochs):")
-    print("| model | TT (rank 8, hierarchical-metis) | full embedding | TT / full |\n|---|---|---|---|")
+    config = TrainConfig(model=model, embedding=embedding, rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
+    clf = build_classifier(config, dataset)
+    emb, gnn = clf.parameter_groups()
+    opt = torch.optim.Adam([dict(params=gnn, lr=config.lr), dict(params=emb, lr=config.emb_lr)])
+    table_opt = torch.optim.Adam(emb, lr=config.emb_lr)
+    epochs, tables = [], []
+    for step in range(steps + 1):  # the first epoch is warm-up
+        start = time.perf_counter()
+        _train_epoch_full(clf, graph, dataset, opt, dataset.split["train"], config)
+        middle = time.perf_counter()
+        table_opt.zero_grad(set_to_none=True)
+        clf.node_input(None).sum().backward()
+        table_opt.step()
+        if step:
+            epochs.append(middle - start)
+            tables.append(time.perf_counter() - middle)
+    return {"epoch": epochs, "table": tables}
+
+
+def timing(models, rounds: int, steps: int, threads: int) -> None:
+    """Training-epoch time of TT vs full embedding, measured side by side in one run.
+
+    Each measurement trains one model in a fresh process, as a user's run does (two models trained
+    in one process on alternating epochs slow each other down, unevenly: TT lost up to 20% that
+    way while being faster alone). The processes alternate, TT, full, TT, full, ... for ``rounds``
+    rounds of ``steps`` timed epochs each, so a change in the machine's load hits both; the
+    medians over all timed epochs are printed.
+    """
+    import statistics
+
+    print(f"\nepoch time (full-graph training epoch, {threads} threads, median of {rounds} x {steps} epochs in "
+          "alternating processes; input table: forward over all rows + backward + Adam step):")
+    print("| model | TT epoch (rank 8, hierarchical-metis) | full epoch | TT / full | TT table | full table | "
+          "TT / full |\n|---|---|---|---|---|---|---|")
     for model in models:
-        runs = {}
-        for embedding in ("tt", "full"):
-            config = TrainConfig(model=model, embedding=embedding, rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
-            clf = build_classifier(config, dataset)
-            emb, gnn = clf.parameter_groups()
-            opt = torch.optim.Adam([dict(params=gnn, lr=config.lr), dict(params=emb, lr=config.emb_lr)])
-            runs[embedding] = (clf, opt, config, [])
-        for step in range(steps + 1):  # the first round is warm-up
-            for embedding, (clf, opt, config, times) in runs.items():
-                start = time.perf_counter()
-                _train_epoch_full(clf, graph, dataset, opt, dataset.split["train"], config)
-                if step:
-                    times.append(time.perf_counter() - start)
-        tt, full = (statistics.median(runs[e][3]) for e in ("tt", "full"))
-        print(f"| {model} | {tt:.2f} s | {full:.2f} s | {tt / full:.2f} |", flush=True)
+        times = {"tt": {"epoch": [], "table": []}, "full": {"epoch": [], "table": []}}
+        for _ in range(rounds):
+            for embedding in ("tt", "full"):
+                cmd = [sys.executable, __file__, "--timing-worker", model, embedding, "--timing-steps", str(steps),
+                       "--num-threads", str(threads)]
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+                result = json.loads(out.strip().splitlines()[-1])
+                for key in ("epoch", "table"):
+                    times[embedding][key].extend(result[key])
+        med = {e: {k: statistics.median(v) for k, v in times[e].items()} for e in times}
+        tt, full = med["tt"], med["full"]
+        print(f"| {model} | {tt['epoch']:.2f} s | {full['epoch']:.2f} s | {tt['epoch'] / full['epoch']:.2f} | "
+              f"{1e3 * tt['table']:.0f} ms | {1e3 * full['table']:.0f} ms | {tt['table'] / full['table']:.2f} |",
+              flush=True)
 
 
 def _reap(running: list) -> list:
@@ -132,12 +164,17 @@ def main() -> int:
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
     parser.add_argument("--timing", action="store_true", help="only the interleaved TT-vs-full epoch-time comparison")
-    parser.add_argument("--timing-steps", type=int, default=5)
+    parser.add_argument("--timing-rounds", type=int, default=3, help="processes per embedding kind")
+    parser.add_argument("--timing-steps", type=int, default=3, help="timed epochs per process")
+    parser.add_argument("--timing-worker", nargs=2, metavar=("MODEL", "EMBEDDING"), help=argparse.SUPPRESS)
     parser.add_argument("--num-threads", type=int, default=2, help="torch threads of each run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
     args = parser.parse_args()
+    if args.timing_worker:
+        print(json.dumps(timing_worker(*args.timing_worker, args.timing_steps, args.num_threads)))
+        return 0
     if args.timing:
-        timing(["sage", "gat"], args.timing_steps, threads=args.num_threads)
+        timing(["sage", "gat"], args.timing_rounds, args.timing_steps, threads=args.num_threads)
         return 0
     out = Path(args.out)
     names = args.only or list(CONFIGS)
@@ -159,7 +196,7 @@ def main() -> int:
     while running:
         running = _reap(running)
     header = ("| model | embedding | order | rank | compression | valid acc | test acc | C&S valid | C&S test | "
-              "best epoch | epoch time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "best epoch | epoch time | run time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for group in ("main", "ablation"):
         members = [n for n in names if CONFIGS[n][1] == group]
         lines = []
