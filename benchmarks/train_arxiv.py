@@ -30,22 +30,22 @@ TT = ["--embedding", "tt", "--rank", "8", "--row-shape", "55,55,56", "--col-shap
 EPOCHS = {"sage": 200, "gat": 100}
 
 CONFIGS = {
-    # name: (extra args, group, model)
-    "sage-tt": (["--model", "sage", *TT, "--order", "hierarchical-metis"], "main", "sage"),
-    "sage-full": (["--model", "sage", "--embedding", "full"], "main", "sage"),
-    "gat-tt": (["--model", "gat", *TT, "--order", "hierarchical-metis"], "main", "gat"),
-    "gat-full": (["--model", "gat", "--embedding", "full"], "main", "gat"),
+    # name: (extra args, group)
+    "sage-tt": (["--model", "sage", *TT, "--order", "hierarchical-metis"], "main"),
+    "sage-full": (["--model", "sage", "--embedding", "full"], "main"),
+    "gat-tt": (["--model", "gat", *TT, "--order", "hierarchical-metis"], "main"),
+    "gat-full": (["--model", "gat", "--embedding", "full"], "main"),
 }
 for _order in ("identity", "random", "rcm", "metis-flat", "hierarchical-metis"):
-    CONFIGS[f"sage-tt-{_order}"] = (["--model", "sage", *TT, "--order", _order], "ablation", "sage")
+    CONFIGS[f"sage-tt-{_order}"] = (["--model", "sage", *TT, "--order", _order], "ablation")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
     """Epochs of configuration ``name``: the ablation's, else ``epochs`` or the model's default."""
-    _, group, model = CONFIGS[name]
+    args, group = CONFIGS[name]
     if group == "ablation":
         return ablation_epochs
-    return epochs if epochs is not None else EPOCHS[model]
+    return epochs if epochs is not None else EPOCHS[args[args.index("--model") + 1]]
 
 
 def command(name: str, out: Path, epochs: int, threads: int) -> list:
@@ -163,7 +163,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGS), default=None)
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
-    parser.add_argument("--timing", action="store_true", help="only the interleaved TT-vs-full epoch-time comparison")
+    parser.add_argument("--timing", action="store_true", help="only the TT-vs-full epoch-time comparison")
     parser.add_argument("--timing-rounds", type=int, default=3, help="processes per embedding kind")
     parser.add_argument("--timing-steps", type=int, default=3, help="timed epochs per process")
     parser.add_argument("--timing-worker", nargs=2, metavar=("MODEL", "EMBEDDING"), help=argparse.SUPPRESS)

@@ -318,13 +318,13 @@ def teardown(wait: bool = True) -> None:
     handle until the interpreter exits makes the main thread, not the worker, free that work.
     """
     if dist.is_available() and dist.is_initialized():
-        try:
-            if wait:
+        if wait:
+            try:
                 work = dist.barrier(async_op=True)
                 work.wait()
                 _FINISHED_WORK.append(work)
-        except RuntimeError as exc:  # DistBackendError included: a peer is gone, nothing to wait for
-            log.warning("barrier before destroying the process group failed: %s", exc)
+            except RuntimeError as exc:  # DistBackendError included: a peer is gone, nothing to wait for
+                log.warning("barrier before destroying the process group failed: %s", exc)
         dist.destroy_process_group()
 
 
