@@ -25,6 +25,7 @@ Usage::
     python benchmarks/bench_lookup.py                 # everything (a few minutes)
     python benchmarks/bench_lookup.py --quick         # arxiv, rank 16, 100,000 indices
     python benchmarks/bench_lookup.py --threads 2 --json results.json
+    python benchmarks/bench_lookup.py --device cuda   # on a GPU (times after torch.cuda.synchronize)
 """
 from __future__ import annotations
 
@@ -76,33 +77,45 @@ def sample_rows(num_rows: int, batch: int, generator: torch.Generator) -> torch.
     return (degree_rank * multiplier + offset) % num_rows
 
 
-def time_ms(run: Callable[[], None], budget_s: float, max_repeats: int) -> float:
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_ms(run: Callable[[], None], budget_s: float, max_repeats: int,
+            device: torch.device = torch.device("cpu")) -> float:
     """Best of several runs after one warm-up, in milliseconds (the best is the least disturbed
-    by other work on a shared machine). Repeats until ``budget_s`` is spent, at least twice."""
+    by other work on a shared machine). Repeats until ``budget_s`` is spent, at least twice.
+    On a GPU each run is timed from a synchronised start to a synchronised end."""
     start = time.perf_counter()
     run()  # warm-up
+    _sync(device)
     times = []
     while len(times) < 2 or (len(times) < max_repeats and time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
         run()
+        _sync(device)
         times.append(time.perf_counter() - t0)
     return 1e3 * min(times)
 
 
-def make_tt_cores(shape: TTShape, generator: torch.Generator) -> list[nn.Parameter]:
+def make_tt_cores(shape: TTShape, generator: torch.Generator,
+                  device: torch.device) -> list[nn.Parameter]:
     cores = []
     for k, core_shape in enumerate(shape.core_shapes):
         core = torch.randn(core_shape, generator=generator) / math.sqrt(core_shape[1])
-        cores.append(nn.Parameter(core))
+        cores.append(nn.Parameter(core.to(device)))
     return cores
 
 
-def build_method(name: str, spec: dict, rank: int, generator: torch.Generator):
-    """(parameters, lookup function) for a method, or None when it does not apply."""
+def build_method(name: str, spec: dict, rank: int, generator: torch.Generator,
+                 device: torch.device):
+    """(parameters, lookup function) for a method on ``device``, or None when it does not
+    apply."""
     shape = TTShape.build(spec["num_rows"], spec["dim"], rank, row_shape=spec["row_shape"],
                           col_shape=spec["col_shape"])
     if name in ("kernel", "reference"):
-        cores = make_tt_cores(shape, generator)
+        cores = make_tt_cores(shape, generator, device)
         fn = tt_lookup_kernel if name == "kernel" else tt_lookup_reference
         return cores, lambda rows: fn(cores, rows)
     if name == "tensorly":
@@ -115,16 +128,17 @@ def build_method(name: str, spec: dict, rank: int, generator: torch.Generator):
             shape.num_rows_padded, spec["dim"], auto_tensorize=False,
             tensorized_num_embeddings=list(spec["row_shape"]),
             tensorized_embedding_dim=list(spec["col_shape"]), factorization="blocktt", rank=rank,
-        )
+        ).to(device)
         return list(module.parameters()), module
     if not spec["dense"]:
         return None
-    module = nn.Embedding(spec["num_rows"], spec["dim"], sparse=name == "dense-sparse")
+    module = nn.Embedding(spec["num_rows"], spec["dim"], sparse=name == "dense-sparse", device=device)
     return list(module.parameters()), module
 
 
 def bench_method(name, spec, rank, rows, grad_out, generator, budget_s, max_repeats):
-    built = build_method(name, spec, rank, generator)
+    device = rows.device
+    built = build_method(name, spec, rank, generator, device)
     if built is None:
         return None
     params, lookup = built
@@ -138,7 +152,8 @@ def bench_method(name, spec, rank, rows, grad_out, generator, budget_s, max_repe
             p.grad = None
         lookup(rows).backward(grad_out)
 
-    result = time_ms(forward, budget_s, max_repeats), time_ms(forward_backward, budget_s, max_repeats)
+    result = (time_ms(forward, budget_s, max_repeats, device),
+              time_ms(forward_backward, budget_s, max_repeats, device))
     del params, lookup
     return result
 
@@ -158,22 +173,29 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
     parser.add_argument("--max-repeats", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch.cuda.is_available() is False")
     if args.quick:
         args.shapes, args.ranks, args.batches = ["arxiv"], [16], [100_000]
 
     torch.set_num_threads(args.threads)
-    if lookup_backend("cpu") != "cpu-kernel":
-        print("warning: ttgnn._C has no CPU kernel; 'kernel' rows time the reference path",
-              file=sys.stderr)
+    backend = lookup_backend(device.type)
+    if backend != f"{device.type}-kernel":
+        print(f"warning: ttgnn._C has no {device.type} kernel; 'kernel' rows time the "
+              "reference path", file=sys.stderr)
     try:
         import tltorch  # noqa: F401
     except ImportError:
         print("note: tensorly-torch is not installed; its rows are skipped "
               "(pip install tensorly tensorly-torch)", file=sys.stderr)
 
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"lookup backend {lookup_backend('cpu')}, times are the best of repeated runs")
+    where = (torch.cuda.get_device_name(device) if device.type == "cuda"
+             else f"{torch.get_num_threads()} threads")
+    print(f"# torch {torch.__version__}, {where}, lookup backend {backend}, "
+          "times are the best of repeated runs")
     results: list[Result] = []
     for shape_name in args.shapes:
         spec = SHAPES[shape_name]
@@ -182,6 +204,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
             rows = sample_rows(spec["num_rows"], batch, generator)
             unique = int(rows.unique().numel())
             grad_out = torch.randn(batch, spec["dim"], generator=generator)
+            rows, grad_out = rows.to(device), grad_out.to(device)
             for rank in args.ranks:
                 for method in args.methods:
                     timing = bench_method(method, spec, rank, rows, grad_out,

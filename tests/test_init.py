@@ -109,3 +109,16 @@ def test_tt_svd_rejects_bad_weight():
         tt_svd(torch.zeros(10, 4, dtype=torch.long), shape)
     with pytest.raises(ValueError, match="2-D"):
         TTNodeEmbedding.from_pretrained(torch.zeros(10))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("init", ["gaussian", "ortho"])
+def test_cpu_generator_initialises_cuda_cores_like_cpu_cores(init):
+    def build(device):
+        generator = torch.Generator().manual_seed(3)
+        return TTNodeEmbedding(500, 16, ranks=4, init=init, device=device, generator=generator)
+
+    cpu, cuda = build("cpu"), build("cuda")
+    for a, b in zip(cpu.cores, cuda.cores):
+        assert b.device.type == "cuda"
+        torch.testing.assert_close(b.cpu(), a, rtol=0, atol=0)

@@ -214,10 +214,13 @@ def test_int32_rows_equal_int64(device):
     rows = draw_rows(7 * 8 * 9, 400, device)
     torch.testing.assert_close(tt_lookup_kernel(cores, rows.int()), tt_lookup_kernel(cores, rows), rtol=0, atol=0)
     grad_out = torch.randn(400, 16, generator=torch.Generator().manual_seed(6)).to(device)
+    # The CPU kernel sums in a fixed order: equal to the last bit. The CUDA kernel adds slice
+    # gradients with atomics, whose order (and so rounding) changes from run to run.
+    tolerance = dict(rtol=0, atol=0) if device == "cpu" else dict(rtol=1e-5, atol=1e-5)
     for a, b in zip(
         tt_lookup_backward_kernel(grad_out, cores, rows.int()), tt_lookup_backward_kernel(grad_out, cores, rows)
     ):
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(a, b, **tolerance)
 
 
 def test_noncontiguous_inputs(device):

@@ -25,6 +25,15 @@ __all__ = ["gaussian_", "orthogonal_", "tt_svd", "gaussian_core_std"]
 log = logging.getLogger(__name__)
 
 
+def _sample_device(generator: Optional[torch.Generator]) -> torch.device:
+    """Where random numbers are drawn: the generator's device (CPU without one).
+
+    Drawing on the generator's device and copying to the cores' device lets a CPU generator
+    initialise CUDA cores, with the same values as on the CPU for the same seed.
+    """
+    return generator.device if generator is not None else torch.device("cpu")
+
+
 def gaussian_core_std(ranks: Sequence[int], std: float) -> float:
     """Std of iid core entries that gives table entries of std ``std``.
 
@@ -45,19 +54,25 @@ def gaussian_(
         cores (sequence of Tensor): TT cores ``(n_k, r_{k-1}, m_k, r_k)``.
         std (float, optional): target std of the materialised table. (default: ``1.0``, the
             std of :class:`torch.nn.Embedding`'s default init)
-        generator (torch.Generator, optional): random source.
+        generator (torch.Generator, optional): random source, on any device (the values are
+            drawn there and copied to the cores).
     """
     if not std > 0:
         raise ValueError(f"std must be > 0, got {std}")
     ranks = [c.shape[1] for c in cores] + [cores[-1].shape[3]]
     sigma = gaussian_core_std(ranks, std)
     for core in cores:
-        core.normal_(0.0, sigma, generator=generator)
+        if generator is None or generator.device == core.device:
+            core.normal_(0.0, sigma, generator=generator)
+        else:
+            sample = torch.empty(core.shape, dtype=core.dtype, device=generator.device)
+            core.copy_(sample.normal_(0.0, sigma, generator=generator))
 
 
 def _random_orthonormal(rows: int, cols: int, generator, dtype, device) -> torch.Tensor:
     """A ``rows x cols`` matrix with orthonormal columns (Haar-distributed)."""
-    gauss = torch.randn(rows, cols, generator=generator, dtype=torch.float64)
+    gauss = torch.randn(rows, cols, generator=generator, dtype=torch.float64,
+                        device=_sample_device(generator))
     q, r = torch.linalg.qr(gauss)
     q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)
     return q.to(dtype=dtype, device=device)
@@ -108,7 +123,8 @@ def orthogonal_(
         core[:, : effective[k], :, :eff_out] = block
         if effective[k] < r_in:
             # Input channels that the previous core leaves at zero: random, so gradients flow.
-            extra = torch.randn(n, r_in - effective[k], m, r_out, generator=generator, dtype=torch.float64)
+            extra = torch.randn(n, r_in - effective[k], m, r_out, generator=generator,
+                                dtype=torch.float64, device=_sample_device(generator))
             core[:, effective[k] :, :, :] = (extra / math.sqrt(rows)).to(core.dtype)
     if gain != 1.0:
         cores[-1].mul_(gain)
