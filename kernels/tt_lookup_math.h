@@ -45,6 +45,17 @@
 #define TT_INLINE inline
 #endif
 
+// Fully unrolls a loop with a compile-time trip count, so that its array stays in registers.
+#if defined(__CUDA_ARCH__)
+#define TT_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define TT_UNROLL _Pragma("GCC unroll 64")
+#elif defined(__clang__)
+#define TT_UNROLL _Pragma("unroll")
+#else
+#define TT_UNROLL
+#endif
+
 // Lets the host compiler vectorise a loop (reductions and FMAs included) under -fopenmp.
 #if defined(_OPENMP) && !defined(__CUDA_ARCH__)
 #define TT_SIMD _Pragma("omp simd")
@@ -113,10 +124,37 @@ TT_HOST_DEVICE TT_INLINE void tt_axpy(T* TT_RESTRICT y, const T* TT_RESTRICT x, 
 
 
 // C = A @ B with A (rows x inner), B (inner x cols), C (rows x cols); C is overwritten.
+// For the common widths a row of C stays in registers across the sum over q.
+template <int64_t kCols, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_rows_fixed(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
+                                                   T* TT_RESTRICT C, int64_t rows,
+                                                   int64_t inner) {
+  for (int64_t a = 0; a < rows; ++a) {
+    const T* TT_RESTRICT a_row = A + a * inner;
+    T acc[kCols];
+    TT_SIMD
+    for (int64_t j = 0; j < kCols; ++j) acc[j] = a_row[0] * B[j];
+    for (int64_t q = 1; q < inner; ++q) {
+      const T alpha = a_row[q];
+      const T* TT_RESTRICT b_row = B + q * kCols;
+      TT_SIMD
+      for (int64_t j = 0; j < kCols; ++j) acc[j] += alpha * b_row[j];
+    }
+    TT_SIMD
+    for (int64_t j = 0; j < kCols; ++j) C[a * kCols + j] = acc[j];
+  }
+}
+
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
                                           T* TT_RESTRICT C, int64_t rows, int64_t inner,
                                           int64_t cols) {
+  switch (cols) {
+    case 16: tt_matmul_rows_fixed<16>(A, B, C, rows, inner); return;
+    case 32: tt_matmul_rows_fixed<32>(A, B, C, rows, inner); return;
+    case 64: tt_matmul_rows_fixed<64>(A, B, C, rows, inner); return;
+    default: break;
+  }
   for (int64_t a = 0; a < rows; ++a) {
     T* TT_RESTRICT c_row = C + a * cols;
     const T* TT_RESTRICT a_row = A + a * inner;
@@ -143,10 +181,40 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_rows(const T* TT_RESTRICT A, cons
 }
 
 // dA += dC @ B^T with dC (rows x cols), B^T given transposed as BT (cols x inner), dA (rows x inner).
+// The common ranks keep the output row in registers across the sum over j (as a loop over the
+// memory row, each step would wait for the previous step's store).
+template <int64_t kInner, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows_fixed(const T* TT_RESTRICT dC,
+                                                          const T* TT_RESTRICT BT,
+                                                          T* TT_RESTRICT dA, int64_t rows,
+                                                          int64_t cols) {
+  for (int64_t a = 0; a < rows; ++a) {
+    const T* TT_RESTRICT g_row = dC + a * cols;
+    T acc[kInner];
+    TT_SIMD
+    for (int64_t q = 0; q < kInner; ++q) acc[q] = dA[a * kInner + q];
+    for (int64_t j = 0; j < cols; ++j) {
+      const T g = g_row[j];
+      const T* TT_RESTRICT b_row = BT + j * kInner;
+      TT_SIMD
+      for (int64_t q = 0; q < kInner; ++q) acc[q] += g * b_row[q];
+    }
+    TT_SIMD
+    for (int64_t q = 0; q < kInner; ++q) dA[a * kInner + q] = acc[q];
+  }
+}
+
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, const T* TT_RESTRICT BT,
                                                  T* TT_RESTRICT dA, int64_t rows, int64_t inner,
                                                  int64_t cols) {
+  switch (inner) {
+    case 4: tt_matmul_nt_acc_rows_fixed<4>(dC, BT, dA, rows, cols); return;
+    case 8: tt_matmul_nt_acc_rows_fixed<8>(dC, BT, dA, rows, cols); return;
+    case 16: tt_matmul_nt_acc_rows_fixed<16>(dC, BT, dA, rows, cols); return;
+    case 32: tt_matmul_nt_acc_rows_fixed<32>(dC, BT, dA, rows, cols); return;
+    default: break;
+  }
   for (int64_t a = 0; a < rows; ++a) {
     const T* TT_RESTRICT g_row = dC + a * cols;
     T* TT_RESTRICT out_row = dA + a * inner;
@@ -227,16 +295,21 @@ TT_HOST_DEVICE TT_INLINE void tt_tiled_product(const T* TT_RESTRICT A_exp,
   if (period == kFastPeriod) {
     for (; i + kChunk <= dim; i += kChunk) {
       T acc[kChunk];
+      TT_UNROLL
       for (int64_t k = 0; k < kChunk; k += kFastPeriod) {
+        TT_SIMD
         for (int64_t b = 0; b < kFastPeriod; ++b) acc[k + b] = A_exp[i + k + b] * B_per[b];
       }
       for (int64_t q = 1; q < inner; ++q) {
         const T* TT_RESTRICT a = A_exp + q * dim + i;
         const T* TT_RESTRICT p = B_per + q * kFastPeriod;
+        TT_UNROLL
         for (int64_t k = 0; k < kChunk; k += kFastPeriod) {
+          TT_SIMD
           for (int64_t b = 0; b < kFastPeriod; ++b) acc[k + b] += a[k + b] * p[b];
         }
       }
+      TT_UNROLL
       for (int64_t b = 0; b < kChunk; ++b) row[i + b] = acc[b];
     }
   }
@@ -248,58 +321,39 @@ TT_HOST_DEVICE TT_INLINE void tt_tiled_product(const T* TT_RESTRICT A_exp,
   }
 }
 
-// Backward of tt_tiled_product for the output gradient g (dim,):
-// dB_per[q][b] += sum_{i = b mod period} A_exp[q][i] g[i] and dA_exp[q][i] += B_per[q][i mod period] g[i].
+// Slice gradient of tt_tiled_product for the output gradient g (dim,):
+// dB_per[q][b] += sum_{i = b mod period} A_exp[q][i] g[i]. (The prefix's gradient, dC @ B^T, is
+// tt_matmul_nt_acc_rows on the untiled slice: it keeps each prefix row in registers, which beats
+// accumulating in the spread layout, whose every element would be loaded and stored per row.)
 template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_tiled_product_backward(
-    const T* TT_RESTRICT A_exp, const T* TT_RESTRICT B_per, const T* TT_RESTRICT g,
-    T* TT_RESTRICT dB_per, T* TT_RESTRICT dA_exp, int64_t inner, int64_t dim, int64_t period) {
+TT_HOST_DEVICE TT_INLINE void tt_tiled_slice_grad(const T* TT_RESTRICT A_exp,
+                                                  const T* TT_RESTRICT g, T* TT_RESTRICT dB_per,
+                                                  int64_t inner, int64_t dim, int64_t period) {
   if (period == kFastPeriod && dim % kChunk == 0) {
+    static_assert(kChunk == 4 * kFastPeriod, "the fold below sums four periods");
     for (int64_t q = 0; q < inner; ++q) {
       const T* TT_RESTRICT a = A_exp + q * dim;
-      const T* TT_RESTRICT p = B_per + q * kFastPeriod;
-      T* TT_RESTRICT da = dA_exp + q * dim;
       T acc[kChunk];
+      TT_UNROLL
       for (int64_t b = 0; b < kChunk; ++b) acc[b] = T(0);
       for (int64_t i = 0; i < dim; i += kChunk) {
+        TT_UNROLL
         for (int64_t b = 0; b < kChunk; ++b) acc[b] += a[i + b] * g[i + b];
-        for (int64_t k = 0; k < kChunk; k += kFastPeriod) {
-          for (int64_t b = 0; b < kFastPeriod; ++b) da[i + k + b] += p[b] * g[i + k + b];
-        }
       }
+      // Fold the chunk into one period, period-wide (vectorised, in registers).
       T* TT_RESTRICT db = dB_per + q * kFastPeriod;
+      TT_SIMD
       for (int64_t b = 0; b < kFastPeriod; ++b) {
-        T sum = acc[b];
-        for (int64_t k = kFastPeriod; k < kChunk; k += kFastPeriod) sum += acc[b + k];
-        db[b] += sum;
+        db[b] += (acc[b] + acc[b + kFastPeriod]) +
+                 (acc[b + 2 * kFastPeriod] + acc[b + 3 * kFastPeriod]);
       }
     }
     return;
   }
   for (int64_t q = 0; q < inner; ++q) {
     const T* TT_RESTRICT a = A_exp + q * dim;
-    const T* TT_RESTRICT p = B_per + q * period;
-    T* TT_RESTRICT da = dA_exp + q * dim;
     T* TT_RESTRICT db = dB_per + q * period;
-    for (int64_t i = 0; i < dim; ++i) {
-      db[i % period] += a[i] * g[i];
-      da[i] += p[i % period] * g[i];
-    }
-  }
-}
-
-// dA[a][q] += sum_c dA_exp[q][a m + c]  (inverse layout of tt_spread_rows).
-template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_fold_spread(const T* TT_RESTRICT dA_exp, T* TT_RESTRICT dA,
-                                             int64_t rows, int64_t inner, int64_t m) {
-  const int64_t dim = rows * m;
-  for (int64_t q = 0; q < inner; ++q) {
-    const T* TT_RESTRICT src = dA_exp + q * dim;
-    for (int64_t a = 0; a < rows; ++a) {
-      T acc = src[a * m];
-      for (int64_t c = 1; c < m; ++c) acc += src[a * m + c];
-      dA[a * inner + q] += acc;
-    }
+    for (int64_t i = 0; i < dim; ++i) db[i % period] += a[i] * g[i];
   }
 }
 

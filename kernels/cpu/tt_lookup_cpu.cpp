@@ -149,6 +149,12 @@ inline void split_range(int64_t total, int64_t part, int64_t parts, int64_t* beg
   *end = total * (part + 1) / parts;
 }
 
+// How many unique rows ahead the backward prefetches output gradients.
+#ifndef TT_PREFETCH_AHEAD
+#define TT_PREFETCH_AHEAD 3
+#endif
+constexpr int64_t kPrefetchAhead = TT_PREFETCH_AHEAD;
+
 // The last core is tiled (see tt_lookup_math.h) unless its tiles would exceed this many
 // scalars; past it the last step falls back to the plain product.
 constexpr int64_t kMaxTileScalars = int64_t(1) << 22;
@@ -316,11 +322,11 @@ struct BackwardWalk : PrefixWalk<scalar_t> {
   }
 };
 
-// `grad_tiles` (tiled form only): this thread's (n_{K-1}, r_{K-1}, D) gradient of the tiles,
+// `grad_tiles` (tiled form only): this thread's (n_{K-1}, r_{K-1}, period) gradient of the tiles,
 // zeroed lazily: `touched[t]` says whether tile t holds data.
 template <typename scalar_t>
 TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cores,
-                                  const scalar_t* const* cores_t, const scalar_t* tiles,
+                                  const scalar_t* const* cores_t,
                                   const SortedRows& sorted, const scalar_t* grad_out,
                                   scalar_t* const* grads, scalar_t* grad_tiles, char* touched,
                                   int64_t begin, int64_t end) {
@@ -328,24 +334,19 @@ TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cor
   BackwardWalk<scalar_t> walk(dims, cores, cores_t, grads);
   std::vector<scalar_t> grad_row(step.dim);
   std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
-  std::vector<scalar_t> grad_spread(step.tiled ? step.spread_size() : 0, scalar_t(0));
   const int64_t row_bytes = step.dim * static_cast<int64_t>(sizeof(scalar_t));
-  auto fold_spread = [&] {
-    tt_fold_spread(grad_spread.data(), walk.grad_partial[step.last - 1], step.rows, step.inner,
-                   step.cols);
-    std::fill(grad_spread.begin(), grad_spread.end(), scalar_t(0));
-  };
   for (int64_t u = begin; u < end; ++u) {
-    if (u + 1 < end) {
-      // The next row's output gradients (its first few positions) are cold: fetch them now.
-      const int64_t next_stop = std::min(sorted.offsets[u + 2], sorted.offsets[u + 1] + 4);
-      for (int64_t s = sorted.offsets[u + 1]; s < next_stop; ++s) {
+    if (u + kPrefetchAhead < end) {
+      // The output gradients of a row a few rows ahead (its first few positions) are cold,
+      // scattered over the batch: start fetching them now.
+      const int64_t ahead = u + kPrefetchAhead;
+      const int64_t stop = std::min(sorted.offsets[ahead + 1], sorted.offsets[ahead] + 4);
+      for (int64_t s = sorted.offsets[ahead]; s < stop; ++s) {
         prefetch_bytes(grad_out + sorted.positions[s] * step.dim, row_bytes, false);
       }
     }
     const int level = walk.advance(sorted.unique_rows[u]);
     if (u > begin && level < step.last) {
-      if (step.tiled) fold_spread();
       for (int k = step.last - 1; k >= level; --k) walk.flush(k);
     }
     walk.recompute(level);
@@ -368,25 +369,23 @@ TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cor
       g = acc;
     }
     const int64_t digit = walk.digits[step.last];
+    const int64_t offset = digit * dims.slice_size(step.last);
     if (step.tiled) {
       scalar_t* grad_tile = grad_tiles + digit * step.tile_size();
       if (!touched[digit]) {
         std::fill(grad_tile, grad_tile + step.tile_size(), scalar_t(0));
         touched[digit] = 1;
       }
-      tt_tiled_product_backward(spread.data(), tiles + digit * step.tile_size(), g, grad_tile,
-                                grad_spread.data(), step.inner, step.dim, step.period);
+      tt_tiled_slice_grad(spread.data(), g, grad_tile, step.inner, step.dim, step.period);
     } else {
-      const int64_t offset = digit * dims.slice_size(step.last);
       tt_matmul_tn_acc_rows(walk.partial[step.last - 1], g, grads[step.last] + offset,
                             step.rows, step.inner, step.cols);
-      tt_matmul_nt_acc_rows(g, cores_t[step.last] + offset, walk.grad_partial[step.last - 1],
-                            step.rows, step.inner, step.cols);
     }
+    tt_matmul_nt_acc_rows(g, cores_t[step.last] + offset, walk.grad_partial[step.last - 1],
+                          step.rows, step.inner, step.cols);
   }
   if (end > begin) {
     // The last row's prefixes are complete at every level.
-    if (step.tiled) fold_spread();
     for (int k = 0; k < dims.num_cores; ++k) walk.prev_digits[k] = walk.digits[k];
     for (int k = step.last - 1; k >= 0; --k) walk.flush(k);
   }
@@ -459,9 +458,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int threads = threads_for(num_unique);
   const LastStep step(dims);
   const int64_t last_slices = dims.n[step.last];
-  const int64_t tiles_size = step.tiled ? last_slices * step.tile_size() : 0;
-  auto& tiles = workspace<scalar_t, 10>();
-  tiles.resize(tiles_size);
+  const int64_t grad_tiles_size = step.tiled ? last_slices * step.tile_size() : 0;
   // Per thread (thread-local workspaces): the gradient of the tiles, which tiles it has touched,
   // and (threads other than 0, which accumulates into the returned gradients) private gradients.
   std::vector<scalar_t*> grad_tiles(threads, nullptr);
@@ -475,15 +472,9 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     const int tid = omp_get_thread_num();
     const int team = omp_get_num_threads();
     if (step.tiled) {
-      const int64_t slice = dims.slice_size(step.last);
-#pragma omp for
-      for (int64_t t = 0; t < last_slices; ++t) {
-        tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
-                     step.inner, step.cols, step.period);
-      }
       auto& my_grad_tiles = workspace<scalar_t, 12>();
       auto& my_touched = workspace<char, 13>();
-      my_grad_tiles.resize(tiles_size);
+      my_grad_tiles.resize(grad_tiles_size);
       my_touched.assign(last_slices, 0);
       grad_tiles[tid] = my_grad_tiles.data();
       touched[tid] = my_touched.data();
@@ -502,7 +493,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      backward_range<scalar_t>(dims, core_ptrs.data(), core_t_ptrs.data(), tiles.data(), sorted,
+      backward_range<scalar_t>(dims, core_ptrs.data(), core_t_ptrs.data(), sorted,
                                grad_out_ptr, grad_ptrs[tid].data(), grad_tiles[tid], touched[tid],
                                begin, end);
     }
@@ -511,7 +502,8 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       for (int64_t t = 0; t < last_slices; ++t) {
         if (!touched[tid][t]) continue;
         tt_fold_tile(grad_tiles[tid] + t * step.tile_size(),
-                     grad_ptrs[tid][step.last] + t * slice, step.inner, step.cols, step.period);
+                     grad_ptrs[tid][step.last] + t * slice, step.inner, step.cols,
+                     step.period);
       }
     }
 #pragma omp barrier
