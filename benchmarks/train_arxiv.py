@@ -36,6 +36,9 @@ CONFIGS = {
     "gat-tt": (["--model", "gat", *TT, "--order", "hierarchical-metis"], "main"),
     "gat-full": (["--model", "gat", "--embedding", "full"], "main"),
 }
+# Label reuse (--label-input): known training labels as node inputs; the same TT tables.
+CONFIGS["sage-tt-labels"] = (["--model", "sage", *TT, "--order", "hierarchical-metis", "--label-input"], "labels")
+CONFIGS["gat-tt-labels"] = (["--model", "gat", *TT, "--order", "hierarchical-metis", "--label-input"], "labels")
 for _order in ("identity", "random", "rcm", "metis-flat", "hierarchical-metis"):
     CONFIGS[f"sage-tt-{_order}"] = (["--model", "sage", *TT, "--order", _order], "ablation")
 
@@ -197,7 +200,7 @@ def main() -> int:
         running = _reap(running)
     header = ("| model | embedding | order | rank | compression | valid acc | test acc | C&S valid | C&S test | "
               "best epoch | epoch time | run time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for group in ("main", "ablation"):
+    for group in ("main", "labels", "ablation"):
         members = [n for n in names if CONFIGS[n][1] == group]
         lines = []
         for name in members:
@@ -205,7 +208,8 @@ def main() -> int:
             if path.exists():
                 lines.append(row(name, json.loads(path.read_text())))
         if lines:
-            title = "main" if group == "main" else f"node-order ablation (GraphSAGE + TT, {args.ablation_epochs} epochs)"
+            title = {"main": "main", "labels": "with known training labels as inputs (--label-input)",
+                     "ablation": f"node-order ablation (GraphSAGE + TT, {args.ablation_epochs} epochs)"}[group]
             print(f"\n{title}:\n{header}\n" + "\n".join(lines))
     print("\ncommands:")
     for name in names:

@@ -350,11 +350,12 @@ def run_jobs(commands: list, logs: list, env: dict, deadline_s: float = DEADLINE
 
 
 def torchrun_train(launcher_args: list, toy_folder: Path, out_dir: Path, tmp: Path, extra_env=None,
-                   name: str = "job") -> tuple[int, str]:
+                   name: str = "job", extra_args=()) -> tuple[int, str]:
     env = {k: v for k, v in os.environ.items() if k != tdist.FAULT_ENV and not k.startswith("TORCHELASTIC")}
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **(extra_env or {}))
     cmd = [sys.executable, "-m", "torch.distributed.run", *launcher_args, "-m", "ttgnn.cli", "train",
-           "--dataset", str(toy_folder), "--cache-dir", str(tmp / "cache"), "--output-dir", str(out_dir), *TRAIN_ARGS]
+           "--dataset", str(toy_folder), "--cache-dir", str(tmp / "cache"), "--output-dir", str(out_dir), *TRAIN_ARGS,
+           *extra_args]
     log_path = tmp / f"{name}.log"
     (code,) = run_jobs([cmd], [log_path], env)
     return code, log_path.read_text()
@@ -393,6 +394,18 @@ def test_ttgnn_train_under_torchrun_two_ranks(two_rank_run):
     losses = [r["loss"] for r in metrics["epochs"]]
     assert losses[-1] < losses[0] - 0.3  # it trains (2.39 -> 1.34 measured)
     assert set(final_model(two_rank_run)) >= {f"node_input.table.cores.{k}" for k in range(3)}
+
+
+def test_label_input_under_torchrun_two_ranks(toy_folder, tmp_path):
+    # Every rank draws the same known/target split and an equal shard of the targets: the ranks
+    # run the same number of steps (an unequal count would hang DDP until the timeout).
+    code, log = torchrun_train(["--standalone", "--nproc-per-node=2"], toy_folder, tmp_path / "out", tmp_path,
+                               name="labels", extra_args=["--label-input", "--dist-timeout", "60"])
+    assert code == 0, log[-3000:]
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["label_input"] is True and metrics["world_size"] == 2
+    assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3]
+    assert "label_input.table.weight" in final_model(tmp_path / "out")
 
 
 def test_two_nodes_on_one_machine_match_one_node(two_rank_run, toy_folder, tmp_path):

@@ -9,7 +9,7 @@ import dgl  # noqa: E402
 
 from ttgnn import TTNodeEmbedding  # noqa: E402
 from ttgnn.data import planted_partition  # noqa: E402
-from ttgnn.models import GAT, GraphSAGE, NodeInput, build_model, tt_dense_table  # noqa: E402
+from ttgnn.models import GAT, GraphSAGE, LabelInput, NodeInput, build_model, tt_dense_table  # noqa: E402
 
 
 @pytest.mark.parametrize("row_shape,col_shape,ranks", [([5, 6, 7], [2, 4, 2], 3), ([4, 9], [8, 2], 5),
@@ -120,3 +120,52 @@ def test_parameter_groups_split_embedding_from_gnn():
     assert sum(p.numel() for p in emb) == inp.table.num_parameters
     assert {id(p) for p in emb}.isdisjoint({id(p) for p in gnn})
     assert len(emb) + len(gnn) == len(list(clf.parameters()))
+
+
+def test_label_input_table_and_errors():
+    labels = LabelInput(3, 5)
+    assert labels.unknown == 3 and labels.table.weight.shape == (4, 5)
+    out = labels(torch.tensor([0, 3, 2, 3]))
+    assert torch.equal(out[1], torch.zeros(5)) and torch.equal(out[3], torch.zeros(5))
+    assert torch.equal(out[0], labels.table.weight[0]) and torch.equal(out[2], labels.table.weight[2])
+    out.sum().backward()
+    assert torch.equal(labels.table.weight.grad[3], torch.zeros(5))  # "unknown" stays zero
+    with pytest.raises(IndexError, match=r"\[0, 3\]"):
+        labels(torch.tensor([0, 4]))
+    with pytest.raises(IndexError):
+        labels(torch.tensor([-1]))
+    with pytest.raises(TypeError, match="int32 or int64"):
+        labels(torch.tensor([0.0]))
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_label_input_model_full_blocks_and_inference_agree(small_graph, model):
+    ds, graph = small_graph
+    torch.manual_seed(0)
+    inp = NodeInput("tt", ds.num_nodes, 16, ranks=4, init_scale=10.0)
+    clf = build_model(model, inp, ds.num_classes, hidden=16, num_layers=2, heads=2, label_input=True)
+    clf.eval()
+    known = torch.full((ds.num_nodes,), ds.num_classes)
+    known[:150] = ds.labels[:150]
+    full = clf(graph, input_labels=known)
+    # the labels change the output, and only through the label table: with no known label the
+    # model is the plain one
+    assert not torch.allclose(full, clf(graph, input_labels=torch.full_like(known, ds.num_classes)))
+    torch.testing.assert_close(clf(graph, input_labels=torch.full_like(known, ds.num_classes)),
+                               clf.gnn(graph, inp(None)), rtol=1e-5, atol=1e-6)
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)
+    input_nodes, output_nodes, blocks = sampler.sample_blocks(graph, torch.tensor([0, 5, 149, 150, 299]))
+    from_blocks = clf(blocks, input_nodes.long(), input_labels=known)
+    torch.testing.assert_close(from_blocks, full[output_nodes.long()], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(clf.inference(graph, batch_size=64, input_labels=known), full, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="input_labels"):
+        clf(graph)
+    with pytest.raises(ValueError, match="shape"):
+        clf(graph, input_labels=known[:10])
+    plain = build_model(model, inp, ds.num_classes, hidden=16, num_layers=2, heads=2)
+    with pytest.raises(ValueError, match="no label input"):
+        plain(graph, input_labels=known)
+    # the per-class table trains with the GNN's settings, not the embedding's
+    emb, gnn = clf.parameter_groups()
+    assert any(p is clf.label_input.table.weight for p in gnn)
+    assert not any(p is clf.label_input.table.weight for p in emb)

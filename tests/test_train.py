@@ -79,11 +79,13 @@ def planted():
     return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
 
 
-@pytest.mark.parametrize("model,mode", [("sage", "minibatch"), ("gat", "full")])
-def test_resume_matches_uninterrupted(tmp_path, planted, model, mode):
-    whole = train(_tiny_config(tmp_path / "whole", model=model, mode=mode), planted)
-    train(_tiny_config(tmp_path / "split", model=model, mode=mode, epochs=2), planted)
-    resumed = train(_tiny_config(tmp_path / "split", model=model, mode=mode, resume=True), planted)
+@pytest.mark.parametrize("model,mode,labels", [("sage", "minibatch", False), ("gat", "full", False),
+                                               ("sage", "minibatch", True)])
+def test_resume_matches_uninterrupted(tmp_path, planted, model, mode, labels):
+    kw = dict(model=model, mode=mode, label_input=labels)
+    whole = train(_tiny_config(tmp_path / "whole", **kw), planted)
+    train(_tiny_config(tmp_path / "split", epochs=2, **kw), planted)
+    resumed = train(_tiny_config(tmp_path / "split", resume=True, **kw), planted)
     assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3, 4]
     for key in ("loss", "train_acc", "valid_acc", "test_acc"):
         assert [r[key] for r in resumed["epochs"]] == [r[key] for r in whole["epochs"]], key
@@ -148,7 +150,62 @@ def test_cli_reports_bad_dataset(tmp_path, capsys):
     assert "nonexistent" in capsys.readouterr().err
 
 
+def test_split_known_is_a_seeded_partition_of_the_training_nodes():
+    from ttgnn.train import known_labels, split_known
+
+    nodes = torch.arange(1000, 3000)
+    known, target = split_known(nodes, 0.5, seed=3, epoch=7)
+    assert sorted(torch.cat([known, target]).tolist()) == nodes.tolist()  # disjoint, covering
+    assert 900 < known.numel() < 1100
+    again, _ = split_known(nodes, 0.5, seed=3, epoch=7)
+    assert torch.equal(known, again)
+    assert not torch.equal(split_known(nodes, 0.5, seed=3, epoch=8)[0][:50], known[:50])
+    assert split_known(nodes, 0.2, seed=3, epoch=7)[0].numel() < 500
+    ds = planted_partition(50, num_classes=3, seed=0)
+    ids = known_labels(ds, torch.tensor([1, 4]))
+    assert ids.shape == (50,) and ids[1] == ds.labels[1] and ids[4] == ds.labels[4]
+    assert (ids[[0, 2, 3]] == 3).all() and (ids == 3).sum() == 48
+
+
+@pytest.mark.parametrize("mode", ["full", "minibatch"])
+def test_label_input_never_uses_validation_or_test_labels(tmp_path, planted, mode):
+    # Scrambling the validation and test labels changes nothing the model learns or predicts:
+    # no such label is ever an input, in training or in evaluation.
+    import dataclasses
+
+    from ttgnn.train import _all_logits, build_classifier
+
+    labels = planted.labels.clone()
+    hidden = torch.cat([planted.split["valid"], planted.split["test"]])
+    labels[hidden] = (labels[hidden] + 1) % planted.num_classes
+    scrambled = dataclasses.replace(planted, labels=labels)
+    kw = dict(mode=mode, label_input=True, epochs=3, correct_smooth=False)
+    a = train(_tiny_config(tmp_path / "a", **kw), planted)
+    b = train(_tiny_config(tmp_path / "b", **kw), scrambled)
+    assert [r["loss"] for r in a["epochs"]] == [r["loss"] for r in b["epochs"]]
+    assert [r["train_acc"] for r in a["epochs"]] == [r["train_acc"] for r in b["epochs"]]
+    state_a = load_checkpoint(tmp_path / "a" / CHECKPOINT_NAME)["model"]
+    state_b = load_checkpoint(tmp_path / "b" / CHECKPOINT_NAME)["model"]
+    for key in state_a:
+        assert torch.equal(state_a[key], state_b[key]), key
+    model = build_classifier(_tiny_config(tmp_path / "a", **kw), planted)
+    model.load_state_dict(state_a)
+    graph = planted.dgl_graph(self_loops=True)
+    # (layer-wise inference differs between two identical calls at float32 rounding, ~2e-6;
+    # a label input would move logits by O(1))
+    torch.testing.assert_close(_all_logits(model, graph, mode, 128, planted),
+                               _all_logits(model, graph, mode, 128, scrambled), rtol=1e-5, atol=1e-5)
+    # the per-class table is counted with the GNN's parameters; the embedding's count is the TT's
+    label_params = (planted.num_classes + 1) * 16
+    assert model.label_input.table.weight.numel() == label_params
+    assert a["label_input"] is True
+    assert a["gnn_parameters"] == sum(p.numel() for p in model.gnn.parameters()) + label_params
+    assert a["embedding_parameters"] == model.node_input.num_parameters
+
+
 def test_config_validation():
+    with pytest.raises(ValueError, match="label_rate"):
+        TrainConfig(label_rate=1.0).validate()
     with pytest.raises(ValueError, match="fan-out"):
         TrainConfig(mode="minibatch", num_layers=3, fanouts=[5, 5]).validate()
     with pytest.raises(ValueError, match="order"):

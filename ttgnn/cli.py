@@ -112,6 +112,12 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--emb-lr", type=float, default=d.emb_lr, help="embedding learning rate")
     p.add_argument("--emb-weight-decay", type=float, default=d.emb_weight_decay, help="embedding weight decay")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
+    p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
+                   help="label reuse: known training labels are node inputs (a random --label-rate of the "
+                   "training nodes each epoch, the loss on the rest; every training label at evaluation; "
+                   "validation and test labels never)")
+    p.add_argument("--label-rate", type=float, default=d.label_rate,
+                   help="share of training nodes whose labels are inputs in an epoch (with --label-input)")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth "
                    "(label propagation from the training nodes; strengths chosen on validation)")

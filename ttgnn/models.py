@@ -6,7 +6,10 @@
   and :class:`GAT` (`Velickovic et al., 2018 <https://arxiv.org/abs/1710.10903>`_, multi-head) built
   from ``dgl.nn.SAGEConv`` / ``dgl.nn.GATConv``; both run on a full graph or on a list of DGL
   blocks (mini-batch), and have a layer-wise full-neighbour :meth:`GNN.inference`.
-* :class:`NodeClassifier` ties the two together.
+* :class:`LabelInput` (optional) adds a learned vector per known training label to a node's input
+  (label reuse): the labels of a random part of the training nodes are inputs, the loss is on
+  the others; at evaluation every training label is an input, never a validation or test label.
+* :class:`NodeClassifier` ties them together.
 
 Only DGL APIs present in both DGL 1.1 and 2.x are used.
 """
@@ -26,7 +29,8 @@ from dgl.nn import GATConv, SAGEConv  # noqa: E402
 from .embedding import TTNodeEmbedding  # noqa: E402
 from .ops import kernel_applies  # noqa: E402
 
-__all__ = ["tt_dense_table", "NodeInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier", "build_model"]
+__all__ = ["tt_dense_table", "NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
+           "build_model"]
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +146,47 @@ class NodeInput(nn.Module):
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, num_nodes={self.num_nodes}, dim={self.dim}"
+
+
+class LabelInput(nn.Module):
+    r"""Known labels as a node input: one learned vector per class, zero for "unknown".
+
+    A node's input becomes its embedding plus the vector of its label when its label is given.
+    The table has ``num_classes + 1`` rows; row ``num_classes`` (:attr:`unknown`) is fixed at
+    zero (``padding_idx``), so unlabelled nodes get the embedding alone. Its size depends on the
+    classes, not on the nodes: ``(num_classes + 1) * dim`` parameters.
+
+    Args:
+        num_classes (int): ``C``.
+        dim (int): width of the node input it is added to.
+
+    Shapes:
+        - **input:** label ids ``(B,)`` in ``[0, C]`` (``C`` = unknown).
+        - **output:** ``(B, dim)``.
+    """
+
+    def __init__(self, num_classes: int, dim: int) -> None:
+        super().__init__()
+        if num_classes < 1 or dim < 1:
+            raise ValueError(f"num_classes and dim must be >= 1, got {num_classes} and {dim}")
+        self.num_classes = num_classes
+        self.table = nn.Embedding(num_classes + 1, dim, padding_idx=num_classes)
+
+    @property
+    def unknown(self) -> int:
+        """The id of an unknown label."""
+        return self.num_classes
+
+    def forward(self, labels: torch.Tensor) -> torch.Tensor:
+        if labels.dtype not in (torch.int32, torch.int64):
+            raise TypeError(f"label ids must be int32 or int64, got {labels.dtype}")
+        if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > self.num_classes):
+            raise IndexError(f"label ids must be in [0, {self.num_classes}] ({self.num_classes} = unknown), "
+                             f"got values in [{int(labels.min())}, {int(labels.max())}]")
+        return self.table(labels.to(self.table.weight.device))
+
+    def extra_repr(self) -> str:
+        return f"num_classes={self.num_classes}, dim={self.table.embedding_dim}"
 
 
 class GNN(nn.Module):
@@ -290,39 +335,67 @@ class GAT(GNN):
 
 
 class NodeClassifier(nn.Module):
-    r"""An input module followed by a GNN.
+    r"""An input module (and optionally a :class:`LabelInput`) followed by a GNN.
 
     Args:
         node_input (NodeInput): gives the input vectors.
         gnn (GNN): the graph network.
+        label_input (LabelInput, optional): adds the vectors of known labels to the inputs; the
+            model then needs ``input_labels``. (default: ``None``)
 
-    ``forward(graph_or_blocks, input_nodes=None)``: with a full graph, all nodes' inputs are used;
-    with blocks, ``input_nodes`` are the source nodes of the first block.
+    ``forward(graph_or_blocks, input_nodes=None, input_labels=None)``: with a full graph, all
+    nodes' inputs are used; with blocks, ``input_nodes`` are the source nodes of the first block.
+    ``input_labels`` is a ``(N,)`` tensor of label ids for every node of the graph, ``C`` (the
+    number of classes) where the label is not to be seen; it is indexed by ``input_nodes``.
     """
 
-    def __init__(self, node_input: NodeInput, gnn: GNN) -> None:
+    def __init__(self, node_input: NodeInput, gnn: GNN, label_input: Optional[LabelInput] = None) -> None:
         super().__init__()
         self.node_input = node_input
         self.gnn = gnn
+        self.label_input = label_input
 
-    def forward(self, graph, input_nodes: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def _inputs(self, input_nodes: Optional[torch.Tensor], input_labels: Optional[torch.Tensor]) -> torch.Tensor:
         h = self.node_input(input_nodes)
-        return self.gnn(graph, h)
+        if self.label_input is None:
+            if input_labels is not None:
+                raise ValueError("input_labels given, but this model has no label input")
+            return h
+        if input_labels is None:
+            raise ValueError("this model takes known labels as input: pass input_labels, a (N,) tensor of "
+                             f"label ids with {self.label_input.unknown} for unknown")
+        if input_labels.dim() != 1 or input_labels.shape[0] != self.node_input.num_nodes:
+            raise ValueError(f"input_labels must have shape ({self.node_input.num_nodes},), "
+                             f"got {tuple(input_labels.shape)}")
+        if input_nodes is not None:
+            input_labels = input_labels[input_nodes.to(input_labels.device)]
+        return h + self.label_input(input_labels)
+
+    def forward(self, graph, input_nodes: Optional[torch.Tensor] = None,
+                input_labels: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return self.gnn(graph, self._inputs(input_nodes, input_labels))
 
     @torch.no_grad()
-    def inference(self, graph, batch_size: int = 8192, progress: bool = False) -> torch.Tensor:
+    def inference(self, graph, batch_size: int = 8192, progress: bool = False,
+                  input_labels: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Logits of all nodes by layer-wise full-neighbour inference, ``(N, num_classes)``."""
-        return self.gnn.inference(graph, self.node_input(None), batch_size=batch_size, progress=progress)
+        return self.gnn.inference(graph, self._inputs(None, input_labels), batch_size=batch_size,
+                                  progress=progress)
 
     def parameter_groups(self) -> tuple[list, list]:
-        """``(embedding parameters, GNN parameters)`` for separate optimiser settings."""
-        return list(self.node_input.parameters()), list(self.gnn.parameters())
+        """``(embedding parameters, GNN parameters)`` for separate optimiser settings; the label
+        input (a per-class table) belongs to the GNN's group."""
+        gnn = list(self.gnn.parameters())
+        if self.label_input is not None:
+            gnn += list(self.label_input.parameters())
+        return list(self.node_input.parameters()), gnn
 
 
 def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: int = 256, num_layers: int = 3,
                 dropout: float = 0.5, input_dropout: float = 0.0, norm: str = "batch", residual: bool = False,
-                heads: int = 4, attn_dropout: float = 0.0) -> NodeClassifier:
-    """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input``."""
+                heads: int = 4, attn_dropout: float = 0.0, label_input: bool = False) -> NodeClassifier:
+    """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input`` (plus a
+    :class:`LabelInput` of ``num_classes`` when ``label_input``)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     common = dict(num_layers=num_layers, dropout=dropout, input_dropout=input_dropout, norm=norm, residual=residual)
@@ -330,4 +403,5 @@ def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: 
         gnn = GraphSAGE(node_input.dim, hidden, num_classes, **common)
     else:
         gnn = GAT(node_input.dim, hidden, num_classes, heads=heads, attn_dropout=attn_dropout, **common)
-    return NodeClassifier(node_input, gnn)
+    labels = LabelInput(num_classes, node_input.dim) if label_input else None
+    return NodeClassifier(node_input, gnn, labels)

@@ -47,7 +47,8 @@ MODELS = ("sage", "gat")
 EMBEDDINGS = ("tt", "full", "features")
 NORMS = ("none", "batch", "layer")
 
-__all__ = ["TrainConfig", "train", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "ORDERS",
+__all__ = ["TrainConfig", "train", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "known_labels",
+           "split_known", "ORDERS",
            "CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME"]
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,12 @@ class TrainConfig:
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
         epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
         label_smoothing (float): cross-entropy label smoothing.
+        label_input (bool): label reuse: add a learned vector of each known training label to
+            its node's input (:class:`~ttgnn.models.LabelInput`). Every epoch a random
+            ``label_rate`` of the training nodes show their labels and the loss is on the other
+            training nodes; evaluation shows every training label. Validation and test labels
+            are never inputs. The per-class table counts with the GNN's parameters.
+        label_rate (float): share of training nodes whose labels are inputs in an epoch.
         correct_smooth (bool): after training, apply Correct and Smooth (label propagation from
             the training nodes, :mod:`ttgnn.smoothing`) to the best model's predictions and report
             its accuracies as well (``metrics["correct_smooth"]``); it needs about four
@@ -124,6 +131,8 @@ class TrainConfig:
     emb_lr: float = 0.05
     emb_weight_decay: float = 0.0
     label_smoothing: float = 0.0
+    label_input: bool = False
+    label_rate: float = 0.5
     correct_smooth: bool = True
     seed: int = 0
     num_threads: Optional[int] = None
@@ -143,6 +152,8 @@ class TrainConfig:
         for key in ("dropout", "input_dropout", "attn_dropout", "label_smoothing"):
             if not 0.0 <= getattr(self, key) < 1.0:
                 raise ValueError(f"{key} must be in [0, 1), got {getattr(self, key)}")
+        if not 0.0 < self.label_rate < 1.0:
+            raise ValueError(f"label_rate must be in (0, 1), got {self.label_rate}")
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.resume and not self.output_dir:
@@ -232,7 +243,34 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset):
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
-                       attn_dropout=config.attn_dropout)
+                       attn_dropout=config.attn_dropout, label_input=config.label_input)
+
+
+def known_labels(dataset: NodeDataset, known: Optional[torch.Tensor]) -> torch.Tensor:
+    """``(N,)`` label ids for a label-input model: ``labels[v]`` for ``v`` in ``known``, and
+    ``num_classes`` (unknown) everywhere else."""
+    out = torch.full((dataset.num_nodes,), dataset.num_classes, dtype=torch.long, device=dataset.labels.device)
+    if known is not None and known.numel():
+        known = known.to(out.device)
+        out[known] = dataset.labels[known].long()
+    return out
+
+
+def split_known(train_nodes: torch.Tensor, rate: float, seed: int, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(known, target)``: a random ``rate`` of ``train_nodes`` whose labels are inputs this epoch,
+    and the rest, on which the loss is taken. Drawn from ``(seed, epoch)`` alone, so every rank of a
+    data-parallel run, and a resumed run, draws the same split."""
+    generator = torch.Generator().manual_seed((seed * 1_000_003 + epoch * 7_919 + 17) % (2**31 - 1))
+    mask = torch.rand(train_nodes.numel(), generator=generator) < rate
+    nodes = train_nodes.cpu()
+    return nodes[mask], nodes[~mask]
+
+
+def _eval_labels(model, dataset: NodeDataset) -> Optional[torch.Tensor]:
+    """Every training label as input (validation and test labels never), for a label-input model."""
+    if getattr(model, "label_input", None) is None:
+        return None
+    return known_labels(dataset, dataset.split["train"])
 
 
 class _Accuracy:
@@ -254,16 +292,19 @@ class _Accuracy:
 
 
 @torch.no_grad()
-def _all_logits(model, graph, mode: str, eval_batch_size: int) -> torch.Tensor:
+def _all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset) -> torch.Tensor:
     model.eval()
-    return model(graph) if mode == "full" else model.inference(graph, batch_size=eval_batch_size)
+    labels = _eval_labels(model, dataset)
+    if mode == "full":
+        return model(graph) if labels is None else model(graph, input_labels=labels)
+    return model.inference(graph, batch_size=eval_batch_size, input_labels=labels)
 
 
 @torch.no_grad()
 def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
              accuracy: Optional[_Accuracy] = None) -> dict:
     """Accuracies ``{"train", "valid", "test"}`` and the validation loss of ``model`` on ``dataset``."""
-    logits = _all_logits(model, graph, mode, eval_batch_size)
+    logits = _all_logits(model, graph, mode, eval_batch_size, dataset)
     pred = logits.argmax(1)
     accuracy = accuracy or _Accuracy(dataset.evaluator_name)
     result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}
@@ -282,7 +323,7 @@ def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, ev
     from .smoothing import normalized_adjacency, tune_correct_and_smooth
 
     start = time.perf_counter()
-    logits = _all_logits(model, graph, mode, eval_batch_size).cpu()
+    logits = _all_logits(model, graph, mode, eval_batch_size, dataset).cpu()
     labels = dataset.labels.cpu()
     adjacency = normalized_adjacency(*dataset.csr(), dataset.num_nodes)
     split = {key: idx.cpu() for key, idx in dataset.split.items()}
@@ -293,17 +334,18 @@ def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, ev
                 seconds=time.perf_counter() - start)
 
 
-def _train_epoch_full(model, graph, dataset, optimizer, train_idx, config) -> float:
+def _train_epoch_full(model, graph, dataset, optimizer, train_idx, config, input_labels=None) -> float:
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    logits = model(graph)
+    logits = model(graph) if input_labels is None else model(graph, input_labels=input_labels)
     loss = F.cross_entropy(logits[train_idx], dataset.labels[train_idx], label_smoothing=config.label_smoothing)
     loss.backward()
     optimizer.step()
     return float(loss.detach())
 
 
-def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show, epoch: int = 0) -> float:
+def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, show, epoch: int = 0,
+                           input_labels=None) -> float:
     import dgl
     from tqdm.auto import tqdm
 
@@ -318,7 +360,10 @@ def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, 
                                                                     desc="train")):
         tdist.maybe_inject_fault(epoch, step)  # test hook, inert unless $TTGNN_FAULT is set
         optimizer.zero_grad(set_to_none=True)
-        logits = model(blocks, input_nodes.long())
+        if input_labels is None:
+            logits = model(blocks, input_nodes.long())
+        else:
+            logits = model(blocks, input_nodes.long(), input_labels=input_labels)
         labels = dataset.labels[output_nodes.long()]
         loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
         loss.backward()
@@ -390,6 +435,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
         "rank": config.rank if config.embedding == "tt" else None,
         "compression_ratio": model.node_input.compression_ratio,
         "embedding_parameters": emb_param_count, "gnn_parameters": gnn_param_count,
+        "label_input": config.label_input,
         "best_valid_acc": 0.0, "test_acc": 0.0, "best_epoch": 0, "epochs": [], "settings": settings,
         "world_size": world_size,
     }
@@ -408,7 +454,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
         state = tdist.broadcast_object(state)  # rank 0's file: no shared file system needed
     if state is not None:
         saved = dict(state.get("settings", {}))
-        for key in ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers"):
+        for key in ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
+                    "label_input"):
             if key in saved and saved[key] != settings[key]:
                 raise ValueError(f"checkpoint {ckpt_path} was written with {key}={saved[key]!r}, "
                                  f"this run has {key}={settings[key]!r}")
@@ -450,11 +497,19 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, rank: Opti
         if world_size > 1:  # disjoint, equally sized shards: every rank runs the same number of steps
             train_idx = tdist.epoch_shard(dataset.split["train"], epoch, config.seed, rank, world_size)
         start = time.perf_counter()
+        epoch_idx, input_labels = train_idx, None
+        if config.label_input:  # labels of the known part are inputs; the loss is on the rest
+            known, target = split_known(dataset.split["train"], config.label_rate, config.seed, epoch)
+            input_labels = known_labels(dataset, known)
+            if world_size > 1:  # the same split on every rank; equal shards of its targets
+                target = tdist.epoch_shard(target, epoch, config.seed, rank, world_size)
+            epoch_idx = target.to(train_idx.device)
         if config.mode == "full":
             tdist.maybe_inject_fault(epoch, 0)  # test hook, inert unless $TTGNN_FAULT is set
-            loss = _train_epoch_full(net, graph, dataset, optimizer, train_idx, config)
+            loss = _train_epoch_full(net, graph, dataset, optimizer, epoch_idx, config, input_labels)
         else:
-            loss = _train_epoch_minibatch(net, graph, dataset, optimizer, train_idx, config, show, epoch)
+            loss = _train_epoch_minibatch(net, graph, dataset, optimizer, epoch_idx, config, show, epoch,
+                                          input_labels)
         if world_size > 1:  # equal shard sizes: the mean of the ranks' means is the epoch mean
             loss = tdist.all_reduce_sums({"loss": loss})["loss"] / world_size
             tdist.barrier()  # every rank has finished the epoch before rank 0 evaluates and saves
