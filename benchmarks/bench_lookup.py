@@ -77,6 +77,37 @@ def sample_rows(num_rows: int, batch: int, generator: torch.Generator) -> torch.
     return (degree_rank * multiplier + offset) % num_rows
 
 
+def set_malloc_regime(regime: str) -> None:
+    """How glibc serves this process's large CPU allocations (outputs and dense gradients are
+    tens of MB), so that every method runs in the same regime:
+
+    * ``fresh``: every block of 1 MiB or more is a new ``mmap`` and is unmapped when freed, so
+      each call pays the page faults of its large outputs (what a training step sees with
+      glibc's defaults for blocks over 32 MiB);
+    * ``reuse``: no ``mmap`` and no trimming, so freed blocks are reused and, after the
+      warm-up, no call faults pages in (what a caching allocator gives);
+    * ``default``: glibc's own dynamic choice, which depends on what ran before in the process
+      (a method may then run in either regime).
+    """
+    if regime == "default":
+        return
+    import ctypes
+    import ctypes.util
+
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4  # glibc's mallopt parameters
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        raise SystemExit(f"--malloc {regime} needs glibc's mallopt; use --malloc default") from None
+    if regime == "fresh":
+        ok = mallopt(M_MMAP_THRESHOLD, 1 << 20)
+    else:
+        ok = mallopt(M_MMAP_MAX, 0) and mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
+    if not ok:
+        raise SystemExit(f"mallopt refused --malloc {regime}")
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -176,6 +207,9 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
+    parser.add_argument("--malloc", choices=["fresh", "reuse", "default"], default="fresh",
+                        help="large CPU allocations: fresh pages every call, reused pages, or glibc's "
+                        "own history-dependent choice (see set_malloc_regime)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -184,6 +218,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
         args.shapes, args.ranks, args.batches = ["arxiv"], [16], [100_000]
 
     torch.set_num_threads(args.threads)
+    set_malloc_regime(args.malloc)
     backend = lookup_backend(device.type)
     if backend != f"{device.type}-kernel":
         print(f"warning: ttgnn._C has no {device.type} kernel; 'kernel' rows time the "
@@ -196,7 +231,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
 
     where = (torch.cuda.get_device_name(device) if device.type == "cuda"
              else f"{torch.get_num_threads()} threads")
-    print(f"# torch {torch.__version__}, {where}, lookup backend {backend}, "
+    print(f"# torch {torch.__version__}, {where}, lookup backend {backend}, malloc {args.malloc}, "
           "times are medians of repeated runs")
     results: list[Result] = []
     for shape_name in args.shapes:

@@ -38,7 +38,12 @@ CONFIGS = {
 }
 # Label reuse (--label-input): known training labels as node inputs; the same TT tables.
 CONFIGS["sage-tt-labels"] = (["--model", "sage", *TT, "--order", "hierarchical-metis", "--label-input"], "labels")
+CONFIGS["sage-tt-labels-dropout"] = (["--model", "sage", *TT, "--order", "hierarchical-metis", "--label-input",
+                                     "--dropout", "0.5"], "labels")
 CONFIGS["gat-tt-labels"] = (["--model", "gat", *TT, "--order", "hierarchical-metis", "--label-input"], "labels")
+CONFIGS["sage-full-labels-dropout"] = (["--model", "sage", "--embedding", "full", "--label-input", "--dropout", "0.5"],
+                                      "labels")
+CONFIGS["gat-full-labels"] = (["--model", "gat", "--embedding", "full", "--label-input"], "labels")
 for _order in ("identity", "random", "rcm", "metis-flat", "hierarchical-metis"):
     CONFIGS[f"sage-tt-{_order}"] = (["--model", "sage", *TT, "--order", _order], "ablation")
 
@@ -71,7 +76,9 @@ def row(name: str, m: dict) -> str:
     cs_cells = f"{cs['valid_acc']:.4f} | **{cs['test_acc']:.4f}**" if cs else "- | -"
     # whole run: every epoch's training and evaluation, plus Correct and Smooth (not data loading)
     total = sum(e["epoch_time"] + e["eval_time"] for e in m["epochs"]) + (cs["seconds"] if cs else 0.0)
-    return (f"| {m['model']} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | "
+    dropout = m["settings"]["dropout"]
+    model = m["model"] if dropout == 0.2 else f"{m['model']} (dropout {dropout})"  # 0.2: the CLI default
+    return (f"| {model} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | "
             f"{m['best_valid_acc']:.4f} | {m['test_acc']:.4f} | {cs_cells} | {m['best_epoch']}/{len(m['epochs'])} | "
             f"{m['epoch_time']:.2f} s | {total / 60:.0f} min | {m['peak_memory_mib'] / 1024:.2f} GiB |")
 

@@ -2,6 +2,7 @@
 
     TTGNN_DATA=/path/to/datasets python examples/train_arxiv.py --model sage     # 200 epochs
     python examples/train_arxiv.py --model gat --embedding full      # the full-embedding baseline (100 epochs)
+    python examples/train_arxiv.py --model gat --label-input        # training labels as inputs too
     python examples/train_arxiv.py --tiny                            # a 2-epoch smoke run
 
 ogbn-arxiv has 169,343 nodes; its node features are not used. The TT table (rank 8, row shape
@@ -26,6 +27,9 @@ def main() -> None:
     parser.add_argument("--order", choices=list(ORDERS), default="hierarchical-metis")
     parser.add_argument("--rank", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=None, help="(default: 200 for sage, 100 for gat)")
+    parser.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=False,
+                        help="known training labels as node inputs (label reuse; see the README)")
+    parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--output-dir", default="runs/arxiv")
     parser.add_argument("--resume", action="store_true")
@@ -35,7 +39,8 @@ def main() -> None:
 
     config = TrainConfig(dataset="ogbn-arxiv", root=args.root, model=args.model, embedding=args.embedding,
                          order=args.order, rank=args.rank, row_shape=[55, 55, 56], col_shape=[8, 4, 4],
-                         output_dir=args.output_dir, resume=args.resume)
+                         label_input=args.label_input, dropout=args.dropout, output_dir=args.output_dir,
+                         resume=args.resume)
     config.epochs = args.epochs if args.epochs is not None else EPOCHS[args.model]
     if args.tiny:
         config.epochs, config.hidden, config.num_layers, config.progress = 2, 32, 2, False

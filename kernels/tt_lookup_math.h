@@ -123,49 +123,60 @@ TT_HOST_DEVICE TT_INLINE void tt_axpy(T* TT_RESTRICT y, const T* TT_RESTRICT x, 
 }
 
 
-// C = A @ B with A (rows x inner), B (inner x cols), C (rows x cols); C is overwritten.
-// For the common widths a row of C stays in registers across the sum over q.
-template <int64_t kCols, typename T>
-TT_HOST_DEVICE TT_INLINE void tt_matmul_rows_fixed(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
-                                                   T* TT_RESTRICT C, int64_t rows,
-                                                   int64_t inner) {
+// Row combinations: out[a][0:width] (=, or += when `accumulate`) sum_k X[a][k] M[k][0:width],
+// X (rows x terms), M (terms x width), out (rows x width). For the common widths a row of `out`
+// stays in registers across the sum over k (as a loop over the memory row, every step would
+// wait for the previous step's store).
+template <int64_t kWidth, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
+                                                        T* TT_RESTRICT out, int64_t rows,
+                                                        int64_t terms, bool accumulate) {
   for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT a_row = A + a * inner;
-    T acc[kCols];
+    const T* TT_RESTRICT x = X + a * terms;
+    T* TT_RESTRICT o = out + a * kWidth;
+    T acc[kWidth];
     TT_SIMD
-    for (int64_t j = 0; j < kCols; ++j) acc[j] = a_row[0] * B[j];
-    for (int64_t q = 1; q < inner; ++q) {
-      const T alpha = a_row[q];
-      const T* TT_RESTRICT b_row = B + q * kCols;
+    for (int64_t j = 0; j < kWidth; ++j) acc[j] = accumulate ? o[j] : T(0);
+    for (int64_t k = 0; k < terms; ++k) {
+      const T alpha = x[k];
+      const T* TT_RESTRICT m = M + k * kWidth;
       TT_SIMD
-      for (int64_t j = 0; j < kCols; ++j) acc[j] += alpha * b_row[j];
+      for (int64_t j = 0; j < kWidth; ++j) acc[j] += alpha * m[j];
     }
     TT_SIMD
-    for (int64_t j = 0; j < kCols; ++j) C[a * kCols + j] = acc[j];
+    for (int64_t j = 0; j < kWidth; ++j) o[j] = acc[j];
   }
 }
 
 template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
-                                          T* TT_RESTRICT C, int64_t rows, int64_t inner,
-                                          int64_t cols) {
-  switch (cols) {
-    case 16: tt_matmul_rows_fixed<16>(A, B, C, rows, inner); return;
-    case 32: tt_matmul_rows_fixed<32>(A, B, C, rows, inner); return;
-    case 64: tt_matmul_rows_fixed<64>(A, B, C, rows, inner); return;
+TT_HOST_DEVICE TT_INLINE void tt_row_combinations(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
+                                                  T* TT_RESTRICT out, int64_t rows, int64_t terms,
+                                                  int64_t width, bool accumulate) {
+  switch (width) {
+    case 4: tt_row_combinations_fixed<4>(X, M, out, rows, terms, accumulate); return;
+    case 8: tt_row_combinations_fixed<8>(X, M, out, rows, terms, accumulate); return;
+    case 16: tt_row_combinations_fixed<16>(X, M, out, rows, terms, accumulate); return;
+    case 32: tt_row_combinations_fixed<32>(X, M, out, rows, terms, accumulate); return;
+    case 64: tt_row_combinations_fixed<64>(X, M, out, rows, terms, accumulate); return;
     default: break;
   }
   for (int64_t a = 0; a < rows; ++a) {
-    T* TT_RESTRICT c_row = C + a * cols;
-    const T* TT_RESTRICT a_row = A + a * inner;
-    {
-      const T alpha = a_row[0];
-      const T* TT_RESTRICT b_row = B;
+    const T* TT_RESTRICT x = X + a * terms;
+    T* TT_RESTRICT o = out + a * width;
+    if (!accumulate) {
       TT_SIMD
-      for (int64_t j = 0; j < cols; ++j) c_row[j] = alpha * b_row[j];
+      for (int64_t j = 0; j < width; ++j) o[j] = T(0);
     }
-    for (int64_t q = 1; q < inner; ++q) tt_axpy(c_row, B + q * cols, a_row[q], cols);
+    for (int64_t k = 0; k < terms; ++k) tt_axpy(o, M + k * width, x[k], width);
   }
+}
+
+// C = A @ B with A (rows x inner), B (inner x cols), C (rows x cols); C is overwritten.
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
+                                          T* TT_RESTRICT C, int64_t rows, int64_t inner,
+                                          int64_t cols) {
+  tt_row_combinations(A, B, C, rows, inner, cols, false);
 }
 
 // dB += A^T @ dC with A (rows x inner), dC (rows x cols), dB (inner x cols).
@@ -181,45 +192,11 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_rows(const T* TT_RESTRICT A, cons
 }
 
 // dA += dC @ B^T with dC (rows x cols), B^T given transposed as BT (cols x inner), dA (rows x inner).
-// The common ranks keep the output row in registers across the sum over j (as a loop over the
-// memory row, each step would wait for the previous step's store).
-template <int64_t kInner, typename T>
-TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows_fixed(const T* TT_RESTRICT dC,
-                                                          const T* TT_RESTRICT BT,
-                                                          T* TT_RESTRICT dA, int64_t rows,
-                                                          int64_t cols) {
-  for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT g_row = dC + a * cols;
-    T acc[kInner];
-    TT_SIMD
-    for (int64_t q = 0; q < kInner; ++q) acc[q] = dA[a * kInner + q];
-    for (int64_t j = 0; j < cols; ++j) {
-      const T g = g_row[j];
-      const T* TT_RESTRICT b_row = BT + j * kInner;
-      TT_SIMD
-      for (int64_t q = 0; q < kInner; ++q) acc[q] += g * b_row[q];
-    }
-    TT_SIMD
-    for (int64_t q = 0; q < kInner; ++q) dA[a * kInner + q] = acc[q];
-  }
-}
-
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, const T* TT_RESTRICT BT,
                                                  T* TT_RESTRICT dA, int64_t rows, int64_t inner,
                                                  int64_t cols) {
-  switch (inner) {
-    case 4: tt_matmul_nt_acc_rows_fixed<4>(dC, BT, dA, rows, cols); return;
-    case 8: tt_matmul_nt_acc_rows_fixed<8>(dC, BT, dA, rows, cols); return;
-    case 16: tt_matmul_nt_acc_rows_fixed<16>(dC, BT, dA, rows, cols); return;
-    case 32: tt_matmul_nt_acc_rows_fixed<32>(dC, BT, dA, rows, cols); return;
-    default: break;
-  }
-  for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT g_row = dC + a * cols;
-    T* TT_RESTRICT out_row = dA + a * inner;
-    for (int64_t j = 0; j < cols; ++j) tt_axpy(out_row, BT + j * inner, g_row[j], inner);
-  }
+  tt_row_combinations(dC, BT, dA, rows, cols, inner, true);
 }
 
 // ---------------------------------------------------------------- the last core, tiled (CPU form)
