@@ -209,6 +209,33 @@ def test_empty_batch(device):
     assert emb(torch.empty(0, 3, dtype=torch.long, device=device)).shape == (0, 3, 8)
 
 
+def test_consecutive_batches_of_one_length(device):
+    # The CPU kernel recognises a batch equal to its previous one (a lookup's backward) and reuses
+    # that sort: batches of the same length that differ in one row, or the same tensor changed in
+    # place, or the same rows against another table size, must each be sorted afresh.
+    cores = make_cores((5, 6, 7), (4, 2, 2), 3, torch.float64, device)
+    other = make_cores((5, 6, 8), (4, 2, 2), 3, torch.float64, device)
+    rows = draw_rows(5 * 6 * 7, 200, device)
+    changed = rows.clone()
+    changed[17] = (changed[17] + 1) % (5 * 6 * 7)
+    grad_out = torch.randn(200, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(3)).to(device)
+    for batch_cores, batch in [(cores, rows), (cores, rows), (cores, changed), (cores, rows.int()),
+                               (other, rows), (cores, rows)]:
+        assert_close_f(tt_lookup_kernel(batch_cores, batch), tt_lookup_reference(batch_cores, batch), torch.float64)
+        _, expected = reference_grads(batch_cores, batch, grad_out)
+        for grad, want in zip(tt_lookup_backward_kernel(grad_out, batch_cores, batch), expected):
+            assert_close_f(grad, want, torch.float64)
+    inplace = rows.clone()
+    tt_lookup_kernel(cores, inplace)
+    inplace[:50] = inplace[:50].flip(0)
+    assert_close_f(tt_lookup_kernel(cores, inplace), tt_lookup_reference(cores, inplace), torch.float64)
+    bad = rows.clone()
+    bad[3] = 5 * 6 * 7
+    with pytest.raises((RuntimeError, IndexError)):
+        tt_lookup_kernel(cores, bad)
+    assert_close_f(tt_lookup_kernel(cores, rows), tt_lookup_reference(cores, rows), torch.float64)
+
+
 def test_int32_rows_equal_int64(device):
     cores = make_cores((7, 8, 9), (4, 2, 2), 4, device=device)
     rows = draw_rows(7 * 8 * 9, 400, device)

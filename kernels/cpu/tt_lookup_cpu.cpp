@@ -60,12 +60,36 @@ struct SortedRows {
   std::vector<int64_t> positions;    //   positions[offsets[u] .. offsets[u + 1])
 };
 
+// The rows of this thread's last sort, to recognise the same batch again: the backward of a
+// lookup gets the rows its forward sorted, and comparing them costs a small fraction of sorting.
+struct LastSort {
+  std::vector<int64_t> rows;
+  int64_t num_rows = -1;
+  bool valid = false;
+};
+
+template <typename index_t>
+bool same_rows(const LastSort& last, const index_t* rows, int64_t batch, int64_t num_rows) {
+  if (!last.valid || last.num_rows != num_rows || static_cast<int64_t>(last.rows.size()) != batch) {
+    return false;
+  }
+  const int64_t* seen = last.rows.data();
+  int64_t differ = 0;
+  TT_SIMD
+  for (int64_t i = 0; i < batch; ++i) differ |= seen[i] ^ static_cast<int64_t>(rows[i]);
+  return differ == 0;
+}
+
 // Sorts `rows` (checking each is in [0, num_rows)) and groups equal rows.
 template <typename index_t>
 const SortedRows& sort_rows(const index_t* rows, int64_t batch, int64_t num_rows,
                            const char* op) {
-  // Reused across calls on this thread (the result too: valid until the next call).
+  // Reused across calls on this thread (the result too: valid until the next call), and
+  // returned as it is when this call's rows equal the last call's.
   thread_local SortedRows out;
+  thread_local LastSort last;
+  if (same_rows(last, rows, batch, num_rows)) return out;
+  last.valid = false;  // until this sort completes (a bad row throws below)
   auto& keys = workspace<uint64_t, 0>();
   auto& keys_tmp = workspace<uint64_t, 1>();
   auto& pos_tmp = workspace<int64_t, 2>();
@@ -121,6 +145,9 @@ const SortedRows& sort_rows(const index_t* rows, int64_t batch, int64_t num_rows
     }
   }
   out.offsets.push_back(batch);
+  last.rows.assign(rows, rows + batch);
+  last.num_rows = num_rows;
+  last.valid = true;
   return out;
 }
 
