@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import statistics
@@ -169,21 +170,28 @@ def build_method(name: str, spec: dict, rank: int, generator: torch.Generator,
     return list(module.parameters()), module
 
 
-def bench_method(name, spec, rank, rows, grad_out, generator, budget_s, max_repeats):
-    device = rows.device
+def bench_method(name, spec, rank, batches, grad_out, generator, budget_s, max_repeats):
+    """(forward ms, forward + backward ms) of ``name``; successive runs take the ``batches`` in
+    turn, so no run sees the batch of the run before it (as in training, where every step has
+    new rows; the CPU kernel's backward reuses its own forward's sort, never the last step's)."""
+    device = batches[0].device
     built = build_method(name, spec, rank, generator, device)
     if built is None:
         return None
     params, lookup = built
+    turn = itertools.count()
+
+    def next_batch():
+        return batches[next(turn) % len(batches)]
 
     def forward():
         with torch.no_grad():
-            lookup(rows)
+            lookup(next_batch())
 
     def forward_backward():
         for p in params:
             p.grad = None
-        lookup(rows).backward(grad_out)
+        lookup(next_batch()).backward(grad_out)
 
     result = (time_ms(forward, budget_s, max_repeats, device),
               time_ms(forward_backward, budget_s, max_repeats, device))
@@ -242,9 +250,11 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
             unique = int(rows.unique().numel())
             grad_out = torch.randn(batch, spec["dim"], generator=generator)
             rows, grad_out = rows.to(device), grad_out.to(device)
+            # the same rows in another order: the same work, but not the same batch
+            shuffled = rows[torch.randperm(batch, generator=generator).to(device)]
             for rank in args.ranks:
                 for method in args.methods:
-                    timing = bench_method(method, spec, rank, rows, grad_out,
+                    timing = bench_method(method, spec, rank, (rows, shuffled), grad_out,
                                           torch.Generator().manual_seed(args.seed), args.budget,
                                           args.max_repeats)
                     if timing is None:
