@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=None, help="(default: 200 for sage, 100 for gat)")
     parser.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=False,
                         help="known training labels as node inputs (label reuse; see the README)")
-    parser.add_argument("--dropout", type=float, default=0.2)
+    parser.add_argument("--dropout", type=float, default=TrainConfig.dropout)
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--output-dir", default="runs/arxiv")
     parser.add_argument("--resume", action="store_true")

@@ -210,8 +210,9 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, con
 // B_per[q][i mod P], and the step is D-long elementwise products,
 //     row[i] = sum_q A_exp[q][i] B_per[q][i mod P].
 // With P = 16 (whenever m divides 16 and 64 divides D) the slice's tile is r x 16 scalars, stays
-// in L1 and in registers; otherwise P = D. The backward accumulates in the same layout and
-// folds the sums over a (or c) only when a prefix, or the whole batch, is done.
+// in L1 and in registers; otherwise P = D. The backward accumulates the slice's gradient in the
+// same layout (folded to the slice's own layout once per batch, tt_fold_tile); the prefix's
+// gradient is a plain register-resident product (tt_matmul_nt_acc_rows).
 
 // The period P used for a last step with column factor m and row length dim.
 constexpr int64_t kFastPeriod = 16;

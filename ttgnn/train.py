@@ -296,7 +296,7 @@ def _all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeData
     model.eval()
     labels = _eval_labels(model, dataset)
     if mode == "full":
-        return model(graph) if labels is None else model(graph, input_labels=labels)
+        return model(graph, input_labels=labels)
     return model.inference(graph, batch_size=eval_batch_size, input_labels=labels)
 
 
@@ -337,7 +337,7 @@ def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, ev
 def _train_epoch_full(model, graph, dataset, optimizer, train_idx, config, input_labels=None) -> float:
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    logits = model(graph) if input_labels is None else model(graph, input_labels=input_labels)
+    logits = model(graph, input_labels=input_labels)
     loss = F.cross_entropy(logits[train_idx], dataset.labels[train_idx], label_smoothing=config.label_smoothing)
     loss.backward()
     optimizer.step()
@@ -360,10 +360,7 @@ def _train_epoch_minibatch(model, graph, dataset, optimizer, train_idx, config, 
                                                                     desc="train")):
         tdist.maybe_inject_fault(epoch, step)  # test hook, inert unless $TTGNN_FAULT is set
         optimizer.zero_grad(set_to_none=True)
-        if input_labels is None:
-            logits = model(blocks, input_nodes.long())
-        else:
-            logits = model(blocks, input_nodes.long(), input_labels=input_labels)
+        logits = model(blocks, input_nodes.long(), input_labels=input_labels)
         labels = dataset.labels[output_nodes.long()]
         loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
         loss.backward()

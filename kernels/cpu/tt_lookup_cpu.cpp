@@ -177,10 +177,7 @@ inline void split_range(int64_t total, int64_t part, int64_t parts, int64_t* beg
 }
 
 // How many unique rows ahead the backward prefetches output gradients.
-#ifndef TT_PREFETCH_AHEAD
-#define TT_PREFETCH_AHEAD 3
-#endif
-constexpr int64_t kPrefetchAhead = TT_PREFETCH_AHEAD;
+constexpr int64_t kPrefetchAhead = 3;
 
 // The last core is tiled (see tt_lookup_math.h) unless its tiles would exceed this many
 // scalars; past it the last step falls back to the plain product.
