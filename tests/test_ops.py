@@ -197,6 +197,21 @@ def test_duplicate_heavy_batches(device, distinct):
         assert_close_f(grad, want, torch.float64)
 
 
+@pytest.mark.parametrize("dtype,dim_shape", [(torch.float32, (8, 4, 4)), (torch.float64, (4, 4, 4))],
+                         ids=["f32-d128", "f64-d64"])
+def test_outputs_past_the_streaming_size(device, dtype, dim_shape):
+    # The CPU kernel writes outputs of 16 MiB or more with streaming stores (rows computed once,
+    # then copied to every position): 40,000 rows of 512 bytes. Every row must equal the one a
+    # small batch (plain stores) computes, bit for bit, and the reference.
+    cores = make_cores((30, 31, 32), dim_shape, 8, dtype, device)
+    rows = draw_rows(30 * 31 * 32, 40_000, device)
+    out = tt_lookup_kernel(cores, rows)
+    assert out.numel() * out.element_size() >= 16 << 20
+    pieces = torch.cat([tt_lookup_kernel(cores, part) for part in rows.split(1000)])
+    assert torch.equal(out, pieces)
+    assert_close_f(out, tt_lookup_reference(cores, rows), dtype)
+
+
 def test_empty_batch(device):
     cores = [c.requires_grad_(True) for c in make_cores((4, 5, 6), (2, 2, 2), 3, device=device)]
     rows = torch.empty(0, dtype=torch.long, device=device)

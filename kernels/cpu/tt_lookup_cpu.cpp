@@ -3,6 +3,8 @@
 // Both passes start by sorting the batch's rows (LSD radix sort of (row, position) pairs), which
 // deduplicates them: each unique row is computed once and copied to every position that asked
 // for it (forward), or the output gradients of its positions are summed once (backward).
+// Positions are scattered over the output, so a large output is written with streaming stores,
+// which skip reading each scattered line from memory before overwriting it.
 //
 // Sorted rows that share leading digits are adjacent, so the unique rows are walked depth first:
 // threads take contiguous chunks of them (dynamically) and keep one partial product P_k per level;
@@ -23,6 +25,11 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define TT_HAVE_STREAMING_STORES 1
+#endif
 
 #include "../tt_lookup.h"
 
@@ -270,19 +277,59 @@ inline void prefetch_bytes(const void* p, int64_t bytes, bool write) {
 #endif
 }
 
+// Outputs at least this large are written with streaming (non-temporal) stores: a plain store to
+// a scattered row first reads its lines from memory, and an output this large would not stay in
+// a core's share of the last-level cache anyway. (The OS's reported L3 size is no guide: it is
+// often the whole socket's, shared by every core; glibc's memcpy streams past a similar size.)
+constexpr int64_t kStreamOutputBytes = int64_t(16) << 20;
+
+// Whether `out` (rows of `dim` scalars) can be written with 16-byte streaming stores.
+template <typename scalar_t>
+bool can_stream(const scalar_t* out, int64_t batch, int64_t dim) {
+#if defined(TT_HAVE_STREAMING_STORES)
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
+  return batch * row_bytes >= kStreamOutputBytes && row_bytes % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(out) % 16 == 0;
+#else
+  (void)out, (void)batch, (void)dim;
+  return false;
+#endif
+}
+
+// Copies `bytes` (a multiple of 16) from `src` to the 16-byte aligned `dst`, bypassing the cache.
+inline void stream_copy(void* dst, const void* src, int64_t bytes) {
+#if defined(TT_HAVE_STREAMING_STORES)
+  auto* d = static_cast<__m128i*>(dst);
+  const auto* s = static_cast<const __m128i*>(src);
+  for (int64_t j = 0; j < bytes / 16; ++j) _mm_stream_si128(d + j, _mm_loadu_si128(s + j));
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// Orders this thread's streaming stores before whatever it does next (a barrier, a return).
+inline void stream_fence() {
+#if defined(TT_HAVE_STREAMING_STORES)
+  _mm_sfence();
+#endif
+}
+
 template <typename scalar_t>
 TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* cores,
                                  const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,
-                                 int64_t begin, int64_t end) {
+                                 bool stream, int64_t begin, int64_t end) {
   const LastStep step(dims);
   PrefixWalk<scalar_t> walk(dims, cores);
   std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
+  // When streaming, each row is computed here (in cache) and then streamed to its positions.
+  std::vector<scalar_t> row_buf(stream ? step.dim : 0);
+  const int64_t row_bytes = step.dim * static_cast<int64_t>(sizeof(scalar_t));
   for (int64_t u = begin; u < end; ++u) {
     const int level = walk.advance(sorted.unique_rows[u]);
     walk.recompute(level);
     const int64_t first = sorted.offsets[u];
     const int64_t stop = sorted.offsets[u + 1];
-    scalar_t* dst = out + sorted.positions[first] * step.dim;
+    scalar_t* dst = stream ? row_buf.data() : out + sorted.positions[first] * step.dim;
     const int64_t digit = walk.digits[step.last];
     if (step.tiled) {
       if (level < step.last) {
@@ -295,10 +342,17 @@ TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* core
       tt_matmul_rows(walk.partial[step.last - 1], walk.slice(step.last, digit), dst, step.rows,
                      step.inner, step.cols);
     }
-    for (int64_t s = first + 1; s < stop; ++s) {
-      std::memcpy(out + sorted.positions[s] * step.dim, dst, step.dim * sizeof(scalar_t));
+    if (stream) {
+      for (int64_t s = first; s < stop; ++s) {
+        stream_copy(out + sorted.positions[s] * step.dim, dst, row_bytes);
+      }
+    } else {
+      for (int64_t s = first + 1; s < stop; ++s) {
+        std::memcpy(out + sorted.positions[s] * step.dim, dst, row_bytes);
+      }
     }
   }
+  if (stream) stream_fence();
 }
 
 template <typename scalar_t>
@@ -424,6 +478,8 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
   const int threads = threads_for(num_unique);
   const LastStep step(dims);
+  const bool stream =
+      can_stream(out_ptr, static_cast<int64_t>(sorted.positions.size()), dims.dim);
   auto& tiles = workspace<scalar_t, 10>();
   tiles.resize(step.tiled ? dims.n[step.last] * step.tile_size() : 0);
 #pragma omp parallel num_threads(threads)
@@ -441,7 +497,8 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      forward_range<scalar_t>(dims, core_ptrs.data(), tiles.data(), sorted, out_ptr, begin, end);
+      forward_range<scalar_t>(dims, core_ptrs.data(), tiles.data(), sorted, out_ptr, stream, begin,
+                              end);
     }
   }
 }
