@@ -183,8 +183,8 @@ inline void split_range(int64_t total, int64_t part, int64_t parts, int64_t* beg
   *end = total * (part + 1) / parts;
 }
 
-// How many unique rows ahead the backward prefetches output gradients.
-constexpr int64_t kPrefetchAhead = 3;
+// How many positions ahead the backward prefetches output gradients.
+constexpr int64_t kPrefetchAhead = 6;
 
 // The last core is tiled (see tt_lookup_math.h) unless its tiles would exceed this many
 // scalars; past it the last step falls back to the plain product.
@@ -413,14 +413,15 @@ TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cor
   std::vector<scalar_t> grad_row(step.dim);
   std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
   const int64_t row_bytes = step.dim * static_cast<int64_t>(sizeof(scalar_t));
+  const int64_t last_position = sorted.offsets[end];
+  int64_t prefetched = sorted.offsets[begin];
   for (int64_t u = begin; u < end; ++u) {
-    if (u + kPrefetchAhead < end) {
-      // The output gradients of a row a few rows ahead (its first few positions) are cold,
-      // scattered over the batch: start fetching them now.
-      const int64_t ahead = u + kPrefetchAhead;
-      const int64_t stop = std::min(sorted.offsets[ahead + 1], sorted.offsets[ahead] + 4);
-      for (int64_t s = sorted.offsets[ahead]; s < stop; ++s) {
-        prefetch_bytes(grad_out + sorted.positions[s] * step.dim, row_bytes, false);
+    {
+      // The output gradients of the positions a little ahead are cold, scattered over the
+      // batch: start fetching them now (every position, in order, a row with many too).
+      const int64_t horizon = std::min(sorted.offsets[u + 1] + kPrefetchAhead, last_position);
+      for (; prefetched < horizon; ++prefetched) {
+        prefetch_bytes(grad_out + sorted.positions[prefetched] * step.dim, row_bytes, false);
       }
     }
     const int level = walk.advance(sorted.unique_rows[u]);
