@@ -115,15 +115,21 @@ def _sync(device: torch.device) -> None:
 
 
 def time_ms(run: Callable[[], None], budget_s: float, max_repeats: int,
-            device: torch.device = torch.device("cpu")) -> float:
-    """Median of several runs after one warm-up, in milliseconds. Repeats until ``budget_s`` is
-    spent, at least three times. (Not the best run: a batch-sized output is sometimes served
+            device: torch.device = torch.device("cpu"), warmup: int = 3) -> float:
+    """Median of several runs after ``warmup`` untimed ones, in milliseconds. Repeats until
+    ``budget_s`` is spent, at least three times. (Several warm-up runs: the first runs of a
+    method also grow the process's heap and the kernels' scratch buffers, and fault their pages
+    in, which no later step of a training loop pays.) (Not the best run: a batch-sized output is sometimes served
     from memory the process already holds and skips the page faults every other run pays, so
     the best run is an outlier.) On a GPU each run is timed from a synchronised start to a
     synchronised end."""
     start = time.perf_counter()
-    run()  # warm-up
-    _sync(device)
+    for _ in range(warmup):  # (a slow method, whose runs take the budget, warms up once)
+        run()
+        _sync(device)
+        if time.perf_counter() - start > budget_s / 2:
+            break
+    start = time.perf_counter()
     times = []
     while len(times) < 3 or (len(times) < max_repeats and time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
@@ -170,7 +176,7 @@ def build_method(name: str, spec: dict, rank: int, generator: torch.Generator,
     return list(module.parameters()), module
 
 
-def bench_method(name, spec, rank, batches, grad_out, generator, budget_s, max_repeats):
+def bench_method(name, spec, rank, batches, grad_out, generator, budget_s, max_repeats, warmup):
     """(forward ms, forward + backward ms) of ``name``; successive runs take the ``batches`` in
     turn, so no run sees the batch of the run before it (as in training, where every step has
     new rows; the CPU kernel's backward reuses its own forward's sort, never the last step's)."""
@@ -193,8 +199,8 @@ def bench_method(name, spec, rank, batches, grad_out, generator, budget_s, max_r
             p.grad = None
         lookup(next_batch()).backward(grad_out)
 
-    result = (time_ms(forward, budget_s, max_repeats, device),
-              time_ms(forward_backward, budget_s, max_repeats, device))
+    result = (time_ms(forward, budget_s, max_repeats, device, warmup),
+              time_ms(forward_backward, budget_s, max_repeats, device, warmup))
     del params, lookup
     return result
 
@@ -212,6 +218,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
     parser.add_argument("--budget", type=float, default=2.0,
                         help="seconds of repeats per measurement (after one warm-up)")
     parser.add_argument("--max-repeats", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3, help="untimed runs before the timed ones")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
@@ -256,7 +263,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
                 for method in args.methods:
                     timing = bench_method(method, spec, rank, (rows, shuffled), grad_out,
                                           torch.Generator().manual_seed(args.seed), args.budget,
-                                          args.max_repeats)
+                                          args.max_repeats, args.warmup)
                     if timing is None:
                         continue
                     results.append(Result(shape_name, rank, batch, unique, method, *timing))

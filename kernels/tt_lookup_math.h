@@ -127,10 +127,46 @@ TT_HOST_DEVICE TT_INLINE void tt_axpy(T* TT_RESTRICT y, const T* TT_RESTRICT x, 
 // X (rows x terms), M (terms x width), out (rows x width). For the common widths a row of `out`
 // stays in registers across the sum over k (as a loop over the memory row, every step would
 // wait for the previous step's store).
+// ... and when the number of terms is small and fixed too, M stays in registers as well.
+template <int64_t kWidth, int64_t kTerms, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_row_combinations_small(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
+                                                        T* TT_RESTRICT out, int64_t rows,
+                                                        bool accumulate) {
+  T m[kTerms][kWidth];
+  TT_UNROLL
+  for (int64_t k = 0; k < kTerms; ++k) {
+    TT_SIMD
+    for (int64_t j = 0; j < kWidth; ++j) m[k][j] = M[k * kWidth + j];
+  }
+  for (int64_t a = 0; a < rows; ++a) {
+    const T* TT_RESTRICT x = X + a * kTerms;
+    T* TT_RESTRICT o = out + a * kWidth;
+    T acc[kWidth];
+    TT_SIMD
+    for (int64_t j = 0; j < kWidth; ++j) acc[j] = accumulate ? o[j] : T(0);
+    TT_UNROLL
+    for (int64_t k = 0; k < kTerms; ++k) {
+      const T alpha = x[k];
+      TT_SIMD
+      for (int64_t j = 0; j < kWidth; ++j) acc[j] += alpha * m[k][j];
+    }
+    TT_SIMD
+    for (int64_t j = 0; j < kWidth; ++j) o[j] = acc[j];
+  }
+}
+
 template <int64_t kWidth, typename T>
 TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
                                                         T* TT_RESTRICT out, int64_t rows,
                                                         int64_t terms, bool accumulate) {
+  if (kWidth <= 32) {
+    switch (terms) {
+      case 2: tt_row_combinations_small<kWidth, 2>(X, M, out, rows, accumulate); return;
+      case 4: tt_row_combinations_small<kWidth, 4>(X, M, out, rows, accumulate); return;
+      case 8: tt_row_combinations_small<kWidth, 8>(X, M, out, rows, accumulate); return;
+      default: break;
+    }
+  }
   for (int64_t a = 0; a < rows; ++a) {
     const T* TT_RESTRICT x = X + a * terms;
     T* TT_RESTRICT o = out + a * kWidth;
@@ -199,6 +235,67 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, con
   tt_row_combinations(dC, BT, dA, rows, cols, inner, true);
 }
 
+// dB^T += (A^T @ dC)^T, i.e. dBT (cols x inner) += dC^T @ A, with A (rows x inner) and dC
+// (rows x cols): the slice gradient of a step with few columns (the last core's), kept
+// transposed so that its rows are long (`inner`) and all of it stays in registers.
+template <int64_t kCols, int64_t kInner, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_transposed_fixed(const T* TT_RESTRICT A,
+                                                                const T* TT_RESTRICT dC,
+                                                                T* TT_RESTRICT dBT, int64_t rows) {
+  T acc[kCols][kInner];
+  TT_UNROLL
+  for (int64_t c = 0; c < kCols; ++c) {
+    TT_SIMD
+    for (int64_t q = 0; q < kInner; ++q) acc[c][q] = dBT[c * kInner + q];
+  }
+  for (int64_t a = 0; a < rows; ++a) {
+    const T* TT_RESTRICT a_row = A + a * kInner;
+    TT_UNROLL
+    for (int64_t c = 0; c < kCols; ++c) {
+      const T g = dC[a * kCols + c];
+      TT_SIMD
+      for (int64_t q = 0; q < kInner; ++q) acc[c][q] += g * a_row[q];
+    }
+  }
+  TT_UNROLL
+  for (int64_t c = 0; c < kCols; ++c) {
+    TT_SIMD
+    for (int64_t q = 0; q < kInner; ++q) dBT[c * kInner + q] = acc[c][q];
+  }
+}
+
+template <int64_t kCols, typename T>
+TT_HOST_DEVICE TT_INLINE bool tt_matmul_tn_acc_transposed_cols(const T* TT_RESTRICT A,
+                                                               const T* TT_RESTRICT dC,
+                                                               T* TT_RESTRICT dBT, int64_t rows,
+                                                               int64_t inner) {
+  switch (inner) {
+    case 4: tt_matmul_tn_acc_transposed_fixed<kCols, 4>(A, dC, dBT, rows); return true;
+    case 8: tt_matmul_tn_acc_transposed_fixed<kCols, 8>(A, dC, dBT, rows); return true;
+    case 16: tt_matmul_tn_acc_transposed_fixed<kCols, 16>(A, dC, dBT, rows); return true;
+    case 32: tt_matmul_tn_acc_transposed_fixed<kCols, 32>(A, dC, dBT, rows); return true;
+    default: return false;
+  }
+}
+
+template <typename T>
+TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_transposed(const T* TT_RESTRICT A,
+                                                          const T* TT_RESTRICT dC,
+                                                          T* TT_RESTRICT dBT, int64_t rows,
+                                                          int64_t inner, int64_t cols) {
+  bool done = false;
+  switch (cols) {
+    case 2: done = tt_matmul_tn_acc_transposed_cols<2>(A, dC, dBT, rows, inner); break;
+    case 4: done = tt_matmul_tn_acc_transposed_cols<4>(A, dC, dBT, rows, inner); break;
+    case 8: done = tt_matmul_tn_acc_transposed_cols<8>(A, dC, dBT, rows, inner); break;
+    default: break;
+  }
+  if (done) return;
+  for (int64_t a = 0; a < rows; ++a) {
+    for (int64_t c = 0; c < cols; ++c) tt_axpy(dBT + c * inner, A + a * inner, dC[a * cols + c], inner);
+  }
+}
+
 // ---------------------------------------------------------------- the last core, tiled (CPU form)
 //
 // The last step `row (M x m) = A (M x r) @ B (r x m)` has a short contiguous axis (m, the last
@@ -210,9 +307,9 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, con
 // B_per[q][i mod P], and the step is D-long elementwise products,
 //     row[i] = sum_q A_exp[q][i] B_per[q][i mod P].
 // With P = 16 (whenever m divides 16 and 64 divides D) the slice's tile is r x 16 scalars, stays
-// in L1 and in registers; otherwise P = D. The backward accumulates the slice's gradient in the
-// same layout (folded to the slice's own layout once per batch, tt_fold_tile); the prefix's
-// gradient is a plain register-resident product (tt_matmul_nt_acc_rows).
+// in L1 and in registers; otherwise P = D. (The backward needs no such layout: the slice's
+// gradient is tt_matmul_tn_acc_transposed and the prefix's tt_matmul_nt_acc_rows, both
+// register-resident.)
 
 // The period P used for a last step with column factor m and row length dim.
 constexpr int64_t kFastPeriod = 16;
@@ -296,56 +393,6 @@ TT_HOST_DEVICE TT_INLINE void tt_tiled_product(const T* TT_RESTRICT A_exp,
     T acc = A_exp[i] * B_per[b];
     for (int64_t q = 1; q < inner; ++q) acc += A_exp[q * dim + i] * B_per[q * period + b];
     row[i] = acc;
-  }
-}
-
-// Slice gradient of tt_tiled_product for the output gradient g (dim,):
-// dB_per[q][b] += sum_{i = b mod period} A_exp[q][i] g[i]. (The prefix's gradient, dC @ B^T, is
-// tt_matmul_nt_acc_rows on the untiled slice: it keeps each prefix row in registers, which beats
-// accumulating in the spread layout, whose every element would be loaded and stored per row.)
-template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_tiled_slice_grad(const T* TT_RESTRICT A_exp,
-                                                  const T* TT_RESTRICT g, T* TT_RESTRICT dB_per,
-                                                  int64_t inner, int64_t dim, int64_t period) {
-  if (period == kFastPeriod && dim % kChunk == 0) {
-    static_assert(kChunk == 4 * kFastPeriod, "the fold below sums four periods");
-    for (int64_t q = 0; q < inner; ++q) {
-      const T* TT_RESTRICT a = A_exp + q * dim;
-      T acc[kChunk];
-      TT_UNROLL
-      for (int64_t b = 0; b < kChunk; ++b) acc[b] = T(0);
-      for (int64_t i = 0; i < dim; i += kChunk) {
-        TT_UNROLL
-        for (int64_t b = 0; b < kChunk; ++b) acc[b] += a[i + b] * g[i + b];
-      }
-      // Fold the chunk into one period, period-wide (vectorised, in registers).
-      T* TT_RESTRICT db = dB_per + q * kFastPeriod;
-      TT_SIMD
-      for (int64_t b = 0; b < kFastPeriod; ++b) {
-        db[b] += (acc[b] + acc[b + kFastPeriod]) +
-                 (acc[b + 2 * kFastPeriod] + acc[b + 3 * kFastPeriod]);
-      }
-    }
-    return;
-  }
-  for (int64_t q = 0; q < inner; ++q) {
-    const T* TT_RESTRICT a = A_exp + q * dim;
-    T* TT_RESTRICT db = dB_per + q * period;
-    for (int64_t i = 0; i < dim; ++i) db[i % period] += a[i] * g[i];
-  }
-}
-
-// dB[q][c] += sum_{b = c mod m} dB_per[q][b]  (inverse layout of tt_tile_cols).
-template <typename T>
-TT_HOST_DEVICE TT_INLINE void tt_fold_tile(const T* TT_RESTRICT dB_per, T* TT_RESTRICT dB,
-                                           int64_t inner, int64_t m, int64_t period) {
-  for (int64_t q = 0; q < inner; ++q) {
-    const T* TT_RESTRICT src = dB_per + q * period;
-    for (int64_t c = 0; c < m; ++c) {
-      T acc = src[c];
-      for (int64_t b = c + m; b < period; b += m) acc += src[b];
-      dB[q * m + c] += acc;
-    }
   }
 }
 

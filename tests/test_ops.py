@@ -288,8 +288,15 @@ def test_thread_counts_agree():
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(out1, out2)
-    for a, b in zip(grads1, grads2):
-        assert_close_f(a, b, torch.float32)
+    # Gradients sum ~20,000 rows' terms in float32, in an order that depends on how rows are
+    # split among threads: compare both with the float64 result, to within float32 rounding of
+    # the sum of the terms' magnitudes (the gradients of |cores| for |grad_out|).
+    cores64 = [c.double() for c in cores]
+    _, exact = reference_grads(cores64, rows, grad_out.double())
+    _, magnitude = reference_grads([c.abs() for c in cores64], rows, grad_out.double().abs())
+    for a, b, want, bound in zip(grads1, grads2, exact, magnitude):
+        for got in (a, b):
+            assert ((got.double() - want).abs() <= 1e-5 * bound + 1e-6).all()
 
 
 def test_backend_and_fallback():

@@ -10,10 +10,16 @@
 // threads take contiguous chunks of them (dynamically) and keep one partial product P_k per level;
 // a row recomputes only the levels from its first digit that differs from the previous row's. The
 // prefix (t_0 .. t_k) product is thus computed once per unique prefix (plus once per chunk
-// boundary). The last core's step is tiled (see tt_lookup_math.h) so that it vectorises. The backward walk mirrors it: the gradient of P_k is accumulated while the prefix
-// stays the same and flushed into the gradient of slice G_k[t_k] and of P_{k-1} when it changes,
-// so each unique slice receives one accumulation per unique prefix, into a dense gradient buffer
-// per thread (cores are small; threads are summed at the end). No per-row copy of any core.
+// boundary). The last core's step is tiled (see tt_lookup_math.h) so that it vectorises.
+//
+// The backward walk mirrors it: the gradient of P_k is accumulated while the prefix stays the
+// same and flushed into the gradient of slice G_k[t_k] and of P_{k-1} when it changes, so each
+// unique slice receives one accumulation per unique prefix, into a dense gradient buffer per
+// thread (cores are small; threads are summed at the end). No per-row copy of any core. The
+// output gradients a block of unique rows needs are scattered over the batch: they are gathered
+// (and summed per row) first, in a loop of loads alone that keeps many in flight, and the walk
+// then reads them from the cache.
+
 #include <omp.h>
 
 #include <algorithm>
@@ -183,7 +189,7 @@ inline void split_range(int64_t total, int64_t part, int64_t parts, int64_t* beg
   *end = total * (part + 1) / parts;
 }
 
-// How many positions ahead the backward prefetches output gradients.
+// How many positions ahead the backward's gather prefetches output gradients.
 constexpr int64_t kPrefetchAhead = 6;
 
 // The last core is tiled (see tt_lookup_math.h) unless its tiles would exceed this many
@@ -400,67 +406,68 @@ struct BackwardWalk : PrefixWalk<scalar_t> {
   }
 };
 
-// `grad_tiles` (tiled form only): this thread's (n_{K-1}, r_{K-1}, period) gradient of the tiles,
-// zeroed lazily: `touched[t]` says whether tile t holds data.
+// Unique rows whose output gradients the backward gathers at a time, before computing with them.
+constexpr int64_t kGatherRows = 128;
+
+// dst[i] = the sum of the output gradients of every position holding unique row begin + i, for
+// the unique rows [begin, end): rows of `dim` scalars. The output gradients are scattered over
+// the batch: gathering them in a loop of loads alone keeps many of them in flight, and positions
+// a little ahead are prefetched; the computation then reads them from the cache.
+template <typename scalar_t>
+TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sorted, int64_t begin,
+                                int64_t end, int64_t dim, scalar_t* TT_RESTRICT dst) {
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
+  const int64_t last_position = sorted.offsets[end];
+  int64_t prefetched = sorted.offsets[begin];
+  for (int64_t u = begin; u < end; ++u, dst += dim) {
+    const int64_t first = sorted.offsets[u];
+    const int64_t stop = sorted.offsets[u + 1];
+    const int64_t horizon = std::min(stop + kPrefetchAhead, last_position);
+    for (; prefetched < horizon; ++prefetched) {
+      prefetch_bytes(grad_out + sorted.positions[prefetched] * dim, row_bytes, false);
+    }
+    std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
+    for (int64_t s = first + 1; s < stop; ++s) {
+      const scalar_t* TT_RESTRICT src = grad_out + sorted.positions[s] * dim;
+      TT_SIMD
+      for (int64_t j = 0; j < dim; ++j) dst[j] += src[j];
+    }
+  }
+}
+
+// `grad_last_t`: this thread's gradient of the last core, each slice transposed to
+// (m_{K-1}, r_{K-1}) (see tt_matmul_tn_acc_transposed), zeroed lazily: `touched[t]` says whether
+// slice t holds data.
 template <typename scalar_t>
 TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cores,
                                   const scalar_t* const* cores_t,
                                   const SortedRows& sorted, const scalar_t* grad_out,
-                                  scalar_t* const* grads, scalar_t* grad_tiles, char* touched,
+                                  scalar_t* const* grads, scalar_t* grad_last_t, char* touched,
                                   int64_t begin, int64_t end) {
   const LastStep step(dims);
   BackwardWalk<scalar_t> walk(dims, cores, cores_t, grads);
-  std::vector<scalar_t> grad_row(step.dim);
-  std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
-  const int64_t row_bytes = step.dim * static_cast<int64_t>(sizeof(scalar_t));
-  const int64_t last_position = sorted.offsets[end];
-  int64_t prefetched = sorted.offsets[begin];
+  const int64_t slice = dims.slice_size(step.last);
+  std::vector<scalar_t> gathered(kGatherRows * step.dim);
   for (int64_t u = begin; u < end; ++u) {
-    {
-      // The output gradients of the positions a little ahead are cold, scattered over the
-      // batch: start fetching them now (every position, in order, a row with many too).
-      const int64_t horizon = std::min(sorted.offsets[u + 1] + kPrefetchAhead, last_position);
-      for (; prefetched < horizon; ++prefetched) {
-        prefetch_bytes(grad_out + sorted.positions[prefetched] * step.dim, row_bytes, false);
-      }
+    if ((u - begin) % kGatherRows == 0) {
+      gather_grad_rows(grad_out, sorted, u, std::min(u + kGatherRows, end), step.dim,
+                       gathered.data());
     }
     const int level = walk.advance(sorted.unique_rows[u]);
     if (u > begin && level < step.last) {
       for (int k = step.last - 1; k >= level; --k) walk.flush(k);
     }
     walk.recompute(level);
-    if (step.tiled && level < step.last) {
-      tt_spread_rows(walk.partial[step.last - 1], spread.data(), step.rows, step.inner,
-                     step.cols);
-    }
-    // Sum of the output gradients of every position holding this row.
-    const int64_t first = sorted.offsets[u];
-    const int64_t stop = sorted.offsets[u + 1];
-    const scalar_t* g = grad_out + sorted.positions[first] * step.dim;
-    if (stop - first > 1) {
-      scalar_t* TT_RESTRICT acc = grad_row.data();
-      std::memcpy(acc, g, step.dim * sizeof(scalar_t));
-      for (int64_t s = first + 1; s < stop; ++s) {
-        const scalar_t* TT_RESTRICT src = grad_out + sorted.positions[s] * step.dim;
-        TT_SIMD
-        for (int64_t j = 0; j < step.dim; ++j) acc[j] += src[j];
-      }
-      g = acc;
-    }
+    const scalar_t* g = gathered.data() + ((u - begin) % kGatherRows) * step.dim;
     const int64_t digit = walk.digits[step.last];
-    const int64_t offset = digit * dims.slice_size(step.last);
-    if (step.tiled) {
-      scalar_t* grad_tile = grad_tiles + digit * step.tile_size();
-      if (!touched[digit]) {
-        std::fill(grad_tile, grad_tile + step.tile_size(), scalar_t(0));
-        touched[digit] = 1;
-      }
-      tt_tiled_slice_grad(spread.data(), g, grad_tile, step.inner, step.dim, step.period);
-    } else {
-      tt_matmul_tn_acc_rows(walk.partial[step.last - 1], g, grads[step.last] + offset,
-                            step.rows, step.inner, step.cols);
+    scalar_t* grad_slice_t = grad_last_t + digit * slice;
+    if (!touched[digit]) {
+      std::fill(grad_slice_t, grad_slice_t + slice, scalar_t(0));
+      touched[digit] = 1;
     }
-    tt_matmul_nt_acc_rows(g, cores_t[step.last] + offset, walk.grad_partial[step.last - 1],
+    const scalar_t* prefix = walk.partial[step.last - 1];
+    tt_matmul_tn_acc_transposed(prefix, g, grad_slice_t, step.rows, step.inner, step.cols);
+    tt_matmul_nt_acc_rows(g, cores_t[step.last] + digit * slice, walk.grad_partial[step.last - 1],
                           step.rows, step.inner, step.cols);
   }
   if (end > begin) {
@@ -540,10 +547,11 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int threads = threads_for(num_unique);
   const LastStep step(dims);
   const int64_t last_slices = dims.n[step.last];
-  const int64_t grad_tiles_size = step.tiled ? last_slices * step.tile_size() : 0;
-  // Per thread (thread-local workspaces): the gradient of the tiles, which tiles it has touched,
-  // and (threads other than 0, which accumulates into the returned gradients) private gradients.
-  std::vector<scalar_t*> grad_tiles(threads, nullptr);
+  const int64_t last_slice = dims.slice_size(step.last);
+  // Per thread (thread-local workspaces): the transposed gradient of the last core, which of its
+  // slices it has touched, and (threads other than 0, which accumulates into the returned
+  // gradients) private gradients.
+  std::vector<scalar_t*> grad_last_t(threads, nullptr);
   std::vector<char*> touched(threads, nullptr);
   std::vector<std::vector<scalar_t*>> grad_ptrs(threads);
   for (int k = 0; k < num_cores; ++k) grad_ptrs[0].push_back(grads[k].mutable_data_ptr<scalar_t>());
@@ -553,12 +561,12 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   {
     const int tid = omp_get_thread_num();
     const int team = omp_get_num_threads();
-    if (step.tiled) {
-      auto& my_grad_tiles = workspace<scalar_t, 12>();
+    {
+      auto& my_grad_last_t = workspace<scalar_t, 12>();
       auto& my_touched = workspace<char, 13>();
-      my_grad_tiles.resize(grad_tiles_size);
+      my_grad_last_t.resize(last_slices * last_slice);
       my_touched.assign(last_slices, 0);
-      grad_tiles[tid] = my_grad_tiles.data();
+      grad_last_t[tid] = my_grad_last_t.data();
       touched[tid] = my_touched.data();
     }
     if (tid > 0) {
@@ -576,16 +584,16 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
       backward_range<scalar_t>(dims, core_ptrs.data(), core_t_ptrs.data(), sorted,
-                               grad_out_ptr, grad_ptrs[tid].data(), grad_tiles[tid], touched[tid],
+                               grad_out_ptr, grad_ptrs[tid].data(), grad_last_t[tid], touched[tid],
                                begin, end);
     }
-    if (step.tiled) {
-      const int64_t slice = dims.slice_size(step.last);
-      for (int64_t t = 0; t < last_slices; ++t) {
-        if (!touched[tid][t]) continue;
-        tt_fold_tile(grad_tiles[tid] + t * step.tile_size(),
-                     grad_ptrs[tid][step.last] + t * slice, step.inner, step.cols,
-                     step.period);
+    // Transpose the touched slices' gradients back into the core's layout, (r_{K-1}, m_{K-1}).
+    for (int64_t t = 0; t < last_slices; ++t) {
+      if (!touched[tid][t]) continue;
+      const scalar_t* TT_RESTRICT src = grad_last_t[tid] + t * last_slice;
+      scalar_t* TT_RESTRICT dst = grad_ptrs[tid][step.last] + t * last_slice;
+      for (int64_t q = 0; q < step.inner; ++q) {
+        for (int64_t c = 0; c < step.cols; ++c) dst[q * step.cols + c] += src[c * step.inner + q];
       }
     }
 #pragma omp barrier
