@@ -123,15 +123,16 @@ TT_HOST_DEVICE TT_INLINE void tt_axpy(T* TT_RESTRICT y, const T* TT_RESTRICT x, 
 }
 
 
-// Row combinations: out[a][0:width] (=, or += when `accumulate`) sum_k X[a][k] M[k][0:width],
-// X (rows x terms), M (terms x width), out (rows x width). For the common widths a row of `out`
-// stays in registers across the sum over k (as a loop over the memory row, every step would
-// wait for the previous step's store).
-// ... and when the number of terms is small and fixed too, M stays in registers as well.
+// Row combinations: out[a][0:width] (=, or += when `accumulate`) sum_k X(a, k) M[k][0:width],
+// with X(a, k) = X[a * xr + k * xk] (xr = terms, xk = 1: X is (rows x terms), row-major; xr = 1,
+// xk = rows: X is given transposed), M (terms x width), out (rows x width). For the common widths
+// a row of `out` stays in registers across the sum over k (as a loop over the memory row, every
+// step would wait for the previous step's store); when the number of terms is small and fixed
+// too, M stays in registers as well (tt_row_combinations_small).
 template <int64_t kWidth, int64_t kTerms, typename T>
 TT_HOST_DEVICE TT_INLINE void tt_row_combinations_small(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
                                                         T* TT_RESTRICT out, int64_t rows,
-                                                        bool accumulate) {
+                                                        int64_t xr, int64_t xk, bool accumulate) {
   T m[kTerms][kWidth];
   TT_UNROLL
   for (int64_t k = 0; k < kTerms; ++k) {
@@ -139,14 +140,14 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_small(const T* TT_RESTRICT X, 
     for (int64_t j = 0; j < kWidth; ++j) m[k][j] = M[k * kWidth + j];
   }
   for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT x = X + a * kTerms;
+    const T* TT_RESTRICT x = X + a * xr;
     T* TT_RESTRICT o = out + a * kWidth;
     T acc[kWidth];
     TT_SIMD
     for (int64_t j = 0; j < kWidth; ++j) acc[j] = accumulate ? o[j] : T(0);
     TT_UNROLL
     for (int64_t k = 0; k < kTerms; ++k) {
-      const T alpha = x[k];
+      const T alpha = x[k * xk];
       TT_SIMD
       for (int64_t j = 0; j < kWidth; ++j) acc[j] += alpha * m[k][j];
     }
@@ -158,23 +159,24 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_small(const T* TT_RESTRICT X, 
 template <int64_t kWidth, typename T>
 TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
                                                         T* TT_RESTRICT out, int64_t rows,
-                                                        int64_t terms, bool accumulate) {
+                                                        int64_t terms, int64_t xr, int64_t xk,
+                                                        bool accumulate) {
   if (kWidth <= 32) {
     switch (terms) {
-      case 2: tt_row_combinations_small<kWidth, 2>(X, M, out, rows, accumulate); return;
-      case 4: tt_row_combinations_small<kWidth, 4>(X, M, out, rows, accumulate); return;
-      case 8: tt_row_combinations_small<kWidth, 8>(X, M, out, rows, accumulate); return;
+      case 2: tt_row_combinations_small<kWidth, 2>(X, M, out, rows, xr, xk, accumulate); return;
+      case 4: tt_row_combinations_small<kWidth, 4>(X, M, out, rows, xr, xk, accumulate); return;
+      case 8: tt_row_combinations_small<kWidth, 8>(X, M, out, rows, xr, xk, accumulate); return;
       default: break;
     }
   }
   for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT x = X + a * terms;
+    const T* TT_RESTRICT x = X + a * xr;
     T* TT_RESTRICT o = out + a * kWidth;
     T acc[kWidth];
     TT_SIMD
     for (int64_t j = 0; j < kWidth; ++j) acc[j] = accumulate ? o[j] : T(0);
     for (int64_t k = 0; k < terms; ++k) {
-      const T alpha = x[k];
+      const T alpha = x[k * xk];
       const T* TT_RESTRICT m = M + k * kWidth;
       TT_SIMD
       for (int64_t j = 0; j < kWidth; ++j) acc[j] += alpha * m[j];
@@ -187,23 +189,24 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, 
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_row_combinations(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
                                                   T* TT_RESTRICT out, int64_t rows, int64_t terms,
-                                                  int64_t width, bool accumulate) {
+                                                  int64_t width, int64_t xr, int64_t xk,
+                                                  bool accumulate) {
   switch (width) {
-    case 4: tt_row_combinations_fixed<4>(X, M, out, rows, terms, accumulate); return;
-    case 8: tt_row_combinations_fixed<8>(X, M, out, rows, terms, accumulate); return;
-    case 16: tt_row_combinations_fixed<16>(X, M, out, rows, terms, accumulate); return;
-    case 32: tt_row_combinations_fixed<32>(X, M, out, rows, terms, accumulate); return;
-    case 64: tt_row_combinations_fixed<64>(X, M, out, rows, terms, accumulate); return;
+    case 4: tt_row_combinations_fixed<4>(X, M, out, rows, terms, xr, xk, accumulate); return;
+    case 8: tt_row_combinations_fixed<8>(X, M, out, rows, terms, xr, xk, accumulate); return;
+    case 16: tt_row_combinations_fixed<16>(X, M, out, rows, terms, xr, xk, accumulate); return;
+    case 32: tt_row_combinations_fixed<32>(X, M, out, rows, terms, xr, xk, accumulate); return;
+    case 64: tt_row_combinations_fixed<64>(X, M, out, rows, terms, xr, xk, accumulate); return;
+    case 128: tt_row_combinations_fixed<128>(X, M, out, rows, terms, xr, xk, accumulate); return;
     default: break;
   }
   for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT x = X + a * terms;
     T* TT_RESTRICT o = out + a * width;
     if (!accumulate) {
       TT_SIMD
       for (int64_t j = 0; j < width; ++j) o[j] = T(0);
     }
-    for (int64_t k = 0; k < terms; ++k) tt_axpy(o, M + k * width, x[k], width);
+    for (int64_t k = 0; k < terms; ++k) tt_axpy(o, M + k * width, X[a * xr + k * xk], width);
   }
 }
 
@@ -212,19 +215,16 @@ template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT B,
                                           T* TT_RESTRICT C, int64_t rows, int64_t inner,
                                           int64_t cols) {
-  tt_row_combinations(A, B, C, rows, inner, cols, false);
+  tt_row_combinations(A, B, C, rows, inner, cols, inner, 1, false);
 }
 
-// dB += A^T @ dC with A (rows x inner), dC (rows x cols), dB (inner x cols).
+// dB += A^T @ dC with A (rows x inner), dC (rows x cols), dB (inner x cols): row q of dB is a
+// combination of the rows of dC with the weights A[:, q].
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_rows(const T* TT_RESTRICT A, const T* TT_RESTRICT dC,
                                                  T* TT_RESTRICT dB, int64_t rows, int64_t inner,
                                                  int64_t cols) {
-  for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT a_row = A + a * inner;
-    const T* TT_RESTRICT g_row = dC + a * cols;
-    for (int64_t q = 0; q < inner; ++q) tt_axpy(dB + q * cols, g_row, a_row[q], cols);
-  }
+  tt_row_combinations(A, dC, dB, inner, rows, cols, 1, inner, true);
 }
 
 // dA += dC @ B^T with dC (rows x cols), B^T given transposed as BT (cols x inner), dA (rows x inner).
@@ -232,7 +232,7 @@ template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, const T* TT_RESTRICT BT,
                                                  T* TT_RESTRICT dA, int64_t rows, int64_t inner,
                                                  int64_t cols) {
-  tt_row_combinations(dC, BT, dA, rows, cols, inner, true);
+  tt_row_combinations(dC, BT, dA, rows, cols, inner, cols, 1, true);
 }
 
 // dB^T += (A^T @ dC)^T, i.e. dBT (cols x inner) += dC^T @ A, with A (rows x inner) and dC
