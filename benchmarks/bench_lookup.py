@@ -114,29 +114,41 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_ms(run: Callable[[], None], budget_s: float, max_repeats: int,
-            device: torch.device = torch.device("cpu"), warmup: int = 3) -> float:
-    """Median of several runs after ``warmup`` untimed ones, in milliseconds. Repeats until
-    ``budget_s`` is spent, at least three times. (Several warm-up runs: the first runs of a
-    method also grow the process's heap and the kernels' scratch buffers, and fault their pages
-    in, which no later step of a training loop pays.) (Not the best run: a batch-sized output is sometimes served
-    from memory the process already holds and skips the page faults every other run pays, so
-    the best run is an outlier.) On a GPU each run is timed from a synchronised start to a
-    synchronised end."""
-    start = time.perf_counter()
-    for _ in range(warmup):  # (a slow method, whose runs take the budget, warms up once)
-        run()
-        _sync(device)
-        if time.perf_counter() - start > budget_s / 2:
-            break
-    start = time.perf_counter()
-    times = []
-    while len(times) < 3 or (len(times) < max_repeats and time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
-        run()
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+def time_interleaved(runs: dict[str, Callable[[], None]], budget_s: float, max_repeats: int,
+                     device: torch.device = torch.device("cpu"), warmup: int = 3) -> dict[str, float]:
+    """Median time of each of ``runs``, in milliseconds, timed in rounds: every round runs each
+    method once, in turn. (A shared machine's load drifts over seconds; timing all runs of one
+    method, then all of the next, would put that drift into their ratio.)
+
+    Each method first runs ``warmup`` times untimed (its first runs grow the process's heap and
+    the kernels' scratch buffers and fault their pages in, which no later step of a training
+    loop pays; a method slower than ``budget_s / 2`` warms up once), then is timed
+    ``budget_s / (its time)`` times, at least 3 and at most ``max_repeats``. The median, not the
+    best run: a batch-sized output is sometimes served from memory the process already holds
+    and skips the page faults every other run pays, so the best run is an outlier. On a GPU each
+    run is timed from a synchronised start to a synchronised end."""
+    repeats = {}
+    for name, run in runs.items():
+        start = time.perf_counter()
+        done = 0
+        while done < max(warmup, 1):
+            run()
+            _sync(device)
+            done += 1
+            if time.perf_counter() - start > budget_s / 2:
+                break
+        per_run = (time.perf_counter() - start) / done
+        repeats[name] = int(min(max_repeats, max(3, budget_s // max(per_run, 1e-9))))
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    while any(len(times[name]) < repeats[name] for name in runs):
+        for name, run in runs.items():
+            if len(times[name]) >= repeats[name]:
+                continue
+            t0 = time.perf_counter()
+            run()
+            _sync(device)
+            times[name].append(time.perf_counter() - t0)
+    return {name: 1e3 * statistics.median(t) for name, t in times.items()}
 
 
 def make_tt_cores(shape: TTShape, generator: torch.Generator,
@@ -176,10 +188,11 @@ def build_method(name: str, spec: dict, rank: int, generator: torch.Generator,
     return list(module.parameters()), module
 
 
-def bench_method(name, spec, rank, batches, grad_out, generator, budget_s, max_repeats, warmup):
-    """(forward ms, forward + backward ms) of ``name``; successive runs take the ``batches`` in
-    turn, so no run sees the batch of the run before it (as in training, where every step has
-    new rows; the CPU kernel's backward reuses its own forward's sort, never the last step's)."""
+def method_runs(name, spec, rank, batches, grad_out, generator):
+    """(forward, forward + backward) closures of ``name``, or None when it does not apply.
+    Successive calls take the ``batches`` in turn, so no run sees the batch of the run before it
+    (as in training, where every step has new rows; the CPU kernel's backward reuses its own
+    forward's sort, never the last step's)."""
     device = batches[0].device
     built = build_method(name, spec, rank, generator, device)
     if built is None:
@@ -199,10 +212,23 @@ def bench_method(name, spec, rank, batches, grad_out, generator, budget_s, max_r
             p.grad = None
         lookup(next_batch()).backward(grad_out)
 
-    result = (time_ms(forward, budget_s, max_repeats, device, warmup),
-              time_ms(forward_backward, budget_s, max_repeats, device, warmup))
-    del params, lookup
-    return result
+    return forward, forward_backward
+
+
+def bench_config(methods, spec, rank, batches, grad_out, seed, budget_s, max_repeats, warmup):
+    """{method: (forward ms, forward + backward ms)} for one shape, rank and batch: every method
+    timed in the same rounds (time_interleaved)."""
+    runs = {}
+    for name in methods:
+        built = method_runs(name, spec, rank, batches, grad_out, torch.Generator().manual_seed(seed))
+        if built is not None:
+            runs[name] = built
+    device = batches[0].device
+    forward = time_interleaved({name: r[0] for name, r in runs.items()}, budget_s, max_repeats,
+                               device, warmup)
+    forward_backward = time_interleaved({name: r[1] for name, r in runs.items()}, budget_s,
+                                        max_repeats, device, warmup)
+    return {name: (forward[name], forward_backward[name]) for name in runs}
 
 
 def main(argv: Optional[list[str]] = None) -> list[Result]:
@@ -216,8 +242,8 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
     parser.add_argument("--quick", action="store_true",
                         help="only arxiv, rank 16, 100,000 indices (the acceptance setting)")
     parser.add_argument("--budget", type=float, default=2.0,
-                        help="seconds of repeats per measurement (after one warm-up)")
-    parser.add_argument("--max-repeats", type=int, default=10)
+                        help="seconds of timed runs per method and measurement (after the warm-up)")
+    parser.add_argument("--max-repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs before the timed ones")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
@@ -260,12 +286,9 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
             # the same rows in another order: the same work, but not the same batch
             shuffled = rows[torch.randperm(batch, generator=generator).to(device)]
             for rank in args.ranks:
-                for method in args.methods:
-                    timing = bench_method(method, spec, rank, (rows, shuffled), grad_out,
-                                          torch.Generator().manual_seed(args.seed), args.budget,
-                                          args.max_repeats, args.warmup)
-                    if timing is None:
-                        continue
+                timings = bench_config(args.methods, spec, rank, (rows, shuffled), grad_out,
+                                       args.seed, args.budget, args.max_repeats, args.warmup)
+                for method, timing in timings.items():
                     results.append(Result(shape_name, rank, batch, unique, method, *timing))
                     print(f"  {shape_name} r{rank} B{batch} {method}: fwd {timing[0]:.1f} ms, "
                           f"fwd+bwd {timing[1]:.1f} ms", file=sys.stderr, flush=True)
