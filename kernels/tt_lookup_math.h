@@ -123,6 +123,25 @@ TT_HOST_DEVICE TT_INLINE void tt_axpy(T* TT_RESTRICT y, const T* TT_RESTRICT x, 
 }
 
 
+// A (kRows x kCols) block between memory (row-major, contiguous) and registers.
+template <int64_t kRows, int64_t kCols, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_load_block(const T* TT_RESTRICT src, T (&block)[kRows][kCols]) {
+  TT_UNROLL
+  for (int64_t r = 0; r < kRows; ++r) {
+    TT_SIMD
+    for (int64_t j = 0; j < kCols; ++j) block[r][j] = src[r * kCols + j];
+  }
+}
+
+template <int64_t kRows, int64_t kCols, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_store_block(const T (&block)[kRows][kCols], T* TT_RESTRICT dst) {
+  TT_UNROLL
+  for (int64_t r = 0; r < kRows; ++r) {
+    TT_SIMD
+    for (int64_t j = 0; j < kCols; ++j) dst[r * kCols + j] = block[r][j];
+  }
+}
+
 // Row combinations: out[a][0:width] (=, or += when `accumulate`) sum_k X(a, k) M[k][0:width],
 // with X(a, k) = X[a * xr + k * xk] (xr = terms, xk = 1: X is (rows x terms), row-major; xr = 1,
 // xk = rows: X is given transposed), M (terms x width), out (rows x width). For the common widths
@@ -134,11 +153,7 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_small(const T* TT_RESTRICT X, 
                                                         T* TT_RESTRICT out, int64_t rows,
                                                         int64_t xr, int64_t xk, bool accumulate) {
   T m[kTerms][kWidth];
-  TT_UNROLL
-  for (int64_t k = 0; k < kTerms; ++k) {
-    TT_SIMD
-    for (int64_t j = 0; j < kWidth; ++j) m[k][j] = M[k * kWidth + j];
-  }
+  tt_load_block(M, m);
   for (int64_t a = 0; a < rows; ++a) {
     const T* TT_RESTRICT x = X + a * xr;
     T* TT_RESTRICT o = out + a * kWidth;
@@ -243,11 +258,7 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_transposed_fixed(const T* TT_REST
                                                                 const T* TT_RESTRICT dC,
                                                                 T* TT_RESTRICT dBT, int64_t rows) {
   T acc[kCols][kInner];
-  TT_UNROLL
-  for (int64_t c = 0; c < kCols; ++c) {
-    TT_SIMD
-    for (int64_t q = 0; q < kInner; ++q) acc[c][q] = dBT[c * kInner + q];
-  }
+  tt_load_block(dBT, acc);
   for (int64_t a = 0; a < rows; ++a) {
     const T* TT_RESTRICT a_row = A + a * kInner;
     TT_UNROLL
@@ -257,11 +268,7 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_transposed_fixed(const T* TT_REST
       for (int64_t q = 0; q < kInner; ++q) acc[c][q] += g * a_row[q];
     }
   }
-  TT_UNROLL
-  for (int64_t c = 0; c < kCols; ++c) {
-    TT_SIMD
-    for (int64_t q = 0; q < kInner; ++q) dBT[c * kInner + q] = acc[c][q];
-  }
+  tt_store_block(acc, dBT);
 }
 
 template <int64_t kCols, typename T>
