@@ -171,6 +171,33 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_small(const T* TT_RESTRICT X, 
   }
 }
 
+// kRows rows of a row combination (see tt_row_combinations), all in registers.
+template <int64_t kWidth, int64_t kRows, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_row_combinations_block(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
+                                                        T* TT_RESTRICT out, int64_t terms,
+                                                        int64_t xr, int64_t xk, bool accumulate) {
+  T acc[kRows][kWidth];
+  if (accumulate) {
+    tt_load_block(out, acc);
+  } else {
+    TT_UNROLL
+    for (int64_t r = 0; r < kRows; ++r) {
+      TT_SIMD
+      for (int64_t j = 0; j < kWidth; ++j) acc[r][j] = T(0);
+    }
+  }
+  for (int64_t k = 0; k < terms; ++k) {
+    const T* TT_RESTRICT m = M + k * kWidth;
+    TT_UNROLL
+    for (int64_t r = 0; r < kRows; ++r) {
+      const T alpha = X[r * xr + k * xk];
+      TT_SIMD
+      for (int64_t j = 0; j < kWidth; ++j) acc[r][j] += alpha * m[j];
+    }
+  }
+  tt_store_block(acc, out);
+}
+
 template <int64_t kWidth, typename T>
 TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
                                                         T* TT_RESTRICT out, int64_t rows,
@@ -184,20 +211,17 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, 
       default: break;
     }
   }
-  for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT x = X + a * xr;
-    T* TT_RESTRICT o = out + a * kWidth;
-    T acc[kWidth];
-    TT_SIMD
-    for (int64_t j = 0; j < kWidth; ++j) acc[j] = accumulate ? o[j] : T(0);
-    for (int64_t k = 0; k < terms; ++k) {
-      const T alpha = x[k * xk];
-      const T* TT_RESTRICT m = M + k * kWidth;
-      TT_SIMD
-      for (int64_t j = 0; j < kWidth; ++j) acc[j] += alpha * m[j];
-    }
-    TT_SIMD
-    for (int64_t j = 0; j < kWidth; ++j) o[j] = acc[j];
+  // kBlock rows at a time: with many terms one row's sum is a long chain of dependent FMAs,
+  // longer than the out-of-order window, so rows would not overlap; kBlock chains side by side do.
+  constexpr int64_t kBlock = kWidth >= 128 ? 1 : 128 / kWidth;
+  int64_t a = 0;
+  for (; a + kBlock <= rows; a += kBlock) {
+    tt_row_combinations_block<kWidth, kBlock>(X + a * xr, M, out + a * kWidth, terms, xr, xk,
+                                              accumulate);
+  }
+  for (; a < rows; ++a) {
+    tt_row_combinations_block<kWidth, 1>(X + a * xr, M, out + a * kWidth, terms, xr, xk,
+                                         accumulate);
   }
 }
 
