@@ -198,6 +198,25 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_block(const T* TT_RESTRICT X, 
   tt_store_block(acc, out);
 }
 
+// All `rows` rows in blocks of kRows, the rest in one block each of kRows / 2, kRows / 4, ...
+template <int64_t kWidth, int64_t kRows, typename T>
+TT_HOST_DEVICE TT_INLINE void tt_row_combinations_blocks(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
+                                                         T* TT_RESTRICT out, int64_t rows,
+                                                         int64_t terms, int64_t xr, int64_t xk,
+                                                         bool accumulate) {
+  int64_t a = 0;
+  for (; a + kRows <= rows; a += kRows) {
+    tt_row_combinations_block<kWidth, kRows>(X + a * xr, M, out + a * kWidth, terms, xr, xk,
+                                             accumulate);
+  }
+  if constexpr (kRows > 1) {
+    if (a < rows) {
+      tt_row_combinations_blocks<kWidth, kRows / 2>(X + a * xr, M, out + a * kWidth, rows - a,
+                                                    terms, xr, xk, accumulate);
+    }
+  }
+}
+
 template <int64_t kWidth, typename T>
 TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, const T* TT_RESTRICT M,
                                                         T* TT_RESTRICT out, int64_t rows,
@@ -211,18 +230,11 @@ TT_HOST_DEVICE TT_INLINE void tt_row_combinations_fixed(const T* TT_RESTRICT X, 
       default: break;
     }
   }
-  // kBlock rows at a time: with many terms one row's sum is a long chain of dependent FMAs,
-  // longer than the out-of-order window, so rows would not overlap; kBlock chains side by side do.
-  constexpr int64_t kBlock = kWidth >= 128 ? 1 : 128 / kWidth;
-  int64_t a = 0;
-  for (; a + kBlock <= rows; a += kBlock) {
-    tt_row_combinations_block<kWidth, kBlock>(X + a * xr, M, out + a * kWidth, terms, xr, xk,
-                                              accumulate);
-  }
-  for (; a < rows; ++a) {
-    tt_row_combinations_block<kWidth, 1>(X + a * xr, M, out + a * kWidth, terms, xr, xk,
-                                         accumulate);
-  }
+  // Up to 128 scalars of rows at a time: with many terms one row's sum is a long chain of
+  // dependent FMAs, longer than the out-of-order window, so rows would not overlap; several
+  // chains side by side do.
+  tt_row_combinations_blocks<kWidth, (kWidth >= 128 ? 1 : 128 / kWidth)>(X, M, out, rows, terms,
+                                                                           xr, xk, accumulate);
 }
 
 template <typename T>
@@ -276,55 +288,13 @@ TT_HOST_DEVICE TT_INLINE void tt_matmul_nt_acc_rows(const T* TT_RESTRICT dC, con
 
 // dB^T += (A^T @ dC)^T, i.e. dBT (cols x inner) += dC^T @ A, with A (rows x inner) and dC
 // (rows x cols): the slice gradient of a step with few columns (the last core's), kept
-// transposed so that its rows are long (`inner`) and all of it stays in registers.
-template <int64_t kCols, int64_t kInner, typename T>
-TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_transposed_fixed(const T* TT_RESTRICT A,
-                                                                const T* TT_RESTRICT dC,
-                                                                T* TT_RESTRICT dBT, int64_t rows) {
-  T acc[kCols][kInner];
-  tt_load_block(dBT, acc);
-  for (int64_t a = 0; a < rows; ++a) {
-    const T* TT_RESTRICT a_row = A + a * kInner;
-    TT_UNROLL
-    for (int64_t c = 0; c < kCols; ++c) {
-      const T g = dC[a * kCols + c];
-      TT_SIMD
-      for (int64_t q = 0; q < kInner; ++q) acc[c][q] += g * a_row[q];
-    }
-  }
-  tt_store_block(acc, dBT);
-}
-
-template <int64_t kCols, typename T>
-TT_HOST_DEVICE TT_INLINE bool tt_matmul_tn_acc_transposed_cols(const T* TT_RESTRICT A,
-                                                               const T* TT_RESTRICT dC,
-                                                               T* TT_RESTRICT dBT, int64_t rows,
-                                                               int64_t inner) {
-  switch (inner) {
-    case 4: tt_matmul_tn_acc_transposed_fixed<kCols, 4>(A, dC, dBT, rows); return true;
-    case 8: tt_matmul_tn_acc_transposed_fixed<kCols, 8>(A, dC, dBT, rows); return true;
-    case 16: tt_matmul_tn_acc_transposed_fixed<kCols, 16>(A, dC, dBT, rows); return true;
-    case 32: tt_matmul_tn_acc_transposed_fixed<kCols, 32>(A, dC, dBT, rows); return true;
-    default: return false;
-  }
-}
-
+// transposed so that its rows are long (`inner`) and, few as they are, all in registers at once.
 template <typename T>
 TT_HOST_DEVICE TT_INLINE void tt_matmul_tn_acc_transposed(const T* TT_RESTRICT A,
                                                           const T* TT_RESTRICT dC,
                                                           T* TT_RESTRICT dBT, int64_t rows,
                                                           int64_t inner, int64_t cols) {
-  bool done = false;
-  switch (cols) {
-    case 2: done = tt_matmul_tn_acc_transposed_cols<2>(A, dC, dBT, rows, inner); break;
-    case 4: done = tt_matmul_tn_acc_transposed_cols<4>(A, dC, dBT, rows, inner); break;
-    case 8: done = tt_matmul_tn_acc_transposed_cols<8>(A, dC, dBT, rows, inner); break;
-    default: break;
-  }
-  if (done) return;
-  for (int64_t a = 0; a < rows; ++a) {
-    for (int64_t c = 0; c < cols; ++c) tt_axpy(dBT + c * inner, A + a * inner, dC[a * cols + c], inner);
-  }
+  tt_row_combinations(dC, A, dBT, cols, rows, inner, 1, cols, true);
 }
 
 // ---------------------------------------------------------------- the last core, tiled (CPU form)

@@ -267,19 +267,13 @@ struct LastStep {
   int64_t spread_size() const { return inner * dim; }
 };
 
-// Prefetches the `bytes` at `p` into the cache (for writing if `write`).
-inline void prefetch_bytes(const void* p, int64_t bytes, bool write) {
+// Prefetches the `bytes` at `p` into the cache, for reading.
+inline void prefetch_bytes(const void* p, int64_t bytes) {
 #if defined(__GNUC__) || defined(__clang__)
   const char* c = static_cast<const char*>(p);
-  for (int64_t off = 0; off < bytes; off += 64) {
-    if (write) {
-      __builtin_prefetch(c + off, 1, 3);
-    } else {
-      __builtin_prefetch(c + off, 0, 3);
-    }
-  }
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
 #else
-  (void)p, (void)bytes, (void)write;
+  (void)p, (void)bytes;
 #endif
 }
 
@@ -424,7 +418,7 @@ TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sort
     const int64_t stop = sorted.offsets[u + 1];
     const int64_t horizon = std::min(stop + kPrefetchAhead, last_position);
     for (; prefetched < horizon; ++prefetched) {
-      prefetch_bytes(grad_out + sorted.positions[prefetched] * dim, row_bytes, false);
+      prefetch_bytes(grad_out + sorted.positions[prefetched] * dim, row_bytes);
     }
     std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
     for (int64_t s = first + 1; s < stop; ++s) {
@@ -561,14 +555,12 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   {
     const int tid = omp_get_thread_num();
     const int team = omp_get_num_threads();
-    {
-      auto& my_grad_last_t = workspace<scalar_t, 12>();
-      auto& my_touched = workspace<char, 13>();
-      my_grad_last_t.resize(last_slices * last_slice);
-      my_touched.assign(last_slices, 0);
-      grad_last_t[tid] = my_grad_last_t.data();
-      touched[tid] = my_touched.data();
-    }
+    auto& my_grad_last_t = workspace<scalar_t, 12>();
+    auto& my_touched = workspace<char, 13>();
+    my_grad_last_t.resize(last_slices * last_slice);
+    my_touched.assign(last_slices, 0);
+    grad_last_t[tid] = my_grad_last_t.data();
+    touched[tid] = my_touched.data();
     if (tid > 0) {
       auto& private_grads = workspace<scalar_t, 14>();
       private_grads.assign(total_params, scalar_t(0));
