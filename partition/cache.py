@@ -3,8 +3,7 @@
 A file holds the ``perm`` array, the quality figures and the key it was computed for, plus a
 checksum of ``perm``. Loading re-checks all of it (key, checksum, shape, range, injectivity): a
 corrupted or mismatched file is reported with a warning and the order recomputed. Files are
-written to a temporary name and moved into place with :func:`os.replace`, so readers never see
-a half-written file.
+written atomically (:mod:`ttgnn.fileio`), so readers never see a half-written file.
 """
 from __future__ import annotations
 
@@ -12,12 +11,12 @@ import hashlib
 import json
 import logging
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
 import numpy as np
+
+from ..fileio import atomic_write
 
 __all__ = ["cache_file", "load_cached", "save_cached"]
 
@@ -78,19 +77,10 @@ def load_cached(path: Path, graph_hash: str, row_shape: Sequence[int], method: s
 
 def save_cached(path: Path, perm: np.ndarray, quality: dict, graph_hash: str, row_shape: Sequence[int],
                 method: str, seed: int) -> None:
-    """Write a cache file atomically (temporary file in the same folder + ``os.replace``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write a cache file atomically (:func:`ttgnn.fileio.atomic_write`)."""
     meta = _key(graph_hash, row_shape, method, seed)
     meta["perm_checksum"] = _checksum(perm)
     meta["quality"] = {k: float(v) for k, v in quality.items()}
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name + ".", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            np.savez(handle, perm=np.ascontiguousarray(perm, dtype=np.int64), meta=np.array(json.dumps(meta)))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda fh: np.savez(fh, perm=np.ascontiguousarray(perm, dtype=np.int64),
+                                           meta=np.array(json.dumps(meta))))
     log.debug("cached the %s order in %s", method, path)

@@ -76,9 +76,9 @@ def test_train_with_world_size_needs_a_process_group():
     from ttgnn.train import TrainConfig, train
 
     with pytest.raises(ValueError, match="world_size=2 needs an initialised process group"):
-        train(TrainConfig(dataset="unused", epochs=1), rank=0, world_size=2)
-    with pytest.raises(ValueError, match=r"rank must be in \[0, 2\), got 2"):
-        train(TrainConfig(dataset="unused", epochs=1), rank=2, world_size=2)
+        train(TrainConfig(dataset="unused", epochs=1), process_rank=0, world_size=2)
+    with pytest.raises(ValueError, match=r"process_rank must be in \[0, 2\), got 2"):
+        train(TrainConfig(dataset="unused", epochs=1), process_rank=2, world_size=2)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")

@@ -9,7 +9,8 @@ import dgl  # noqa: E402
 
 from ttgnn import TTNodeEmbedding  # noqa: E402
 from ttgnn.data import planted_partition  # noqa: E402
-from ttgnn.models import GAT, GraphSAGE, LabelInput, NodeInput, build_model, tt_dense_table  # noqa: E402
+from ttgnn.models import GAT, GraphSAGE, LabelInput, NodeInput, build_model  # noqa: E402
+from ttgnn.ops import tt_dense_table  # noqa: E402
 
 
 @pytest.mark.parametrize("row_shape,col_shape,ranks", [([5, 6, 7], [2, 4, 2], 3), ([4, 9], [8, 2], 5),

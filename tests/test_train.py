@@ -173,7 +173,8 @@ def test_label_input_never_uses_validation_or_test_labels(tmp_path, planted, mod
     # no such label is ever an input, in training or in evaluation.
     import dataclasses
 
-    from ttgnn.train import _all_logits, build_classifier
+    from ttgnn.evaluation import all_logits
+    from ttgnn.train import build_classifier
 
     labels = planted.labels.clone()
     hidden = torch.cat([planted.split["valid"], planted.split["test"]])
@@ -193,8 +194,8 @@ def test_label_input_never_uses_validation_or_test_labels(tmp_path, planted, mod
     graph = planted.dgl_graph(self_loops=True)
     # (layer-wise inference differs between two identical calls at float32 rounding, ~2e-6;
     # a label input would move logits by O(1))
-    torch.testing.assert_close(_all_logits(model, graph, mode, 128, planted),
-                               _all_logits(model, graph, mode, 128, scrambled), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(all_logits(model, graph, mode, 128, planted),
+                               all_logits(model, graph, mode, 128, scrambled), rtol=1e-5, atol=1e-5)
     # the per-class table is counted with the GNN's parameters; the embedding's count is the TT's
     label_params = (planted.num_classes + 1) * 16
     assert model.label_input.table.weight.numel() == label_params

@@ -1,19 +1,43 @@
-"""The ``ttgnn`` command line.
+"""The ``ttgnn`` command line (also ``python -m ttgnn``).
 
 Sub-commands::
 
-    ttgnn info --rows N --dim D --rank R     shapes, parameters, memory, compression of a TT table
-    ttgnn partition --dataset ogbn-arxiv --method ...   node order onto TT rows: quality and time
-    ttgnn train --dataset ogbn-arxiv --model sage|gat --embedding tt|full ...   train a featureless GNN
+    ttgnn info --rows N --dim D --rank R            shapes, parameters, memory, compression of a TT table
+    ttgnn partition --dataset ogbn-arxiv ...        node order onto TT rows: quality and time
+    ttgnn train --dataset ogbn-arxiv ...            train a featureless GNN (GraphSAGE/GAT, TT or full table)
+    ttgnn upgrade-checkpoint PATH                   convert a trusted checkpoint of an older ttgnn
+
+Errors a user can cause (bad values, missing or malformed files, paths that are not what they
+should be) end with one line on stderr and exit code 2; Ctrl-C with one line (and, for ``train``,
+where the last complete checkpoint is) and exit code 130.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from typing import Optional, Sequence
 
-__all__ = ["main", "build_parser"]
+from .choices import DEVICES, EMBEDDINGS, INITS, MODELS, MODES, NORMS, ORDERS
+from .config import TrainConfig
+
+__all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Shows ``(default: X)`` once, and only where there is a default worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, argparse.SUPPRESS, False) or not action.option_strings:
+            return text
+        if isinstance(action, argparse.BooleanOptionalAction) and action.default is True:
+            return f"{text} (default: on)".strip()
+        return f"{text} (default: %(default)s)".strip()
 
 
 def _int_list(text: str) -> list[int]:
@@ -31,6 +55,7 @@ def _format_bytes(num: float) -> str:
     return f"{num:.1f} TiB"
 
 
+# ---------------------------------------------------------------------- info
 def _cmd_info(args: argparse.Namespace) -> int:
     from .shapes import TTShape
 
@@ -47,51 +72,43 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_train(args: argparse.Namespace) -> int:
-    import dataclasses
-    import datetime
-
-    from . import distributed as tdist
-    from .train import TrainConfig, train
-
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
-    # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
-    with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
-        tdist.configure_logging(ctx.rank, ctx.world_size)
-        metrics = train(config, rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
-    if not ctx.is_main:
-        return 0
-    print(f"{metrics['dataset']} {metrics['model']}+{metrics['embedding']}: best valid {metrics['best_valid_acc']:.4f}"
-          f" (epoch {metrics['best_epoch']}), test {metrics['test_acc']:.4f}, compression "
-          f"{metrics['compression_ratio']:,.1f}x, epoch time {metrics['epoch_time']:.2f}s, "
-          f"peak memory {metrics['peak_memory_mib']:.0f} MiB")
-    if "correct_smooth" in metrics:
-        cs = metrics["correct_smooth"]
-        print(f"  with correct and smooth: valid {cs['valid_acc']:.4f}, test {cs['test_acc']:.4f}")
-    return 0
+def _add_info_parser(sub) -> None:
+    p = sub.add_parser("info", help="shapes, parameter count, memory and compression of a TT table",
+                       formatter_class=HelpFormatter)
+    p.add_argument("--rows", type=int, required=True, help="number of embedding rows N")
+    p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
+    p.add_argument("--rank", type=int, nargs="+", default=[16], help="one or more TT ranks")
+    p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-5 (default: from N)")
+    p.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
+    p.add_argument("--col-shape", type=_int_list, default=None, help="e.g. 8,4,4 (default: automatic)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.set_defaults(func=_cmd_info)
 
 
-def _add_train_parser(sub) -> None:
-    """``ttgnn train``: defaults are the README's ogbn-arxiv settings (see ttgnn.train.TrainConfig)."""
-    from .train import ORDERS, TrainConfig
-
-    d = TrainConfig()
-    p = sub.add_parser("train", help="train a featureless GNN (GraphSAGE/GAT) on a TT, full or feature input",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+# ---------------------------------------------------------------------- train
+def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[TrainConfig] = None) -> None:
+    """Add one option per :class:`~ttgnn.config.TrainConfig` setting to ``parser`` (``ttgnn train``'s
+    options; examples reuse them with their own ``defaults``)."""
+    d = defaults or TrainConfig()
+    p = parser
     p.add_argument("--dataset", default=d.dataset, help="ogbn-arxiv|ogbn-products|ogbn-papers100M, a folder "
-                   "name under --root (cora, citeseer, pubmed) or a path in OGB raw layout")
-    p.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
-    p.add_argument("--cache-dir", default=None, help="cache for ogb files and node orders (default: ~/.cache/ttgnn)")
-    p.add_argument("--model", choices=["sage", "gat"], default=d.model)
-    p.add_argument("--embedding", choices=["tt", "full", "features"], default=d.embedding)
+                   "name under the root (cora, citeseer, pubmed) or a path in OGB raw layout")
+    p.add_argument("--root", default=d.root, help="datasets root, the only place searched when given "
+                   "(default: $TTGNN_DATA, else ./dataset)")
+    p.add_argument("--cache-dir", default=d.cache_dir, help="cache for ogb files and node orders "
+                   "(default: ~/.cache/ttgnn)")
+    p.add_argument("--model", choices=MODELS, default=d.model)
+    p.add_argument("--embedding", choices=EMBEDDINGS, default=d.embedding)
     p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
     p.add_argument("--rank", type=int, default=d.rank, help="TT rank")
-    p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores (2-5)")
-    p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56 (default: automatic)")
-    p.add_argument("--col-shape", type=_int_list, default=None, help="TT column shape, e.g. 8,4,4 (default: automatic)")
-    p.add_argument("--order", choices=list(ORDERS), default=d.order, help="node order for the TT rows")
-    p.add_argument("--init", choices=["ortho", "gaussian"], default=d.init, help="TT init")
+    p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores, 2-5 (default: from the number "
+                   "of nodes: 3 up to about 1.7e7, then 4)")
+    p.add_argument("--row-shape", type=_int_list, default=d.row_shape, help="TT row shape, e.g. 55,55,56 "
+                   "(default: automatic)")
+    p.add_argument("--col-shape", type=_int_list, default=d.col_shape, help="TT column shape, e.g. 8,4,4 "
+                   "(default: automatic)")
+    p.add_argument("--order", choices=ORDERS, default=d.order, help="node order for the TT rows")
+    p.add_argument("--init", choices=INITS, default=d.init, help="TT init")
     p.add_argument("--init-scale", type=float, default=d.init_scale,
                    help="std of the initial table entries (ortho TT: gain init_scale*sqrt(rows))")
     p.add_argument("--hidden", type=int, default=d.hidden)
@@ -100,9 +117,9 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--dropout", type=float, default=d.dropout)
     p.add_argument("--input-dropout", type=float, default=d.input_dropout)
     p.add_argument("--attn-dropout", type=float, default=d.attn_dropout, help="GAT attention dropout")
-    p.add_argument("--norm", choices=["batch", "layer", "none"], default=d.norm)
+    p.add_argument("--norm", choices=NORMS, default=d.norm)
     p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual)
-    p.add_argument("--mode", choices=["full", "minibatch"], default=d.mode, help="full-graph or neighbour sampling")
+    p.add_argument("--mode", choices=MODES, default=d.mode, help="full-graph or neighbour sampling")
     p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size)
@@ -119,32 +136,89 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--label-rate", type=float, default=d.label_rate,
                    help="share of training nodes whose labels are inputs in an epoch (with --label-input)")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
-                   help="after training, also report the best model's accuracy after Correct and Smooth "
-                   "(label propagation from the training nodes; strengths chosen on validation)")
+                   help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--num-threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    p.add_argument("--output-dir", default=None, help="checkpoint.pt and metrics.json go here")
-    p.add_argument("--resume", action="store_true", help="continue from --output-dir/checkpoint.pt")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm bars")
-    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
-                   help="cuda: one GPU per rank (LOCAL_RANK) under torchrun, NCCL; needs a CUDA build of DGL")
+    p.add_argument("--num-threads", type=int, default=d.num_threads, help="torch threads (default: torch's choice)")
+    p.add_argument("--output-dir", default=d.output_dir, help="checkpoint.pt, best_model.pt and metrics.json go "
+                   "here; one run per folder")
+    p.add_argument("--resume", action="store_true", default=d.resume,
+                   help="continue the run in --output-dir from its checkpoint.pt")
+    p.add_argument("--overwrite", action="store_true", default=d.overwrite,
+                   help="replace a run already in --output-dir")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=d.progress, help="tqdm bars")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The :class:`~ttgnn.config.TrainConfig` of parsed :func:`add_train_arguments` options."""
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    return TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    import datetime
+
+    from . import distributed as tdist
+    from .train import train
+
+    config = config_from_args(args)
+    config.validate()  # before any process group or data loading
+    if args.dist_timeout <= 0:
+        raise ValueError(f"--dist-timeout must be > 0 minutes, got {args.dist_timeout}")
+    # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
+    with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
+        tdist.configure_logging(ctx.rank, ctx.world_size)
+        metrics = train(config, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
+    if ctx.is_main:
+        print(format_summary(metrics))
+    return 0
+
+
+def format_summary(metrics: dict) -> str:
+    """One or two lines on a finished run: best validation epoch, test accuracy, compression, time, memory."""
+    text = (f"{metrics['dataset']} {metrics['model']}+{metrics['embedding']}: best valid "
+            f"{metrics['best_valid_acc']:.4f} (epoch {metrics['best_epoch']}), test {metrics['test_acc']:.4f}, "
+            f"compression {metrics['compression_ratio']:,.1f}x")
+    if metrics.get("epoch_time") is not None:
+        text += f", epoch time {metrics['epoch_time']:.2f}s, peak memory {metrics['peak_memory_mib']:.0f} MiB"
+    if "correct_smooth" in metrics:
+        cs = metrics["correct_smooth"]
+        text += f"\n  with correct and smooth: valid {cs['valid_acc']:.4f}, test {cs['test_acc']:.4f}"
+    return text
+
+
+def _add_train_parser(sub) -> None:
+    p = sub.add_parser("train", help="train a featureless GNN (GraphSAGE/GAT) on a TT, full or feature input",
+                       formatter_class=HelpFormatter)
+    add_train_arguments(p)
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="cuda: one GPU per rank (LOCAL_RANK) under torchrun, NCCL")
     p.add_argument("--dist-timeout", type=float, default=60.0,
                    help="minutes a rank waits for the others (e.g. while rank 0 evaluates) before failing")
     p.set_defaults(func=_cmd_train)
 
 
+# ---------------------------------------------------------------------- partition
 def _cmd_partition(args: argparse.Namespace) -> int:
     """Order a dataset's nodes onto TT rows with each method; print quality figures and time."""
     import time
+    from pathlib import Path
 
     from .data import default_cache_dir, load_dataset
+    from .fileio import atomic_write
     from .partition import hierarchical_order
-    from .shapes import factor_rows
+    from .shapes import auto_num_cores, factor_rows
 
+    outputs = {}
+    if args.output:
+        for method in args.method:
+            outputs[method] = Path(args.output if len(args.method) == 1 else f"{args.output}.{method}")
+            if outputs[method].is_dir():
+                raise ValueError(f"--output {outputs[method]} is a folder; give a file name such as order.npy")
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
     load_seconds = time.perf_counter() - started
-    row_shape = args.row_shape or factor_rows(dataset.num_nodes, args.num_cores)
+    num_cores = args.num_cores or auto_num_cores(dataset.num_nodes)
+    row_shape = args.row_shape or factor_rows(dataset.num_nodes, num_cores)
     cache_dir = None if args.no_cache else default_cache_dir(args.cache_dir)
     print(f"{dataset.name}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} stored edges "
           f"(loaded in {load_seconds:.1f} s); row shape {list(row_shape)}")
@@ -159,58 +233,72 @@ def _cmd_partition(args: argparse.Namespace) -> int:
         total = time.perf_counter() - started
         figures = "".join(f"{order.quality[key]:>18.4f}" for key in prefix_keys)
         print(f"{method:>20}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")
-        if args.output:
+        if method in outputs:
             import numpy as np
 
-            path = args.output if len(args.method) == 1 else f"{args.output}.{method}"
-            with open(path, "wb") as fh:
-                np.save(fh, order.perm)
-            print(f"{'':>20}perm (node id -> TT row) written to {path}")
+            atomic_write(outputs[method], lambda fh: np.save(fh, order.perm))
+            print(f"{'':>20}perm (node id -> TT row) written to {outputs[method]}")
     return 0
 
 
 def _add_partition_parser(sub) -> None:
-    from .partition import METHODS
-
     p = sub.add_parser("partition", help="order a graph's nodes onto TT rows (hierarchical METIS and baselines)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                       formatter_class=HelpFormatter)
     p.add_argument("--dataset", required=True, help="ogbn-arxiv|ogbn-products|ogbn-papers100M, a folder name "
-                   "under --root (cora, citeseer, pubmed) or a path in OGB raw layout")
-    p.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+                   "under the root (cora, citeseer, pubmed) or a path in OGB raw layout")
+    p.add_argument("--root", default=None, help="datasets root, the only place searched when given "
+                   "(default: $TTGNN_DATA, else ./dataset)")
     p.add_argument("--cache-dir", default=None, help="cache for ogb files and node orders (default: ~/.cache/ttgnn)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached node orders")
     p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56 "
                    "(default: automatic from --num-cores)")
-    p.add_argument("--num-cores", type=int, default=3, help="TT cores when --row-shape is automatic (2-5)")
-    p.add_argument("--method", nargs="+", choices=METHODS, default=["hierarchical-metis"],
+    p.add_argument("--num-cores", type=int, default=None, help="TT cores when --row-shape is automatic, 2-5 "
+                   "(default: from the number of nodes)")
+    p.add_argument("--method", nargs="+", choices=ORDERS, default=["hierarchical-metis"],
                    help="one or more node orders to compute and compare")
     p.add_argument("--seed", type=int, default=0, help="seed for METIS and the random order")
-    p.add_argument("--output", default=None, help="write perm as .npy here (suffixed by method when several)")
+    p.add_argument("--output", default=None, help="write perm as .npy to this file (suffixed by method when several)")
     p.add_argument("--progress", action="store_true", help="tqdm bars over the METIS calls")
     p.set_defaults(func=_cmd_partition)
 
 
+# ---------------------------------------------------------------------- upgrade-checkpoint
+def _cmd_upgrade_checkpoint(args: argparse.Namespace) -> int:
+    from .checkpoint import upgrade_checkpoint
+
+    for path in args.path:
+        upgrade_checkpoint(path)
+        print(f"{path}: converted to the current checkpoint format")
+    return 0
+
+
+def _add_upgrade_parser(sub) -> None:
+    p = sub.add_parser("upgrade-checkpoint", formatter_class=HelpFormatter,
+                       help="convert checkpoints of an older ttgnn (ONLY files you trust: this unpickles them)")
+    p.add_argument("path", nargs="+", help="checkpoint.pt / best_model.pt files")
+    p.set_defaults(func=_cmd_upgrade_checkpoint)
+
+
+# ---------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ttgnn", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(prog="ttgnn", description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    info = sub.add_parser("info", help="shapes, parameter count, memory and compression of a TT table",
-                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    info.add_argument("--rows", type=int, required=True, help="number of embedding rows N")
-    info.add_argument("--dim", type=int, default=128, help="embedding dimension D")
-    info.add_argument("--rank", type=int, nargs="+", default=[16], help="one or more TT ranks")
-    info.add_argument("--num-cores", type=int, default=3, help="number of TT cores (2-5)")
-    info.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
-    info.add_argument("--col-shape", type=_int_list, default=None, help="e.g. 8,4,4 (default: automatic)")
-    info.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    info.set_defaults(func=_cmd_info)
-
+    _add_info_parser(sub)
     _add_train_parser(sub)
     _add_partition_parser(sub)
-    # Further sub-commands register here (partition, train).
+    _add_upgrade_parser(sub)
     return parser
+
+
+def _interrupted_message(command: str, err: KeyboardInterrupt) -> str:
+    checkpoint = getattr(err, "checkpoint", None)
+    if checkpoint is not None:
+        return (f"ttgnn {command}: interrupted; the last complete checkpoint is {checkpoint} (epoch {err.epoch}); "
+                f"continue with the same command plus --resume")
+    if command == "train":
+        return f"ttgnn {command}: interrupted before any checkpoint was written"
+    return f"ttgnn {command}: interrupted"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -220,9 +308,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (ValueError, TypeError, IndexError, FileNotFoundError) as err:
+    except KeyboardInterrupt as err:
+        print(_interrupted_message(args.command, err), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as err:
+        where = f": {err.filename}" if getattr(err, "filename", None) else ""
+        print(f"ttgnn {args.command}: error: {err.strerror or err}{where}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, TypeError, IndexError) as err:
         print(f"ttgnn {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

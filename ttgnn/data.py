@@ -184,8 +184,13 @@ def _check_file(path: Path) -> None:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
 
 
+def _first_bad_row(bad: np.ndarray) -> int:
+    """The 1-based line number of the first ``True`` row of ``bad`` (rows x columns or rows)."""
+    return int(np.argwhere(bad.reshape(bad.shape[0], -1).any(axis=1))[0][0]) + 1
+
+
 def _read_csv(path: Path, dtype, required: bool = True) -> Optional[np.ndarray]:
-    """Read a header-less gzip CSV into a 2-D array; errors name the file."""
+    """Read a header-less gzip CSV into a 2-D array; errors name the file (and the line of a bad value)."""
     import pandas as pd
 
     if not path.is_file():
@@ -195,17 +200,39 @@ def _read_csv(path: Path, dtype, required: bool = True) -> Optional[np.ndarray]:
     try:
         frame = pd.read_csv(path, compression="gzip", header=None)
         values = frame.values
-        if dtype is not None:
-            if np.issubdtype(dtype, np.integer) and values.dtype.kind == "f":
-                if np.isnan(values).any():
-                    raise ValueError("non-integer (NaN) entries")
-            values = values.astype(dtype)
     except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
-    return values
+    if dtype is None:
+        return values
+    if np.issubdtype(dtype, np.integer):
+        return _integers(values, path)
+    try:
+        return values.astype(dtype)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"corrupted dataset file {path}: {err}") from None
 
 
-def _read_split(folder: Path, kind: Optional[str]) -> dict:
+def _integers(values: np.ndarray, path: Path) -> np.ndarray:
+    """``values`` as int64, refusing non-numbers, NaNs and fractions (never truncated) with file and line."""
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    if values.dtype.kind != "f":
+        numeric = np.vectorize(lambda v: isinstance(v, (int, float, np.integer, np.floating)))(values)
+        if values.size and not numeric.all():
+            line = _first_bad_row(~numeric)
+            raise ValueError(f"corrupted dataset file {path}, line {line}: "
+                             f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} is not a list of integers")
+        values = values.astype(np.float64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        line = _first_bad_row(bad)
+        raise ValueError(f"corrupted dataset file {path}, line {line}: "
+                         f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} is not a list of integers")
+    return values.astype(np.int64)
+
+
+def _read_split(folder: Path, kind: Optional[str]) -> tuple[dict, dict]:
+    """``(split, files)``: node ids of every split, and the file each came from."""
     split_root = folder / "split"
     if not split_root.is_dir():
         raise FileNotFoundError(f"dataset split folder not found: {split_root}")
@@ -214,26 +241,62 @@ def _read_split(folder: Path, kind: Optional[str]) -> dict:
         if not kinds:
             raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
         kind = kinds[0]
-    split = {}
+    split, files = {}, {}
     for key in SPLIT_NAMES:
-        ids = _read_csv(split_root / kind / f"{key}.csv.gz", np.int64)
+        files[key] = split_root / kind / f"{key}.csv.gz"
+        ids = _read_csv(files[key], np.int64)
         split[key] = torch.from_numpy(np.ascontiguousarray(ids.reshape(-1)))
-    return split
+    return split, files
 
 
-def _labels_from(values: np.ndarray, path: Path, num_nodes: int) -> torch.Tensor:
-    values = np.asarray(values, dtype=np.float64).reshape(-1)
+def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Optional[int] = None) -> torch.Tensor:
+    """``(N,)`` int64 class ids from a label column (NaN or ``-1``: unlabelled), checked.
+
+    Without ``num_classes`` (a raw folder), the classes are ``0..max``; their count may not exceed
+    the number of labelled nodes (a stray huge value would otherwise make a huge output layer).
+    """
+    try:
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"corrupted dataset file {path}: labels must be integers ({err})") from None
     if values.shape[0] != num_nodes:
         raise ValueError(f"corrupted dataset file {path}: {values.shape[0]} labels for {num_nodes} nodes")
-    labels = np.where(np.isnan(values), -1, values).astype(np.int64)
+    values = np.where(np.isnan(values), -1.0, values)
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < -1)
+    if bad.any():
+        line = _first_bad_row(bad)
+        raise ValueError(f"corrupted dataset file {path}, line {line}: label {values[line - 1]!r} is not a class id "
+                         f"(an integer >= 0, or empty/-1 for an unlabelled node)")
+    labels = values.astype(np.int64)
+    labelled = int((labels >= 0).sum())
+    if labelled == 0:
+        raise ValueError(f"corrupted dataset file {path}: no node has a label")
+    top = int(labels.max())
+    limit = num_classes if num_classes is not None else labelled
+    if top >= limit:
+        line = int(np.argmax(labels)) + 1
+        rule = (f"this dataset has {num_classes} classes" if num_classes is not None else
+                f"{top + 1} classes would exceed the {labelled} labelled nodes; labels must be ids 0..C-1")
+        raise ValueError(f"corrupted dataset file {path}, line {line}: label {top} is out of range ({rule})")
     return torch.from_numpy(labels)
 
 
-def _check_split(split: dict, num_nodes: int, where: Path) -> None:
+def _check_split(split: dict, num_nodes: int, files: dict) -> None:
+    """Node ids in range, a non-empty training split, and no node in two splits (errors name the files)."""
     for key, ids in split.items():
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
-            raise ValueError(f"corrupted split {key!r} under {where}: node ids must lie in [0, {num_nodes}), "
-                             f"got [{int(ids.min())}, {int(ids.max())}]")
+            bad = (ids < 0) | (ids >= num_nodes)
+            line = int(torch.nonzero(bad)[0]) + 1
+            raise ValueError(f"corrupted split file {files[key]}, line {line}: node id {int(ids[line - 1])} is "
+                             f"outside [0, {num_nodes})")
+    if split["train"].numel() == 0:
+        raise ValueError(f"the training split {files['train']} is empty")
+    for i, first in enumerate(SPLIT_NAMES):
+        for second in SPLIT_NAMES[i + 1:]:
+            both = np.intersect1d(split[first].numpy(), split[second].numpy())
+            if both.size:
+                raise ValueError(f"splits overlap: {both.size} node(s), e.g. node {int(both[0])}, are in both "
+                                 f"{files[first]} and {files[second]}")
 
 
 def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) -> NodeDataset:
@@ -242,6 +305,8 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
         raise FileNotFoundError(f"dataset folder not found: {raw} (expected OGB raw layout)")
     num_nodes_arr = _read_csv(raw / "num-node-list.csv.gz", np.int64)
     num_nodes = int(num_nodes_arr.reshape(-1)[0])
+    if num_nodes < 1:
+        raise ValueError(f"corrupted dataset file {raw / 'num-node-list.csv.gz'}: {num_nodes} nodes")
     edges = _read_csv(raw / "edge.csv.gz", np.int64)
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}: expected 2 columns, got {edges.shape}")
@@ -250,11 +315,11 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
         raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}: node ids must lie in "
                          f"[0, {num_nodes}), got [{edge_index.min()}, {edge_index.max()}]")
     label_path = raw / "node-label.csv.gz"
-    labels = _labels_from(_read_csv(label_path, np.float64), label_path, num_nodes)
+    labels = _labels_from(_read_csv(label_path, None), label_path, num_nodes)
     feats = _read_csv(raw / "node-feat.csv.gz", np.float32, required=False)
     features = None if feats is None else torch.from_numpy(feats)
-    split = _read_split(folder, split_kind)
-    _check_split(split, num_nodes, folder)
+    split, files = _read_split(folder, split_kind)
+    _check_split(split, num_nodes, files)
     num_classes = int(labels.max()) + 1
     return NodeDataset(name, num_nodes, edge_index, labels, split, num_classes, features)
 
@@ -370,11 +435,12 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     num_nodes = int(graph["num_nodes"])
     edge_index = np.ascontiguousarray(np.asarray(graph["edge_index"], dtype=np.int64))
     label_path = (source if source.is_dir() else target) / "raw" / "node-label.csv.gz"
-    label_tensor = _labels_from(labels, label_path, num_nodes)
+    label_tensor = _labels_from(labels, label_path, num_nodes, int(dataset.num_classes))
     feats = graph.get("node_feat")
     features = None if feats is None else torch.from_numpy(np.asarray(feats, dtype=np.float32))
     split_t = {k: torch.from_numpy(np.array(split[k], dtype=np.int64).reshape(-1)) for k in SPLIT_NAMES}
-    _check_split(split_t, num_nodes, source)
+    split_dir = (source if source.is_dir() else target) / "split"
+    _check_split(split_t, num_nodes, {k: split_dir / f"{k} (as read by ogb)" for k in SPLIT_NAMES})
     return NodeDataset(name, num_nodes, edge_index, label_tensor, split_t, int(dataset.num_classes),
                        features, evaluator_name=name)
 
@@ -389,8 +455,9 @@ def load_dataset(
     Args:
         name (str or path): ``"ogbn-arxiv"``, ``"ogbn-products"``, ``"ogbn-papers100M"`` (through
             ``ogb``), the name of a folder under ``root`` in OGB's raw layout (``"cora"``...), or
-            a path to such a folder.
-        root (str, optional): datasets root. (default: ``$TTGNN_DATA``, else ``./dataset``)
+            a path to such a folder (with a separator: ``"./cora"``, ``"/data/cora"``).
+        root (str, optional): datasets root; when given, the only place a name is looked up, and
+            it must exist. (default: ``$TTGNN_DATA``, else ``./dataset``)
         cache_dir (str, optional): where ``ogb``'s processed files (and downloads) go; the dataset
             root is never written to. (default: ``$TTGNN_CACHE``, else ``~/.cache/ttgnn``)
 
@@ -399,17 +466,22 @@ def load_dataset(
         ValueError: a file is unreadable or inconsistent (named in the message).
     """
     root_path = resolve_root(root)
+    if root is not None and not root_path.is_dir():
+        raise FileNotFoundError(f"dataset root not found: {root_path} (given as --root / root=)")
     cache = default_cache_dir(cache_dir)
+    if cache.exists() and not cache.is_dir():
+        raise ValueError(f"cache directory {cache} exists and is not a folder")
     text = os.fspath(name)
     if text in OGB_NAMES:
         return _load_ogb(text, root_path, cache)
     if text.lower().startswith("ogbn-"):
         raise ValueError(f"unknown OGB dataset {text!r}; supported: {OGB_NAMES}")
-    folder = Path(text)
-    if not (folder / "raw").is_dir():
-        folder = root_path / text
+    # A bare name is looked up under the root only; a path (with a separator) is used as given.
+    is_path = isinstance(name, os.PathLike) or os.sep in text or (os.altsep is not None and os.altsep in text)
+    folder = Path(text) if is_path else root_path / text
     if not folder.is_dir():
-        raise FileNotFoundError(f"dataset folder not found: {folder} (root {root_path}; set --root or $TTGNN_DATA)")
+        raise FileNotFoundError(f"dataset folder not found: {folder}" +
+                                ("" if is_path else f" (root {root_path}; set --root or $TTGNN_DATA)"))
     return _load_raw_folder(folder, folder.name)
 
 

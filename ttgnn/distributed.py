@@ -6,12 +6,12 @@ training nodes, :class:`torch.nn.parallel.DistributedDataParallel` averages the 
 GNN *and* of the TT cores (they are ordinary dense parameters), and every rank applies the same
 optimiser step. A full ``N x D`` table would instead need model-parallel sharding.
 
-The pieces, used by :mod:`ttgnn.train`:
+What ``ttgnn train`` (:mod:`ttgnn.cli`, :mod:`ttgnn.train`) uses:
 
 * :func:`detect` reads the variables ``torchrun`` sets (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
   ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``,
   ``TORCHELASTIC_RESTART_COUNT``); without them the run is a single process.
-* :func:`setup` / :func:`teardown` (or the :func:`distributed` context manager) initialise the
+* :func:`distributed` (a context manager around :func:`setup` / :func:`teardown`) initialises the
   process group: NCCL on GPUs, one GPU per rank chosen by ``LOCAL_RANK``; gloo on CPU.
 * :func:`epoch_shard` gives each rank a disjoint, equally sized shard of the training nodes,
   reshuffled every epoch from ``(seed, epoch)`` alone, so a restarted job sees exactly the
@@ -19,15 +19,16 @@ The pieces, used by :mod:`ttgnn.train`:
   ranks' ``i``-th batches is the ``i``-th batch of size ``W * B`` of a single process
   (``world_size=1``): with mean-reduced losses, DDP's gradient average equals that process's
   gradient.
-* :func:`rank_seed` / :func:`seed_everything`: deterministic, distinct per-rank seeds for
-  neighbour sampling and dropout; :func:`wrap_model` wraps the whole model in DDP.
-* :func:`all_reduce_sums` for metrics; :func:`barrier`, :func:`broadcast_object`,
-  :func:`is_main_process` and :func:`configure_logging` (rank 0 logs at the requested level, the
-  other ranks only warnings) for rank 0 duties: logging, progress bars, evaluation, checkpoints.
-* :func:`save_atomic` writes a checkpoint through a temporary file and :func:`os.replace`, so a
-  crash mid-write never leaves a corrupt file under the final name.
-* :func:`maybe_inject_fault`: a test hook that kills one rank at a chosen step on the first
-  attempt of an elastic job (``TTGNN_FAULT=rank:epoch:step``).
+* :func:`wrap_model` wraps the whole model in DDP; :func:`all_reduce_sums` for metrics;
+  :func:`barrier` and :func:`broadcast_object` for rank 0 duties (evaluation, checkpoints);
+  :func:`configure_logging` (rank 0 logs at the requested level, the other ranks only warnings);
+  :func:`maybe_inject_fault`, a test hook that kills one rank at a chosen step on the first attempt
+  of an elastic job (``TTGNN_FAULT=rank:epoch:step``).
+
+For training loops of one's own (``examples/multi_gpu_train.py``, ``benchmarks/bench_ddp.py``):
+:func:`rank_seed` / :func:`seed_everything` (deterministic, distinct per-rank seeds, from
+:mod:`ttgnn.seeding`), :func:`unwrap_model`, :func:`is_main_process`, and :func:`save_atomic`
+(:mod:`ttgnn.fileio`: a crash mid-write never leaves a partial file under the final name).
 
 Example (what ``ttgnn train`` does under ``torchrun``)::
 
@@ -50,9 +51,7 @@ import datetime
 import inspect
 import logging
 import os
-import random
 import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Union
@@ -61,6 +60,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from .fileio import atomic_torch_save
+from .seeding import derive_seed, generator, seed_everything
 
 __all__ = [
     "DistInfo",
@@ -407,7 +409,8 @@ def all_reduce_sums(values: Mapping[str, float], device: Optional[torch.device] 
 
 # ---------------------------------------------------------------------- seeds and shards
 def rank_seed(seed: int, rank: int = 0, epoch: Optional[int] = None) -> int:
-    """A 31-bit seed (DGL's limit) derived from ``(seed, rank, epoch)``: distinct streams per rank and epoch.
+    """The seed of ``rank`` in ``epoch`` (or for the whole run when ``epoch`` is ``None``):
+    :func:`ttgnn.seeding.derive_seed` of ``(seed, rank, epoch)``, distinct per rank and epoch.
 
     Re-seeding every rank at the start of every epoch with this makes neighbour sampling and
     dropout depend only on ``(seed, rank, epoch)``, so a job resumed at an epoch boundary repeats
@@ -415,18 +418,7 @@ def rank_seed(seed: int, rank: int = 0, epoch: Optional[int] = None) -> int:
     """
     if seed < 0 or rank < 0 or (epoch is not None and epoch < 0):
         raise ValueError(f"seed, rank and epoch must be >= 0, got seed={seed}, rank={rank}, epoch={epoch}")
-    entropy = [int(seed), int(rank)] + ([] if epoch is None else [int(epoch) + 1])
-    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint32)[0]) & 0x7FFFFFFF
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's, torch's (all devices) and, when imported, DGL's random generators."""
-    random.seed(seed)
-    np.random.seed(seed % (1 << 32))
-    torch.manual_seed(seed)
-    dgl = sys.modules.get("dgl")
-    if dgl is not None and hasattr(dgl, "seed"):
-        dgl.seed(seed)
+    return derive_seed(seed, rank) if epoch is None else derive_seed(seed, rank, epoch)
 
 
 def epoch_shard(ids: torch.Tensor, epoch: int, seed: int, rank: int = 0, world_size: int = 1,
@@ -464,8 +456,7 @@ def epoch_shard(ids: torch.Tensor, epoch: int, seed: int, rank: int = 0, world_s
     if num == 0:
         raise ValueError("ids is empty: no training nodes to shard")
     if shuffle:
-        gen = torch.Generator().manual_seed(rank_seed(seed, 0, epoch) ^ 0x5EED)
-        order = torch.randperm(num, generator=gen)
+        order = torch.randperm(num, generator=generator(seed, "shard", epoch))
     else:
         order = torch.arange(num)
     total = -(-num // world_size) * world_size
@@ -555,21 +546,9 @@ def configure_logging(rank: Optional[int] = None, world_size: Optional[int] = No
 
 
 def save_atomic(obj: Any, path: Union[str, os.PathLike]) -> Path:
-    """``torch.save(obj)`` to ``path`` atomically: a temporary file in the same folder, flushed to
-    disk, then :func:`os.replace`. Readers see the old file or the new one, never a partial one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    """``torch.save(obj)`` to ``path`` atomically (:func:`ttgnn.fileio.atomic_torch_save`): readers see
+    the old file or the new one, never a partial one."""
+    return atomic_torch_save(obj, path)
 
 
 def maybe_inject_fault(epoch: int, step: int, rank: Optional[int] = None,

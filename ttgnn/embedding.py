@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from . import init as tt_init
-from .ops import tt_lookup
+from .ops import kernel_applies, tt_dense_table, tt_lookup
 from .shapes import TTShape
 
 __all__ = ["TTNodeEmbedding"]
@@ -31,7 +31,8 @@ class TTNodeEmbedding(nn.Module):
         embedding_dim (int): ``D``.
         ranks (int or sequence of int, optional): TT ranks, one int for all or the ``K-1`` inner
             ranks; capped at the largest useful rank. (default: ``16``)
-        num_cores (int, optional): ``K``, 2 to 5; ignored when a shape is given. (default: ``3``)
+        num_cores (int, optional): ``K``, 2 to 5; ignored when a shape is given. (default: from ``N``,
+            :func:`ttgnn.shapes.auto_num_cores`: 3 up to about 1.7 x 10^7 rows, then 4)
         row_shape (sequence of int, optional): ``(n_1, ..., n_K)``, product ``>= N``.
             (default: the smallest balanced cover, :func:`ttgnn.shapes.factor_rows`)
         col_shape (sequence of int, optional): ``(m_1, ..., m_K)``, product ``== D``.
@@ -66,7 +67,7 @@ class TTNodeEmbedding(nn.Module):
         embedding_dim: int,
         *,
         ranks: Union[int, Sequence[int]] = 16,
-        num_cores: int = 3,
+        num_cores: Optional[int] = None,
         row_shape: Optional[Sequence[int]] = None,
         col_shape: Optional[Sequence[int]] = None,
         init: str = "gaussian",
@@ -77,6 +78,9 @@ class TTNodeEmbedding(nn.Module):
         device: Optional[Union[torch.device, str]] = None,
     ) -> None:
         super().__init__()
+        #: Without a compiled kernel, lookups of at least this fraction of ``N`` rows contract the
+        #: whole table (:func:`ttgnn.ops.tt_dense_table`) and gather, instead of gathering each row's slices.
+        self.dense_fraction = 0.25
         if init not in _INITS:
             raise ValueError(f"init must be one of {_INITS}, got {init!r}")
         self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)
@@ -133,9 +137,10 @@ class TTNodeEmbedding(nn.Module):
 
     def set_node_order(self, node_order: Optional[torch.Tensor]) -> None:
         """Set the map from node id to TT row (``None`` for the identity); validates it."""
-        if node_order is None:
-            self.node_order = None
-            return
+        self.node_order = None if node_order is None else self._checked_order(node_order).to(self.cores[0].device)
+
+    def _checked_order(self, node_order) -> torch.Tensor:
+        """``node_order`` as int64 after checking dtype, shape, range and injectivity (errors name the problem)."""
         node_order = torch.as_tensor(node_order)
         if node_order.dtype in (torch.bool,) or node_order.is_floating_point() or node_order.is_complex():
             raise TypeError(f"node_order must be an integer tensor, got {node_order.dtype}")
@@ -151,8 +156,7 @@ class TTNodeEmbedding(nn.Module):
             )
         if torch.unique(node_order).numel() != node_order.numel():
             raise ValueError("node_order must be injective: two nodes map to the same TT row")
-        device = self.cores[0].device
-        self.node_order = node_order.to(device)
+        return node_order
 
     @classmethod
     def from_pretrained(
@@ -160,7 +164,7 @@ class TTNodeEmbedding(nn.Module):
         weight: torch.Tensor,
         ranks: Union[int, Sequence[int]] = 16,
         *,
-        num_cores: int = 3,
+        num_cores: Optional[int] = None,
         row_shape: Optional[Sequence[int]] = None,
         col_shape: Optional[Sequence[int]] = None,
         node_order: Optional[torch.Tensor] = None,
@@ -204,10 +208,13 @@ class TTNodeEmbedding(nn.Module):
         return module
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # A saved node order loads into a module built without one (and is validated).
+        # A saved node order is checked like the constructor's, whether or not this module has one,
+        # and loads into a module built without one.
         key = prefix + "node_order"
-        if key in state_dict and self.node_order is None:
-            self.set_node_order(state_dict[key])
+        if state_dict.get(key) is not None:
+            order = self._checked_order(state_dict[key])
+            if self.node_order is None:
+                self.node_order = order.to(self.cores[0].device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # ------------------------------------------------------------------ lookup
@@ -242,16 +249,28 @@ class TTNodeEmbedding(nn.Module):
 
     def forward(self, indices: torch.Tensor) -> torch.Tensor:
         rows = self._rows_of(indices)
-        out = tt_lookup(list(self.cores), rows)
+        cores = list(self.cores)
+        if rows.numel() >= self.dense_fraction * self.num_embeddings and not kernel_applies(cores, rows):
+            out = tt_dense_table(cores)[rows]  # most rows wanted and no kernel: contract all of them
+        else:
+            out = tt_lookup(cores, rows)
         return out.reshape(*indices.shape, self.embedding_dim)
+
+    def all_rows(self) -> torch.Tensor:
+        """Every node's row, ``(N, D)`` (row ``v`` is node ``v``'s embedding), differentiable.
+
+        Computed by the compiled kernel when it applies (each distinct prefix once), else by dense
+        contraction of the cores (:func:`ttgnn.ops.tt_dense_table`) and a gather by node order.
+        """
+        nodes = torch.arange(self.num_embeddings, device=self.cores[0].device)
+        return self(nodes)
 
     def full_weight(self) -> torch.Tensor:
         """The materialised ``(N, D)`` table (row ``v`` is node ``v``'s embedding).
 
         Allocates ``N * D`` values: meant for small tables, tests and export.
         """
-        nodes = torch.arange(self.num_embeddings, device=self.cores[0].device)
-        return self(nodes)
+        return self.all_rows()
 
     def extra_repr(self) -> str:
         order = ", node_order" if self.node_order is not None else ""

@@ -27,41 +27,12 @@ import dgl  # noqa: E402
 from dgl.nn import GATConv, SAGEConv  # noqa: E402
 
 from .embedding import TTNodeEmbedding  # noqa: E402
-from .ops import kernel_applies  # noqa: E402
+from .choices import EMBEDDINGS, MODELS, NORMS  # noqa: E402
 
-__all__ = ["tt_dense_table", "NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
+__all__ = ["NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
            "build_model"]
 
 log = logging.getLogger(__name__)
-
-EMBEDDINGS = ("tt", "full", "features")
-MODELS = ("sage", "gat")
-NORMS = ("none", "batch", "layer")  # ttgnn.train keeps copies of these three (no DGL import there)
-
-
-def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
-    """The whole padded TT table by sequential dense contraction of the cores.
-
-    Much cheaper than gathering every row (``O(N D r)`` in a few large matmuls, no per-row
-    work), and differentiable by autograd: the path used when (nearly) all rows are needed.
-
-    Args:
-        cores (sequence of Tensor): core ``k`` of shape ``(n_k, r_{k-1}, m_k, r_k)``.
-
-    Shapes:
-        - **output:** ``(n_1 * ... * n_K, m_1 * ... * m_K)``, rows in the TT digit order of
-          :mod:`ttgnn.shapes`.
-    """
-    first = cores[0]
-    partial = first.reshape(first.shape[0], first.shape[2], first.shape[3])  # (rows, cols, r)
-    for core in cores[1:]:
-        rows, cols, _ = partial.shape
-        n, _, m, r_out = core.shape
-        # out[p, t, q, c, s] = sum_r partial[p, q, r] core[t, r, c, s]
-        out = torch.einsum("pqr,trcs->ptqcs", partial, core)
-        partial = out.reshape(rows * n, cols * m, r_out)
-    return partial.reshape(partial.shape[0], partial.shape[1])
-
 
 class NodeInput(nn.Module):
     r"""Input vectors of nodes for a featureless (or feature-based) GNN.
@@ -72,12 +43,8 @@ class NodeInput(nn.Module):
         num_nodes (int): ``N``.
         dim (int, optional): embedding dimension ``D`` (ignored for ``"features"``). (default: ``128``)
         features (Tensor, optional): ``(N, F)`` features, required for ``"features"``.
-        dense_fraction (float, optional): for ``"tt"`` without a compiled kernel, lookups of at
-            least this fraction of ``N`` rows materialise the whole table by :func:`tt_dense_table`
-            instead of gathering rows one by one in the reference. With the kernel every lookup
-            goes through it: it computes each distinct row prefix once, and is about 3x faster
-            than the dense contraction plus the gather by node order for all of ogbn-arxiv's rows.
-            (default: ``0.25``)
+        dense_fraction (float, optional): for ``"tt"``, see
+            :attr:`ttgnn.TTNodeEmbedding.dense_fraction`. (default: ``0.25``)
         full_init_std (float, optional): std of the ``"full"`` table's normal init. (default: ``1.0``)
         **tt_kwargs: passed to :class:`ttgnn.TTNodeEmbedding` (``ranks``, ``row_shape``,
             ``col_shape``, ``num_cores``, ``init``, ``init_scale``, ``node_order``, ``generator``).
@@ -97,6 +64,7 @@ class NodeInput(nn.Module):
         self.dense_fraction = dense_fraction
         if kind == "tt":
             self.table = TTNodeEmbedding(num_nodes, dim, **tt_kwargs)
+            self.table.dense_fraction = dense_fraction
             self.dim = dim
         elif kind == "full":
             if tt_kwargs:
@@ -123,26 +91,12 @@ class NodeInput(nn.Module):
         """``N * D`` over the parameter count (1 for a full table and for features)."""
         return self.table.compression_ratio if self.kind == "tt" else 1.0
 
-    def _tt_all(self) -> torch.Tensor:
-        cores = list(self.table.cores)
-        nodes = torch.arange(self.num_nodes, device=cores[0].device)
-        if kernel_applies(cores, nodes):
-            return self.table(nodes)
-        table = tt_dense_table(cores)
-        order = self.table.node_order
-        return table[order] if order is not None else table[: self.num_nodes]
-
     def forward(self, nodes: Optional[torch.Tensor] = None) -> torch.Tensor:
         if self.kind == "features":
             return self.features if nodes is None else self.features[nodes.to(self.features.device)]
         if self.kind == "full":
             return self.table.weight if nodes is None else self.table(nodes)
-        if nodes is None:
-            return self._tt_all()
-        if nodes.numel() >= self.dense_fraction * self.num_nodes and not kernel_applies(list(self.table.cores), nodes):
-            self.table._rows_of(nodes)  # validates the ids
-            return self._tt_all()[nodes]
-        return self.table(nodes)
+        return self.table.all_rows() if nodes is None else self.table(nodes)
 
     def extra_repr(self) -> str:
         return f"kind={self.kind!r}, num_nodes={self.num_nodes}, dim={self.dim}"

@@ -27,6 +27,7 @@ from .shapes import index_to_digits
 __all__ = [
     "tt_lookup",
     "tt_lookup_reference",
+    "tt_dense_table",
     "tt_lookup_kernel",
     "tt_lookup_backward_kernel",
     "lookup_backend",
@@ -69,6 +70,30 @@ def tt_lookup_reference(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> to
         width *= m
         partial = torch.bmm(partial, slices).reshape(batch, width, r_out)
     return partial.reshape(batch, width)
+
+
+def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The whole padded TT table by sequential dense contraction of the cores.
+
+    ``O(N D r)`` work in a few large matmuls and no per-row work, differentiable by autograd: the
+    cheaper way to get (nearly) all rows when no compiled kernel applies.
+
+    Args:
+        cores (sequence of Tensor): core ``k`` of shape ``(n_k, r_{k-1}, m_k, r_k)``.
+
+    Shapes:
+        - **output:** ``(n_1 * ... * n_K, m_1 * ... * m_K)``, rows in the TT digit order of
+          :mod:`ttgnn.shapes`.
+    """
+    first = cores[0]
+    partial = first.reshape(first.shape[0], first.shape[2], first.shape[3])  # (rows, cols, r)
+    for core in cores[1:]:
+        rows, cols, _ = partial.shape
+        n, _, m, r_out = core.shape
+        # out[p, t, q, c, s] = sum_r partial[p, q, r] core[t, r, c, s]
+        out = torch.einsum("pqr,trcs->ptqcs", partial, core)
+        partial = out.reshape(rows * n, cols * m, r_out)
+    return partial.reshape(partial.shape[0], partial.shape[1])
 
 
 # Which device types have compiled kernels, decided once (a plain dict lookup in the hot path,

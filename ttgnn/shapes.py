@@ -5,7 +5,9 @@ A TT table with ``K`` cores stores an ``N x D`` matrix ``W``. The row count is c
 are never looked up), the embedding dimension is split exactly by a *column shape*
 ``(m_1, ..., m_K)`` with ``m_1 * ... * m_K == D``, and the *ranks* are ``(1, r_1, ..., r_{K-1}, 1)``.
 
-Core ``k`` (0-based) is a tensor of shape ``(n_k, r_{k-1}, m_k, r_k)``.
+Core ``k`` (``k = 1..K``, stored as ``cores[k-1]``) is a tensor of shape ``(n_k, r_{k-1}, m_k, r_k)``.
+(0-based code, such as the kernels in ``kernels/``, writes the same core ``cores[k]`` as
+``(n_k, r_k, m_k, r_{k+1})``.)
 
 **Digit convention** (used everywhere in ttgnn: the reference op, the C++/CUDA kernels and the
 partitioner). A row index ``i`` is written in mixed radix with the *first* core's digit most
@@ -34,6 +36,7 @@ __all__ = [
     "MAX_CORES",
     "TTShape",
     "factor_rows",
+    "auto_num_cores",
     "factor_dim",
     "normalize_ranks",
     "index_to_digits",
@@ -42,6 +45,8 @@ __all__ = [
 
 MIN_CORES = 2
 MAX_CORES = 5
+#: :func:`auto_num_cores` adds cores until every row factor is at most this.
+AUTO_MAX_ROW_FACTOR = 256
 
 
 def _check_num_cores(num_cores: int) -> None:
@@ -84,6 +89,22 @@ def factor_rows(num_rows: int, num_cores: int) -> list[int]:
         if min(shape) >= 1 and math.prod(shape) >= num_rows and math.prod(shape) < math.prod(best):
             best = shape
     return best
+
+
+def auto_num_cores(num_rows: int) -> int:
+    """The number of cores for ``num_rows`` rows when none is given: the smallest ``K`` from 3 to 5
+    whose balanced row factors (:func:`factor_rows`) are all at most :data:`AUTO_MAX_ROW_FACTOR` (256).
+
+    Three cores up to about 1.7 x 10^7 rows (ogbn-arxiv: ``[55, 55, 56]``; ogbn-products:
+    ``[135, 135, 135]``), four up to about 4.3 x 10^9 (ogbn-papers100M: ``[102, 103, 103, 103]``;
+    10^9 rows at rank 16: 1.5 MiB instead of 4.8 MiB with three), then five. Large row factors make
+    the first and last cores, which grow with ``n_k``, dominate the parameter count.
+    """
+    _check_positive_int("num_rows", num_rows)
+    for num_cores in range(3, MAX_CORES):
+        if max(factor_rows(num_rows, num_cores)) <= AUTO_MAX_ROW_FACTOR:
+            return num_cores
+    return MAX_CORES
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -178,11 +199,14 @@ class TTShape:
         num_rows: int,
         dim: int,
         ranks: Union[int, Sequence[int]] = 16,
-        num_cores: int = 3,
+        num_cores: int | None = None,
         row_shape: Sequence[int] | None = None,
         col_shape: Sequence[int] | None = None,
     ) -> "TTShape":
-        """Factor ``num_rows x dim`` into a TT shape, validating any explicit shapes."""
+        """Factor ``num_rows x dim`` into a TT shape, validating any explicit shapes.
+
+        ``num_cores`` is ignored when a shape is given, and picked by :func:`auto_num_cores` when ``None``.
+        """
         _check_positive_int("num_embeddings", num_rows)
         _check_positive_int("embedding_dim", dim)
         if row_shape is not None:
@@ -191,7 +215,7 @@ class TTShape:
         elif col_shape is not None:
             num_cores_given = len(_as_int_list("col_shape", col_shape))
         else:
-            num_cores_given = num_cores
+            num_cores_given = auto_num_cores(num_rows) if num_cores is None else num_cores
         _check_num_cores(num_cores_given)
         if row_shape is None:
             row_shape = factor_rows(num_rows, num_cores_given)

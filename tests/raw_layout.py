@@ -1,0 +1,38 @@
+"""Writes small graphs in OGB's raw node-property layout (gzip CSVs without header), for tests."""
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+
+def write_csv(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as fh:
+        for row in rows:
+            fh.write((",".join(str(v) for v in row) if isinstance(row, (list, tuple)) else str(row)) + "\n")
+
+
+def write_raw_dataset(folder: Path, num_nodes: int = 60, num_classes: int = 3, seed: int = 0, *, edges=None,
+                      labels=None, split=None) -> Path:
+    """A ring-of-cliques graph with ``num_classes`` communities (labels = community), split 50/25/25%;
+    any of ``edges`` (rows ``[src, dst]``), ``labels`` (one value per node) and ``split``
+    (``{"train": ids, ...}``) may be given as raw values, written verbatim."""
+    rng = np.random.default_rng(seed)
+    community = np.arange(num_nodes) % num_classes
+    if edges is None:
+        src = rng.integers(0, num_nodes, 6 * num_nodes)
+        dst = (src + num_classes * rng.integers(1, 4, src.size)) % num_nodes  # same community mostly
+        edges = np.stack([src, dst], 1).tolist()
+    if labels is None:
+        labels = community.tolist()
+    if split is None:
+        perm = rng.permutation(num_nodes)
+        a, b = num_nodes // 2, 3 * num_nodes // 4
+        split = {"train": perm[:a].tolist(), "valid": perm[a:b].tolist(), "test": perm[b:].tolist()}
+    write_csv(folder / "raw" / "num-node-list.csv.gz", [num_nodes])
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [len(edges)])
+    write_csv(folder / "raw" / "edge.csv.gz", edges)
+    write_csv(folder / "raw" / "node-label.csv.gz", labels)
+    for key, ids in split.items():
+        write_csv(folder / "split" / "random" / f"{key}.csv.gz", ids)
+    return folder

@@ -1,0 +1,140 @@
+"""Tests of ttgnn.checkpoint: pickle-free loading, old checkpoints, one run per folder."""
+import os
+import pickle
+import stat
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+from ttgnn.checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, LOCK_NAME, METRICS_NAME, RunFolder, load_checkpoint,
+                              save_checkpoint, upgrade_checkpoint)
+
+
+class _Payload:
+    """Unpickling this runs ``open(marker, "w")``: what a crafted checkpoint could do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def _state(**extra):
+    state = {"version": 2, "epoch": 1, "model": {"w": torch.ones(2)}, "optimizer": {"state": {}, "param_groups": []},
+             "metrics": {"epochs": []}, "settings": {"model": "sage"}}
+    state.update(extra)
+    return state
+
+
+def test_malicious_checkpoint_runs_nothing(tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / CHECKPOINT_NAME
+    torch.save(_state(payload=_Payload(marker)), path)
+    with pytest.raises(ValueError, match="does not unpickle"):
+        load_checkpoint(path)
+    assert not marker.exists()
+    # the same payload as a plain pickle (not a torch zip file) runs nothing either
+    path.write_bytes(pickle.dumps(_state(payload=_Payload(marker))))
+    with pytest.raises(ValueError):
+        load_checkpoint(path)
+    assert not marker.exists()
+
+
+def test_checkpoint_round_trip_and_bad_files(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    save_checkpoint(path, epoch=3, model={"w": torch.arange(3.0)}, optimizer={"state": {}, "param_groups": []},
+                    metrics={"epochs": [{"epoch": 3, "loss": 0.5}]}, settings={"model": "gat", "fanouts": [5, 5]})
+    state = load_checkpoint(path)
+    assert state["epoch"] == 3 and torch.equal(state["model"]["w"], torch.arange(3.0))
+    assert state["settings"]["fanouts"] == [5, 5]
+    path.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="corrupted checkpoint"):
+        load_checkpoint(path)
+    torch.save({"version": 99, "model": {}}, path)
+    with pytest.raises(ValueError, match="not a ttgnn checkpoint"):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError):
+        load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_old_checkpoint_with_numpy_state_is_refused_then_upgraded(tmp_path):
+    path = tmp_path / CHECKPOINT_NAME
+    old = _state(version=1, rng={"numpy": np.random.get_state(), "python": (3, tuple(range(5)), None)})
+    torch.save(old, path)
+    with pytest.raises(ValueError, match="ttgnn upgrade-checkpoint"):
+        load_checkpoint(path)
+    upgrade_checkpoint(path)
+    state = load_checkpoint(path)
+    assert state["version"] == 2 and "rng" not in state and torch.equal(state["model"]["w"], torch.ones(2))
+
+
+def test_files_follow_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        save_checkpoint(tmp_path / "a.pt", epoch=1, model={}, optimizer={}, metrics={}, settings={})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.pt").stat().st_mode) == 0o640
+
+
+def test_run_folder_refuses_an_existing_run_without_resume_or_overwrite(tmp_path):
+    (tmp_path / CHECKPOINT_NAME).write_bytes(b"x")
+    (tmp_path / METRICS_NAME).write_text("{}")
+    with pytest.raises(ValueError, match="already holds a run .*--resume.*--overwrite"):
+        with RunFolder(tmp_path):
+            pass
+    with RunFolder(tmp_path, resume=True):
+        assert (tmp_path / CHECKPOINT_NAME).exists()
+    (tmp_path / BEST_MODEL_NAME).write_bytes(b"y")
+    with RunFolder(tmp_path, overwrite=True):
+        assert not any((tmp_path / n).exists() for n in (CHECKPOINT_NAME, METRICS_NAME, BEST_MODEL_NAME))
+    with RunFolder(tmp_path):  # now empty apart from the lock file
+        pass
+
+
+def test_run_folder_that_is_a_file(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(ValueError, match="not a folder"):
+        RunFolder(path).__enter__()
+
+
+def test_second_process_is_refused_while_the_first_holds_the_folder(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from ttgnn.checkpoint import RunFolder
+        with RunFolder({str(tmp_path)!r}):
+            print("locked", flush=True)
+            sys.stdin.readline()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ValueError, match=f"in use by pid {holder.pid} on "):
+            with RunFolder(tmp_path):
+                pass
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)
+    with RunFolder(tmp_path):  # released when the holder ended
+        assert (tmp_path / LOCK_NAME).exists()
+
+
+def test_lock_is_released_when_the_holder_is_killed(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from ttgnn.checkpoint import RunFolder
+        folder = RunFolder({str(tmp_path)!r}).__enter__()
+        print("locked", flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    holder.kill()
+    holder.wait(timeout=60)
+    with RunFolder(tmp_path):
+        pass

@@ -1,0 +1,194 @@
+"""Checkpoints and run folders: what a training run writes, how it is read back, and who may write.
+
+A run folder (``--output-dir``) holds one run:
+
+* ``checkpoint.pt``: the last complete epoch (model, optimiser, metrics so far, settings);
+* ``best_model.pt``: the weights of the epoch with the best validation accuracy;
+* ``metrics.json``: the metrics so far, human-readable;
+* ``run.lock``: held (``flock``) by the process writing the folder, with its pid and host.
+
+Checkpoints are read with ``torch.load(weights_only=True)``: tensors and plain containers only, so
+a crafted file cannot run code; anything else is reported as an error. :func:`upgrade_checkpoint`
+converts a checkpoint of an older ttgnn that stored pickled NumPy random states (only for files
+one trusts: it unpickles them).
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import pickle
+import socket
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+
+from .fileio import atomic_torch_save
+
+__all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "CHECKPOINT_VERSION",
+           "load_checkpoint", "save_checkpoint", "save_best_model", "check_resumable", "upgrade_checkpoint",
+           "RunFolder"]
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "checkpoint.pt"
+BEST_MODEL_NAME = "best_model.pt"
+METRICS_NAME = "metrics.json"
+LOCK_NAME = "run.lock"
+RUN_FILES = (CHECKPOINT_NAME, BEST_MODEL_NAME, METRICS_NAME)
+#: 2: no pickled objects (version 1 stored NumPy/Python random states, which need unpickling).
+CHECKPOINT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)  # a version-1 file that holds only tensors (e.g. best_model.pt) loads as is
+
+PathLike = Union[str, os.PathLike]
+
+
+def load_checkpoint(path: PathLike) -> dict:
+    """Read a checkpoint or best-model file written by :func:`ttgnn.train.train`, without unpickling code.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is damaged, holds objects other than tensors and plain containers,
+            or is not a ttgnn checkpoint; the message says which.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        if "Unsupported global" in str(err) or "Unsupported class" in str(err):
+            raise ValueError(
+                f"checkpoint {path} holds objects other than tensors and plain containers, and ttgnn does not "
+                f"unpickle them (they could run code). If it is a checkpoint of an older ttgnn that you trust, "
+                f"convert it once with: ttgnn upgrade-checkpoint {path}") from None
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+    except Exception as err:  # noqa: BLE001 - torch raises many types for a damaged file
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+    if not isinstance(state, dict) or state.get("version") not in _READABLE_VERSIONS or "model" not in state:
+        raise ValueError(f"corrupted checkpoint {path}: not a ttgnn checkpoint (versions {_READABLE_VERSIONS})")
+    return state
+
+
+def save_checkpoint(path: PathLike, *, epoch: int, model: dict, optimizer: dict, metrics: dict,
+                    settings: dict) -> None:
+    """Write the state after ``epoch`` atomically (see :mod:`ttgnn.fileio`)."""
+    atomic_torch_save({"version": CHECKPOINT_VERSION, "epoch": int(epoch), "model": model,
+                       "optimizer": optimizer, "metrics": metrics, "settings": settings}, path)
+
+
+def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict) -> None:
+    """Write the best epoch's weights atomically."""
+    atomic_torch_save({"version": CHECKPOINT_VERSION, "epoch": int(epoch), "model": model,
+                       "settings": settings}, path)
+
+
+def check_resumable(state: dict, settings: dict, keys, path: PathLike) -> None:
+    """Raise ``ValueError`` when the checkpoint's settings differ from this run's on any of ``keys``."""
+    saved = state.get("settings", {})
+    for key in keys:
+        if key in saved and saved[key] != settings.get(key):
+            raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "
+                             f"this run has {key}={settings.get(key)!r}")
+    for key in ("epoch", "optimizer", "metrics"):
+        if key not in state:
+            raise ValueError(f"corrupted checkpoint {path}: no {key!r} entry")
+
+
+def upgrade_checkpoint(path: PathLike) -> Path:
+    """Rewrite an older ttgnn checkpoint in the current, pickle-free format (in place, atomically).
+
+    This unpickles the file (``weights_only=False``): use it only on files you trust.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+    if not isinstance(state, dict) or "model" not in state or state.get("version") not in _READABLE_VERSIONS:
+        raise ValueError(f"{path} is not a ttgnn checkpoint")
+    state.pop("rng", None)  # per-epoch seeding makes the saved random states unnecessary
+    state["version"] = CHECKPOINT_VERSION
+    atomic_torch_save(state, path)
+    load_checkpoint(path)  # the result must load without unpickling
+    return path
+
+
+class RunFolder:
+    """Exclusive use of a run folder for the lifetime of a run (a context manager).
+
+    On entry the folder is created, ``run.lock`` is locked with :func:`fcntl.flock` (released by
+    the operating system when the process ends, however it ends) and a folder that already holds
+    a run is refused unless the run resumes it or replaces it (``overwrite``: its run files are
+    deleted).
+
+    Args:
+        path (str or PathLike): the folder.
+        resume (bool, optional): the run continues the folder's run. (default: ``False``)
+        overwrite (bool, optional): the run replaces the folder's run. (default: ``False``)
+
+    Raises:
+        ValueError: the path is not a folder, another process holds the lock (its pid and host
+            named), or the folder holds a run and neither ``resume`` nor ``overwrite`` is set.
+    """
+
+    def __init__(self, path: PathLike, *, resume: bool = False, overwrite: bool = False) -> None:
+        self.path = Path(path)
+        self.resume = resume
+        self.overwrite = overwrite
+        self._fd: Optional[int] = None
+
+    def existing_run_files(self) -> list[str]:
+        return [name for name in RUN_FILES if (self.path / name).exists()]
+
+    def __enter__(self) -> "RunFolder":
+        import fcntl
+
+        if self.path.exists() and not self.path.is_dir():
+            raise ValueError(f"output folder {self.path} exists and is not a folder")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"cannot create output folder {self.path}: {err.strerror or err}") from None
+        lock = self.path / LOCK_NAME
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(fd)
+            if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            holder = lock.read_text().strip() or "another process"
+            raise ValueError(f"output folder {self.path} is in use by {holder} (lock {lock}); "
+                             f"wait for that run or choose another --output-dir") from None
+        self._fd = fd
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        try:
+            self._check_existing()
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def _check_existing(self) -> None:
+        found = self.existing_run_files()
+        if not found or self.resume:
+            return
+        if not self.overwrite:
+            raise ValueError(f"output folder {self.path} already holds a run ({', '.join(found)}): pass --resume "
+                             f"to continue it, --overwrite to replace it, or choose another --output-dir")
+        for name in found:
+            (self.path / name).unlink()
+        log.info("replaced the run in %s (--overwrite)", self.path)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -1,0 +1,30 @@
+"""The valid values of every multiple-choice setting, in one place.
+
+Used by :class:`ttgnn.config.TrainConfig` (validation), the ``ttgnn`` command line (``choices=``)
+and the model builders, so that a new choice is added once. Importing this module imports neither
+DGL nor the kernels.
+"""
+from __future__ import annotations
+
+from .partition.reorder import METHODS as ORDERS
+
+__all__ = ["MODELS", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "check_choice"]
+
+#: GNN architectures: GraphSAGE (mean aggregator) and multi-head GAT.
+MODELS = ("sage", "gat")
+#: Node inputs: a TT-compressed table, a full ``nn.Embedding`` table, or the dataset's features.
+EMBEDDINGS = ("tt", "full", "features")
+#: Normalisation between GNN layers.
+NORMS = ("none", "batch", "layer")
+#: Full-graph training or mini-batches of sampled neighbourhoods.
+MODES = ("full", "minibatch")
+#: TT core initialisations: TT-GNN orthogonal, TT-Rec Gaussian.
+INITS = ("ortho", "gaussian")
+#: Where to train (``auto``: CUDA when available).
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def check_choice(name: str, value, valid) -> None:
+    """Raise ``ValueError`` naming ``name``, ``value`` and the valid values unless ``value in valid``."""
+    if value not in valid:
+        raise ValueError(f"{name} must be one of {tuple(valid)}, got {value!r}")

@@ -1,0 +1,146 @@
+"""TrainConfig: the settings of one training run, validated in one place.
+
+Importing this module imports neither DGL nor the kernels, so the command line can build its
+parser (and report a bad value) without them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .choices import EMBEDDINGS, INITS, MODELS, MODES, NORMS, ORDERS, check_choice
+
+__all__ = ["TrainConfig"]
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one training run (all saved into ``metrics.json`` and the checkpoint).
+
+    Attributes:
+        dataset (str): dataset name or path, see :func:`ttgnn.data.load_dataset`.
+        root (str, optional): datasets root; when given it is the only place searched.
+        cache_dir (str, optional): cache directory (default: ``~/.cache/ttgnn``).
+        model (str): one of :data:`ttgnn.choices.MODELS`.
+        embedding (str): one of :data:`ttgnn.choices.EMBEDDINGS`.
+        dim (int): embedding dimension.
+        rank (int): TT rank (of the embedding; not a process rank).
+        num_cores (int, optional): TT cores; ``None`` picks them from the number of nodes
+            (:func:`ttgnn.shapes.auto_num_cores`).
+        row_shape, col_shape (list of int, optional): TT shapes (automatic when ``None``).
+        order (str): node order for the TT rows, one of :data:`ttgnn.choices.ORDERS`.
+        init (str): TT init, one of :data:`ttgnn.choices.INITS`.
+        init_scale (float): std of the initial table entries, for every embedding kind: the
+            ``"gaussian"`` TT std, the ``"full"`` table's normal std, and for ``"ortho"`` the gain
+            ``init_scale * sqrt(padded rows)`` (so ``W^T W = init_scale^2 * rows * I``).
+        hidden, num_layers, heads (int): network size. dropout, input_dropout, attn_dropout (float).
+        norm (str): one of :data:`ttgnn.choices.NORMS`. residual (bool): linear skips.
+        mode (str): ``"full"`` (full-graph) or ``"minibatch"`` (neighbour sampling).
+        fanouts (list of int): neighbours sampled per layer in mini-batch mode.
+        batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
+        epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
+        label_smoothing (float): cross-entropy label smoothing.
+        label_input (bool): label reuse: add a learned vector of each known training label to
+            its node's input (:class:`~ttgnn.models.LabelInput`). Every epoch a random
+            ``label_rate`` of the training nodes show their labels and the loss is on the other
+            training nodes; evaluation shows every training label. Validation and test labels
+            are never inputs.
+        label_rate (float): share of training nodes whose labels are inputs in an epoch.
+        correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
+            to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
+        seed (int): random seed. num_threads (int, optional): torch threads.
+        output_dir (str, optional): checkpoints and ``metrics.json`` go here; one run per folder.
+        resume (bool): continue from ``output_dir/checkpoint.pt`` when present.
+        overwrite (bool): replace a run already in ``output_dir`` (without it, such a folder is
+            refused unless ``resume``).
+        progress (bool): tqdm bars.
+    """
+
+    dataset: str = "ogbn-arxiv"
+    root: Optional[str] = None
+    cache_dir: Optional[str] = None
+    model: str = "sage"
+    embedding: str = "tt"
+    dim: int = 128
+    rank: int = 8
+    num_cores: Optional[int] = None
+    row_shape: Optional[list] = None
+    col_shape: Optional[list] = None
+    order: str = "hierarchical-metis"
+    init: str = "ortho"
+    init_scale: float = 1.0
+    hidden: int = 128
+    num_layers: int = 3
+    heads: int = 4
+    dropout: float = 0.2
+    input_dropout: float = 0.0
+    attn_dropout: float = 0.0
+    norm: str = "batch"
+    residual: bool = False
+    mode: str = "full"
+    fanouts: list = field(default_factory=lambda: [15, 10, 5])
+    batch_size: int = 1024
+    eval_batch_size: int = 8192
+    epochs: int = 100
+    lr: float = 0.02
+    weight_decay: float = 0.0
+    emb_lr: float = 0.05
+    emb_weight_decay: float = 0.0
+    label_smoothing: float = 0.0
+    label_input: bool = False
+    label_rate: float = 0.5
+    correct_smooth: bool = True
+    seed: int = 0
+    num_threads: Optional[int] = None
+    output_dir: Optional[str] = None
+    resume: bool = False
+    overwrite: bool = False
+    progress: bool = True
+
+    #: Settings a resumed run must share with the run that wrote the checkpoint.
+    RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
+                   "label_input")
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first out-of-range setting."""
+        for key, valid in (("model", MODELS), ("embedding", EMBEDDINGS), ("order", ORDERS), ("mode", MODES),
+                           ("norm", NORMS), ("init", INITS)):
+            check_choice(key, getattr(self, key), valid)
+        for key in ("epochs", "dim", "rank", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
+            _check_int(key, getattr(self, key), 1)
+        for key in ("num_threads", "num_cores"):
+            if getattr(self, key) is not None:
+                _check_int(key, getattr(self, key), 1)
+        _check_int("seed", self.seed, 0)
+        for key in ("lr", "emb_lr", "init_scale"):
+            _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
+        for key in ("weight_decay", "emb_weight_decay"):
+            _check_real(key, getattr(self, key), ">= 0", lambda v: v >= 0)
+        for key in ("dropout", "input_dropout", "attn_dropout", "label_smoothing"):
+            _check_real(key, getattr(self, key), "in [0, 1)", lambda v: 0.0 <= v < 1.0)
+        _check_real("label_rate", self.label_rate, "in (0, 1)", lambda v: 0.0 < v < 1.0)
+        for key in ("fanouts", "row_shape", "col_shape"):
+            for value in getattr(self, key) or ():
+                _check_int(f"every entry of {key}", value, 1)
+        if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
+            raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
+        if self.resume and not self.output_dir:
+            raise ValueError("resume needs output_dir")
+        if self.resume and self.overwrite:
+            raise ValueError("resume and overwrite exclude each other: continue the run in output_dir, or replace it")
+
+    def settings(self) -> dict:
+        """The settings as a plain dict (JSON- and checkpoint-safe)."""
+        return dataclasses.asdict(self)
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_real(name: str, value, rule: str, ok) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
+        raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")

@@ -1,0 +1,99 @@
+"""Evaluation of node classifiers: accuracy per split, validation loss, Correct and Smooth.
+
+Accuracy is ``ogb.nodeproppred.Evaluator``'s for ``ogbn-*`` datasets and plain accuracy otherwise.
+A label-input model sees every training label at evaluation, never a validation or test label.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from .data import NodeDataset
+
+__all__ = ["Accuracy", "known_labels", "all_logits", "evaluate", "correct_and_smooth_metrics"]
+
+
+class Accuracy:
+    """``ogb.nodeproppred.Evaluator`` accuracy when ``evaluator_name`` is given, plain accuracy otherwise.
+
+    ``accuracy(pred, labels)`` takes ``(B,)`` predicted and true class ids; ``nan`` for ``B = 0``.
+    """
+
+    def __init__(self, evaluator_name: Optional[str] = None) -> None:
+        self.evaluator = None
+        if evaluator_name:
+            from ogb.nodeproppred import Evaluator
+
+            self.evaluator = Evaluator(evaluator_name)
+
+    def __call__(self, pred: torch.Tensor, labels: torch.Tensor) -> float:
+        if labels.numel() == 0:
+            return float("nan")
+        if self.evaluator is not None:
+            return float(self.evaluator.eval({"y_true": labels.view(-1, 1), "y_pred": pred.view(-1, 1)})["acc"])
+        return float((pred == labels).float().mean())
+
+
+def known_labels(dataset: NodeDataset, known: Optional[torch.Tensor]) -> torch.Tensor:
+    """``(N,)`` label ids for a label-input model: ``labels[v]`` for ``v`` in ``known``, and
+    ``num_classes`` (unknown) everywhere else."""
+    out = torch.full((dataset.num_nodes,), dataset.num_classes, dtype=torch.long, device=dataset.labels.device)
+    if known is not None and known.numel():
+        known = known.to(out.device)
+        out[known] = dataset.labels[known].long()
+    return out
+
+
+def _eval_labels(model, dataset: NodeDataset) -> Optional[torch.Tensor]:
+    """Every training label as input (validation and test labels never), for a label-input model."""
+    if getattr(model, "label_input", None) is None:
+        return None
+    return known_labels(dataset, dataset.split["train"])
+
+
+@torch.no_grad()
+def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset) -> torch.Tensor:
+    """``(N, C)`` logits of every node: one full-graph forward (``mode="full"``), else layer-wise
+    full-neighbour inference in batches of ``eval_batch_size`` destination nodes."""
+    model.eval()
+    labels = _eval_labels(model, dataset)
+    if mode == "full":
+        return model(graph, input_labels=labels)
+    return model.inference(graph, batch_size=eval_batch_size, input_labels=labels)
+
+
+@torch.no_grad()
+def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
+             accuracy: Optional[Accuracy] = None) -> dict:
+    """Accuracies ``{"train", "valid", "test"}`` and the validation loss ``"valid_loss"`` of ``model``."""
+    logits = all_logits(model, graph, mode, eval_batch_size, dataset)
+    pred = logits.argmax(1)
+    accuracy = accuracy or Accuracy(dataset.evaluator_name)
+    result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}
+    valid = dataset.split["valid"]
+    result["valid_loss"] = float(F.cross_entropy(logits[valid], dataset.labels[valid])) if valid.numel() else float("nan")
+    return result
+
+
+def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
+                               accuracy: Optional[Accuracy] = None) -> dict:
+    """Accuracies of ``model``'s predictions after Correct and Smooth (strengths tuned on validation).
+
+    Only the training labels are propagated (:func:`ttgnn.smoothing.tune_correct_and_smooth`).
+    Returns ``{"train_acc", "valid_acc", "test_acc", "correct_alpha", "smooth_alpha", "seconds"}``.
+    """
+    from .smoothing import normalized_adjacency, tune_correct_and_smooth
+
+    start = time.perf_counter()
+    logits = all_logits(model, graph, mode, eval_batch_size, dataset).cpu()
+    labels = dataset.labels.cpu()
+    adjacency = normalized_adjacency(*dataset.csr(), dataset.num_nodes)
+    split = {key: idx.cpu() for key, idx in dataset.split.items()}
+    result = tune_correct_and_smooth(logits, adjacency, labels, split["train"], split["valid"])
+    accuracy = accuracy or Accuracy(dataset.evaluator_name)
+    scores = {f"{key}_acc": accuracy(result.pred[idx], labels[idx]) for key, idx in split.items()}
+    return dict(scores, correct_alpha=result.correct_alpha, smooth_alpha=result.smooth_alpha,
+                seconds=time.perf_counter() - start)

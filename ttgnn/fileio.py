@@ -1,0 +1,83 @@
+"""Crash-safe file writes: every file ttgnn writes (checkpoints, metrics, cached node orders) goes
+through :func:`atomic_write`.
+
+The bytes go to a temporary file in the target's folder, are flushed and ``fsync``'d, and the
+file is moved over the target with :func:`os.replace`; the folder is ``fsync``'d too, so after a
+crash or a power loss readers find the old file or the new one, never a partial one. Files get
+the permissions an ordinary ``open(path, "w")`` would give (``0o666`` minus the umask), not the
+``0o600`` of :func:`tempfile.mkstemp`.
+
+Only the standard library is imported at module level (``ttgnn.partition`` uses it without torch).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Callable, Union
+
+__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "current_umask"]
+
+PathLike = Union[str, os.PathLike]
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # some platforms/file systems do not open folders
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
+    """Write ``path`` atomically: ``write(fh)`` fills a temporary binary file, which then replaces it.
+
+    Args:
+        path (str or PathLike): the target file; its folder is created when missing.
+        write (callable): called once with the open temporary file (binary mode).
+
+    Returns:
+        The target path. On any exception the temporary file is removed, the target is left as it
+        was, and the exception propagates.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def atomic_write_json(obj: Any, path: PathLike) -> Path:
+    """:func:`json.dump` ``obj`` (indented) to ``path`` atomically."""
+    data = (json.dumps(obj, indent=2) + "\n").encode()
+    return atomic_write(path, lambda fh: fh.write(data))
+
+
+def atomic_torch_save(obj: Any, path: PathLike) -> Path:
+    """:func:`torch.save` ``obj`` to ``path`` atomically."""
+    import torch
+
+    return atomic_write(path, lambda fh: torch.save(obj, fh))
