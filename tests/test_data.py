@@ -138,3 +138,57 @@ def test_node_dataset_validates():
                     {"train": torch.tensor([0]), "valid": torch.tensor([1]), "test": torch.tensor([2])}, 1)
     with pytest.raises(ValueError, match="homophily"):
         planted_partition(100, homophily=1.5)
+
+
+# ---------------------------------------------------------------------- bad values in raw files
+from raw_layout import write_csv, write_raw_dataset  # noqa: E402
+
+
+def test_raw_folder_loads(tmp_path):
+    ds = load_dataset(str(write_raw_dataset(tmp_path / "g")))
+    assert ds.num_nodes == 60 and ds.num_classes == 3
+
+
+@pytest.mark.parametrize("file,rows,message", [
+    ("raw/edge.csv.gz", [[0, 1], [1.5, 5]], r"edge.csv.gz, line 2: \[1.5, 5.0\] is not a list of integers"),
+    ("raw/edge.csv.gz", [[0, 1], ["a", 5]], r"edge.csv.gz, line 2"),
+    ("split/random/train.csv.gz", [0, 1, 3.7], r"train.csv.gz, line 3: \[3.7\] is not a list of integers"),
+    ("raw/node-label.csv.gz", [0, 1, 2.5] + [0] * 57, r"node-label.csv.gz, line 3: label 2.5 is not a class id"),
+    ("raw/node-label.csv.gz", [0, 1, -3] + [0] * 57, r"node-label.csv.gz, line 3: label -3.0 is not a class id"),
+    ("raw/node-label.csv.gz", [0, 1, 1_000_000] + [0] * 57,
+     r"node-label.csv.gz, line 3: label 1000000 is out of range \(1000001 classes would exceed the 60 labelled"),
+])
+def test_bad_values_name_file_line_and_value(tmp_path, file, rows, message):
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / file, rows)
+    with pytest.raises(ValueError, match=message):
+        load_dataset(str(folder))
+
+
+@pytest.mark.parametrize("split,message", [
+    ({"train": [0, 1, 2], "valid": [3, 4], "test": [0, 1, 2]}, r"3 node\(s\), e.g. node 0, are in both .*train.csv.gz and .*test.csv.gz"),
+    ({"train": [0, 1, 2], "valid": [2, 4], "test": [5]}, r"e.g. node 2, are in both .*train.csv.gz and .*valid.csv.gz"),
+    ({"train": [0, 1, 99], "valid": [3], "test": [4]}, r"train.csv.gz, line 3: node id 99 is outside \[0, 60\)"),
+])
+def test_bad_splits(tmp_path, split, message):
+    folder = write_raw_dataset(tmp_path / "g", split=split)
+    with pytest.raises(ValueError, match=message):
+        load_dataset(str(folder))
+
+
+def test_explicit_root_is_the_only_place_searched(tmp_path, monkeypatch):
+    write_raw_dataset(tmp_path / "cwd" / "cora")  # a folder named like the dataset in the working directory
+    monkeypatch.chdir(tmp_path / "cwd")
+    with pytest.raises(FileNotFoundError, match="dataset root not found: .*missing"):
+        load_dataset("cora", tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="dataset folder not found: .*empty/cora"):
+        load_dataset("cora", tmp_path / "empty")
+    assert load_dataset("./cora", tmp_path / "empty").num_nodes == 60  # an explicit path is used as given
+
+
+def test_cache_dir_that_is_a_file(tmp_path):
+    (tmp_path / "cache").write_text("x")
+    folder = write_raw_dataset(tmp_path / "g")
+    with pytest.raises(ValueError, match="cache directory .* is not a folder"):
+        load_dataset(str(folder), cache_dir=tmp_path / "cache")

@@ -196,3 +196,23 @@ def test_billion_rows_without_dense_allocation():
     torch.testing.assert_close(out[:3], emb(idx[:3]))
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
     assert grown_mib < 4096  # the dense table would be 476 GiB
+
+
+@pytest.mark.parametrize("order,error,message", [
+    (torch.zeros(20, dtype=torch.long), ValueError, "injective"),
+    (torch.arange(20) + 100, ValueError, r"must lie in \[0, 27\)"),
+    (torch.arange(19), ValueError, r"shape \(20,\)"),
+    (torch.arange(20).float(), TypeError, "integer tensor"),
+])
+def test_load_state_dict_checks_the_node_order_like_the_constructor(order, error, message):
+    # whether or not the receiving module already has an order
+    for receiver_order in (None, torch.randperm(20)):
+        emb = TTNodeEmbedding(20, 8, ranks=2, row_shape=[3, 3, 3], node_order=receiver_order)
+        state = dict(emb.state_dict(), node_order=order)
+        with pytest.raises(error, match=message):
+            emb.load_state_dict(state)
+    good = TTNodeEmbedding(20, 8, ranks=2, row_shape=[3, 3, 3], node_order=torch.randperm(20))
+    emb = TTNodeEmbedding(20, 8, ranks=2, row_shape=[3, 3, 3], node_order=torch.arange(20))
+    emb.load_state_dict(good.state_dict())
+    assert torch.equal(emb.node_order, good.node_order)
+    torch.testing.assert_close(emb(torch.arange(20)), good(torch.arange(20)))

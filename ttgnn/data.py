@@ -217,12 +217,15 @@ def _integers(values: np.ndarray, path: Path) -> np.ndarray:
     if values.dtype.kind in "iu":
         return values.astype(np.int64)
     if values.dtype.kind != "f":
-        numeric = np.vectorize(lambda v: isinstance(v, (int, float, np.integer, np.floating)))(values)
-        if values.size and not numeric.all():
-            line = _first_bad_row(~numeric)
+        import pandas as pd
+
+        original = values
+        values = pd.DataFrame(values).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.isnan(values) & ~pd.isna(pd.DataFrame(original)).to_numpy()
+        if bad.any():
+            line = _first_bad_row(bad)
             raise ValueError(f"corrupted dataset file {path}, line {line}: "
-                             f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} is not a list of integers")
-        values = values.astype(np.float64)
+                             f"{original.reshape(original.shape[0], -1)[line - 1].tolist()} is not a list of integers")
     bad = ~np.isfinite(values) | (values != np.round(values))
     if bad.any():
         line = _first_bad_row(bad)
@@ -265,7 +268,7 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
     bad = ~np.isfinite(values) | (values != np.round(values)) | (values < -1)
     if bad.any():
         line = _first_bad_row(bad)
-        raise ValueError(f"corrupted dataset file {path}, line {line}: label {values[line - 1]!r} is not a class id "
+        raise ValueError(f"corrupted dataset file {path}, line {line}: label {values[line - 1].item()!r} is not a class id "
                          f"(an integer >= 0, or empty/-1 for an unlabelled node)")
     labels = values.astype(np.int64)
     labelled = int((labels >= 0).sum())

@@ -339,8 +339,8 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
     if run.out_dir is not None:
         save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
                         optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings())
-        atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
         run.saved_epoch = epoch
+        atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
 
 
 def finish_run(run: RunState) -> dict:

@@ -1,0 +1,145 @@
+from ttgnn.cli import main
+
+
+def test_info_prints_arxiv_compression(capsys):
+    assert main(["info", "--rows", "169343", "--dim", "128", "--rank", "8", "64"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3
+    assert "[55, 55, 56]" in out[1] and "19,392" in out[1] and "1,117.8x" in out[1]
+    assert "943,616" in out[2] and "23.0x" in out[2]
+
+
+def test_info_billion_rows(capsys):
+    assert main(["info", "--rows", "1000000000", "--rank", "16", "--num-cores", "4"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert "381,632" in line and "1.5 MiB" in line
+
+
+def test_info_bad_shape_is_a_clear_error(capsys):
+    assert main(["info", "--rows", "1000", "--dim", "128", "--row-shape", "10,10"]) == 2
+    assert "covers 100 rows, fewer than num_embeddings=1000" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- errors, exit codes, help
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from raw_layout import write_raw_dataset  # noqa: E402
+
+
+@pytest.fixture
+def graph_root(tmp_path):
+    write_raw_dataset(tmp_path / "data" / "tiny", num_nodes=300, num_classes=3)
+    return tmp_path / "data"
+
+
+def _train_args(root, out, *extra):
+    return ["train", "--dataset", "tiny", "--root", str(root), "--output-dir", str(out), "--no-progress",
+            "--num-threads", "1", "--epochs", "2", "--hidden", "16", "--dim", "16", "--rank", "4",
+            "--num-layers", "2", "--no-correct-smooth", "--order", "identity", *extra]
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--num-threads", "-1"], "num_threads must be an integer >= 1, got -1"),
+    (["--lr", "-1"], "lr must be a finite number > 0, got -1.0"),
+    (["--dropout", "1.5"], "dropout"),
+    (["--label-rate", "0"], "label_rate"),
+    (["--dist-timeout", "0"], "dist-timeout"),
+])
+def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, message):
+    assert main(_train_args(graph_root, tmp_path / "run", *extra)) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert main(_train_args(graph_root, a_file)) == 2
+    assert "not a folder" in capsys.readouterr().err
+    assert main(_train_args(graph_root, tmp_path / "run", "--cache-dir", str(a_file))) == 2
+    assert "not a folder" in capsys.readouterr().err
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "random",
+                 "--output", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "random", "--output",
+                 str(a_file / "sub" / "order.npy"), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_second_run_into_a_used_folder_is_refused(graph_root, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_train_args(graph_root, out)) == 0
+    before = (out / "checkpoint.pt").read_bytes()
+    assert main(_train_args(graph_root, out)) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert (out / "checkpoint.pt").read_bytes() == before
+    assert main(_train_args(graph_root, out, "--epochs", "3", "--resume")) == 0
+    assert main(_train_args(graph_root, out, "--overwrite")) == 0
+
+
+def _wait_for(path: Path, proc, seconds: float = 180) -> None:
+    deadline = time.time() + seconds
+    while not (path.exists() and path.stat().st_size):
+        assert time.time() < deadline and proc.poll() is None, "the run did not get there"
+        time.sleep(0.05)
+
+
+def test_concurrent_runs_into_one_folder(graph_root, tmp_path):
+    """The second run fails at once naming the first's pid; the first completes, and resumes later."""
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "ttgnn", *_train_args(graph_root, out)]
+    first = subprocess.Popen(cmd + ["--epochs", "5"], stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(out / "run.lock", first)
+        first.send_signal(signal.SIGSTOP)  # holds the folder while the second run tries it
+        started = time.perf_counter()
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        took = time.perf_counter() - started
+    finally:
+        first.send_signal(signal.SIGCONT)
+    assert second.returncode == 2, second.stderr
+    assert f"in use by pid {first.pid} on " in second.stderr and "Traceback" not in second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1
+    assert took < 60  # at once: it loads no data and trains nothing
+    assert first.wait(timeout=300) == 0, first.stderr.read()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3, 4, 5]
+    assert subprocess.run(cmd + ["--epochs", "7", "--resume"], timeout=300).returncode == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_ctrl_c_prints_one_line_naming_the_checkpoint_and_exits_130(graph_root, tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "ttgnn", *_train_args(graph_root, out), "--epochs", "100000"],
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for(out / "checkpoint.pt", proc)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 130
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("ttgnn train: interrupted; the last complete checkpoint is ")
+    assert str(out / "checkpoint.pt") in last and "--resume" in last
+    assert "Traceback" not in err
+    assert main(_train_args(graph_root, out, "--epochs", "1", "--resume", "--overwrite")) == 2  # exclusive flags
+
+
+def test_python_dash_m_ttgnn_and_help_text():
+    proc = subprocess.run([sys.executable, "-m", "ttgnn", "train", "--help"], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, COLUMNS="200"))
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert "(default: None)" not in text and "(default: True)" not in text and "(default: False)" not in text
+    for line in text.splitlines():
+        assert line.count("default") <= 1, line
+    assert "--progress, --no-progress" in text and "--overwrite" in text and "--resume" in text
+    assert "(default: hierarchical-metis)" in text

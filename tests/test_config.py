@@ -1,0 +1,42 @@
+"""Tests of ttgnn.config: every setting validated, with the bad value named."""
+import pytest
+
+from ttgnn.choices import ORDERS
+from ttgnn.config import TrainConfig
+from ttgnn.partition import METHODS
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(num_threads=-1), "num_threads must be an integer >= 1, got -1"),
+    (dict(num_threads=0), "num_threads"),
+    (dict(lr=-1.0), "lr must be a finite number > 0, got -1.0"),
+    (dict(emb_lr=0.0), "emb_lr"),
+    (dict(lr=float("nan")), "lr"),
+    (dict(init_scale=0.0), "init_scale"),
+    (dict(weight_decay=-0.1), "weight_decay must be a finite number >= 0"),
+    (dict(dropout=1.0), r"dropout must be a finite number in \[0, 1\)"),
+    (dict(label_smoothing=-0.1), "label_smoothing"),
+    (dict(label_rate=1.0), "label_rate"),
+    (dict(label_rate=0.0), "label_rate"),
+    (dict(epochs=0), "epochs"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(seed=-1), "seed must be an integer >= 0"),
+    (dict(num_cores=0), "num_cores"),
+    (dict(fanouts=[5, 0, 5], mode="minibatch"), "every entry of fanouts must be an integer >= 1, got 0"),
+    (dict(row_shape=[55, -55, 56]), "every entry of row_shape"),
+    (dict(mode="minibatch", num_layers=3, fanouts=[5, 5]), "fan-out"),
+    (dict(order="spectral"), "order must be one of"),
+    (dict(model="gcn"), "model must be one of"),
+    (dict(init="xavier"), "init must be one of"),
+    (dict(resume=True), "resume needs output_dir"),
+    (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
+])
+def test_bad_settings_are_named(changes, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**changes).validate()
+
+
+def test_defaults_are_valid_and_orders_are_the_partitioners():
+    TrainConfig().validate()
+    assert ORDERS == METHODS
+    assert TrainConfig().settings()["fanouts"] == [15, 10, 5]
