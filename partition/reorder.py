@@ -4,8 +4,9 @@ A TT row index ``i`` has digits ``(t_1, ..., t_K)`` in the row shape ``(n_1, ...
 digit most significant (see :mod:`ttgnn.shapes`). Rows sharing leading digits share leading core
 slices, so an order that gives graph neighbours such rows lets the TT table follow the graph.
 
-``hierarchical-metis`` builds the digits top-down: the graph is split into ``n_1`` parts of at
-most ``n_2 * ... * n_K`` nodes (digit ``t_1``), the subgraph induced by each part into ``n_2``
+``hierarchical-metis`` (and ``hierarchical-kaminpar``, the same hierarchy with KaMinPar as the
+splitter, see :mod:`ttgnn.partition.kaminpar`) builds the digits top-down: the graph is split
+into ``n_1`` parts of at most ``n_2 * ... * n_K`` nodes (digit ``t_1``), the subgraph induced by each part into ``n_2``
 parts of at most ``n_3 * ... * n_K`` nodes (digit ``t_2``), and so on; the last digit is the slot
 inside the innermost part. All levels are processed together: after each level the surviving
 (intra-part) edges are relabelled in one vectorised pass, so every part's subgraph is a
@@ -19,7 +20,7 @@ import operator
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,7 +34,13 @@ __all__ = ["METHODS", "NodeOrder", "hierarchical_order", "order_from_perm"]
 
 log = logging.getLogger(__name__)
 
-METHODS = ("identity", "random", "rcm", "metis-flat", "hierarchical-metis")
+# Graphs with at least this many stored entries are handed to KaMinPar compressed.
+_KAMINPAR_COMPRESS_ENTRIES = 200_000_000
+# Subgraphs with fewer nodes are split by METIS inside the KaMinPar order (see KaMinParSplitter).
+_KAMINPAR_MIN_NODES = 50_000
+
+METHODS = ("identity", "random", "rcm", "metis-flat", "hierarchical-metis", "hierarchical-kaminpar")
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,8 +116,14 @@ def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, see
 
 
 def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: int, seed: int,
-                       progress: bool) -> np.ndarray:
-    """Rows from nested splits; levels ``>= metis_levels`` are cut into chunks in node-id order."""
+                       progress: bool, splitter: Optional[Callable] = None, name: str = "METIS") -> np.ndarray:
+    """Rows from nested splits; levels ``>= metis_levels`` are cut into chunks in node-id order.
+
+    ``splitter(indptr, indices, nparts, capacity)`` splits one subgraph (default: METIS).
+    """
+    if splitter is None:
+        def splitter(sub_indptr, sub_indices, nparts, capacity):
+            return metis_split(sub_indptr, sub_indices, nparts, capacity, seed=seed)
     num_nodes = csr.num_nodes
     num_levels = len(row_shape) - 1
     # `order[p]` is the node at position p; positions are sorted by group (the digits fixed so
@@ -132,13 +145,13 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
         new_group = np.empty(num_nodes, dtype=np.int64)
         bar = None
         if progress and tqdm is not None and use_metis:
-            bar = tqdm(total=len(starts), desc=f"METIS level {level + 1}/{num_levels}", unit="part")
+            bar = tqdm(total=len(starts), desc=f"{name} level {level + 1}/{num_levels}", unit="part")
         for start, end in zip(starts.tolist(), ends.tolist()):
             if use_metis:
                 lo, hi = int(indptr[start]), int(indptr[end])
                 sub_indptr = indptr[start:end + 1] - lo
                 sub_indices = indices[lo:hi] - start
-                labels = metis_split(sub_indptr, sub_indices, nparts, capacity, seed=seed)
+                labels = splitter(sub_indptr, sub_indices, nparts, capacity)
             else:
                 labels = chunk_split(end - start, nparts)
             new_group[start:end] = group[start] * nparts + labels
@@ -181,7 +194,7 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
 
 
 def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: int,
-                  progress: bool) -> np.ndarray:
+                  progress: bool, num_threads: Optional[int] = None) -> np.ndarray:
     num_nodes = csr.num_nodes
     if method == "identity":
         return np.arange(num_nodes, dtype=np.int64)
@@ -200,6 +213,19 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
     if method == "hierarchical-metis":
         return _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
                                   progress=progress)
+    if method == "hierarchical-kaminpar":
+        from .kaminpar import KaMinParSplitter
+
+        # KaMinPar holds a graph of hundreds of millions of entries compressed (TeraPart's
+        # representation): a little slower, a fraction of the memory.
+        with KaMinParSplitter(num_threads=num_threads, seed=seed,
+                              compress=csr.num_entries >= _KAMINPAR_COMPRESS_ENTRIES,
+                              min_nodes=_KAMINPAR_MIN_NODES) as splitter:
+            perm = _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
+                                      progress=progress, splitter=splitter, name="KaMinPar")
+            log.info("KaMinPar split %d subgraphs, METIS %d (those under %d nodes)", splitter.calls["kaminpar"],
+                     splitter.calls["metis"], splitter.min_nodes)
+        return perm
     raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")  # pragma: no cover
 
 
@@ -212,6 +238,7 @@ def hierarchical_order(
     num_nodes: Optional[int] = None,
     cache_dir: Optional[Union[str, Path]] = None,
     progress: bool = False,
+    num_threads: Optional[int] = None,
 ) -> NodeOrder:
     r"""Order the nodes of a graph onto TT rows so that neighbours share leading TT digits.
 
@@ -226,7 +253,10 @@ def hierarchical_order(
 
     Other methods, for comparison: ``identity`` (node ``i`` -> row ``i``), ``random`` (a seeded
     random permutation of the first ``N`` rows), ``rcm`` (reverse Cuthill-McKee, bandwidth
-    reducing), ``metis-flat`` (one METIS level of :math:`n_1` parts; inside a part, nodes keep
+    reducing), ``hierarchical-kaminpar`` (the same hierarchy, strict capacities and cache, each
+    split by `KaMinPar <https://github.com/KaHIP/KaMinPar>`_, which scales to graphs of
+    :math:`10^8` nodes on one machine; the graph reaches it as a ParHIP binary file in a temporary
+    folder), ``metis-flat`` (one METIS level of :math:`n_1` parts; inside a part, nodes keep
     their id order, as in the TT-GNN research code, with its faults fixed).
 
     Args:
@@ -242,7 +272,10 @@ def hierarchical_order(
         cache_dir (str or Path, optional): folder caching results by the graph's content hash,
             row shape, method and seed. Corrupted or mismatched files are reported (warning) and
             recomputed. (default: no caching)
-        progress (bool): show a tqdm progress bar over the METIS calls. (default: ``False``)
+        progress (bool): show a tqdm progress bar over the METIS/KaMinPar calls.
+            (default: ``False``)
+        num_threads (int, optional): KaMinPar's threads (the other methods run on one).
+            KaMinPar's parts depend on the seed and on the thread count. (default: all cores)
 
     Returns:
         NodeOrder: ``perm``, ``inv_perm``, ``parts`` and ``quality``.
@@ -278,7 +311,7 @@ def hierarchical_order(
             return order_from_perm(perm, shape, method, seed, quality)
 
     started = time.perf_counter()
-    perm = _compute_perm(csr, shape, method, seed, progress)
+    perm = _compute_perm(csr, shape, method, seed, progress, num_threads)
     seconds = time.perf_counter() - started
     quality = shared_prefix_fractions(csr, perm, shape)
     quality["seconds"] = seconds
