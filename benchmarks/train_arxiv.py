@@ -1,11 +1,12 @@
 """ogbn-arxiv accuracy table: featureless GraphSAGE / GAT with TT vs full embeddings, and a node-order ablation.
 
-Every configuration is one ``ttgnn train`` command (printed, so it can be re-run by hand); each
-writes ``<out>/<name>/metrics.json``. Finished runs are reused unless ``--rerun``; the table is
-printed as Markdown from the metrics files.
+Every configuration is one ``ttgnn train`` command per seed (printed, so it can be re-run by hand);
+each writes ``<out>/<name>/seed<k>/metrics.json``. Finished runs are reused unless ``--rerun``,
+interrupted ones resumed; the table (accuracies as mean ± std over the seeds found) is printed as
+Markdown from the metrics files.
 
-    TTGNN_DATA=/path/to/datasets python benchmarks/train_arxiv.py                 # everything
-    python benchmarks/train_arxiv.py --only sage-tt sage-full                      # some rows
+    python benchmarks/train_arxiv.py --root $TTGNN_DATA                            # everything, seed 0
+    python benchmarks/train_arxiv.py --only sage-tt sage-full --seeds 5            # some rows, 5 seeds
     python benchmarks/train_arxiv.py --table-only                                  # print the table
     python benchmarks/train_arxiv.py --timing                                      # TT vs full epoch time
 
@@ -56,10 +57,24 @@ def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
     return epochs if epochs is not None else EPOCHS[args[args.index("--model") + 1]]
 
 
-def command(name: str, out: Path, epochs: int, threads: int) -> list:
+def command(name: str, out: Path, epochs: int, threads: int, seed: int = 0, root=None) -> list:
     args = CONFIGS[name][0]
-    return ["ttgnn", "train", *COMMON, "--num-threads", str(threads), *args, "--epochs", str(epochs),
-            "--output-dir", str(out / name)]
+    where = ["--root", str(root)] if root else []
+    return ["ttgnn", "train", *COMMON, *where, "--num-threads", str(threads), *args, "--epochs", str(epochs),
+            "--seed", str(seed), "--output-dir", str(run_dir(out, name, seed))]
+
+
+def run_dir(out: Path, name: str, seed: int) -> Path:
+    """Where the run of configuration ``name`` with ``seed`` writes its files."""
+    return out / name / f"seed{seed}"
+
+
+def _mean_std(values) -> str:
+    import statistics
+
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 def finished(path: Path, epochs: int) -> bool:
@@ -69,18 +84,21 @@ def finished(path: Path, epochs: int) -> bool:
     return len(json.loads(path.read_text())["epochs"]) >= epochs
 
 
-def row(name: str, m: dict) -> str:
+def row(name: str, runs: list) -> str:
+    """One Markdown row: accuracies as mean ± std over the seeds in ``runs`` (metrics dicts)."""
+    m = runs[0]
     order = m.get("order") or "-"
     rank = m.get("rank") or "-"
-    cs = m.get("correct_smooth")
-    cs_cells = f"{cs['valid_acc']:.4f} | **{cs['test_acc']:.4f}**" if cs else "- | -"
-    # whole run: every epoch's training and evaluation, plus Correct and Smooth (not data loading)
-    total = sum(e["epoch_time"] + e["eval_time"] for e in m["epochs"]) + (cs["seconds"] if cs else 0.0)
+    cs = [r["correct_smooth"] for r in runs if r.get("correct_smooth")]
+    cs_cells = (f"{_mean_std([c['valid_acc'] for c in cs])} | **{_mean_std([c['test_acc'] for c in cs])}**"
+                if cs else "- | -")
     dropout = m["settings"]["dropout"]
     model = m["model"] if dropout == 0.2 else f"{m['model']} (dropout {dropout})"  # 0.2: the CLI default
-    return (f"| {model} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | "
-            f"{m['best_valid_acc']:.4f} | {m['test_acc']:.4f} | {cs_cells} | {m['best_epoch']}/{len(m['epochs'])} | "
-            f"{m['epoch_time']:.2f} s | {total / 60:.0f} min | {m['peak_memory_mib'] / 1024:.2f} GiB |")
+    best = "/".join(str(r["best_epoch"]) for r in runs)
+    return (f"| {model} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | {len(runs)} | "
+            f"{_mean_std([r['best_valid_acc'] for r in runs])} | {_mean_std([r['test_acc'] for r in runs])} | "
+            f"{cs_cells} | {best} of {len(m['epochs'])} | {m['epoch_time']:.2f} s | "
+            f"{m['peak_memory_mib'] / 1024:.2f} GiB |")
 
 
 def timing_worker(model: str, embedding: str, steps: int, threads: int) -> dict:
@@ -95,23 +113,20 @@ def timing_worker(model: str, embedding: str, steps: int, threads: int) -> dict:
     import torch
 
     from ttgnn.data import load_dataset
-    from ttgnn.train import TrainConfig, _train_epoch_full, build_classifier
+    from ttgnn.train import TrainConfig, setup_run, train_epoch
 
-    torch.set_num_threads(threads)
-    dataset = load_dataset("ogbn-arxiv")
-    graph = dataset.dgl_graph(self_loops=True)
-    config = TrainConfig(model=model, embedding=embedding, rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
-    clf = build_classifier(config, dataset)
-    emb, gnn = clf.parameter_groups()
-    opt = torch.optim.Adam([dict(params=gnn, lr=config.lr), dict(params=emb, lr=config.emb_lr)])
+    config = TrainConfig(model=model, embedding=embedding, rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4],
+                         num_threads=threads)
+    run = setup_run(config, load_dataset("ogbn-arxiv"), 0, 1, torch.device("cpu"))
+    emb, _ = run.model.parameter_groups()
     table_opt = torch.optim.Adam(emb, lr=config.emb_lr)
     epochs, tables = [], []
     for step in range(steps + 1):  # the first epoch is warm-up
         start = time.perf_counter()
-        _train_epoch_full(clf, graph, dataset, opt, dataset.split["train"], config)
+        train_epoch(run, step + 1)
         middle = time.perf_counter()
         table_opt.zero_grad(set_to_none=True)
-        clf.node_input(None).sum().backward()
+        run.model.node_input(None).sum().backward()
         table_opt.step()
         if step:
             epochs.append(middle - start)
@@ -171,6 +186,8 @@ def main() -> int:
                         help="epochs of every main run (default: 200 for SAGE, 100 for GAT)")
     parser.add_argument("--ablation-epochs", type=int, default=30, help="epochs of the node-order ablation")
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGS), default=None)
+    parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 of every configuration")
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
     parser.add_argument("--timing", action="store_true", help="only the TT-vs-full epoch-time comparison")
@@ -192,36 +209,36 @@ def main() -> int:
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
     running = []
     for name in names:
-        metrics = out / name / "metrics.json"
-        epochs = run_epochs(name, args.epochs, args.ablation_epochs)
-        if args.table_only or (finished(metrics, epochs) and not args.rerun):
-            continue
-        cmd = command(name, out, epochs, args.num_threads)
-        if metrics.exists() and not args.rerun:
-            cmd.append("--resume")  # an interrupted run continues exactly where it stopped
-        print("$ " + shlex.join(cmd), flush=True)
-        running.append(subprocess.Popen(runner + cmd[1:]))
-        while len(running) >= args.jobs:
-            running = _reap(running)
+        for seed in range(args.seeds):
+            metrics = run_dir(out, name, seed) / "metrics.json"
+            epochs = run_epochs(name, args.epochs, args.ablation_epochs)
+            if args.table_only or (finished(metrics, epochs) and not args.rerun):
+                continue
+            cmd = command(name, out, epochs, args.num_threads, seed, args.root)
+            # an interrupted run continues exactly where it stopped; --rerun replaces it
+            cmd.append("--overwrite" if args.rerun else "--resume")
+            print("$ " + shlex.join(cmd), flush=True)
+            running.append(subprocess.Popen(runner + cmd[1:]))
+            while len(running) >= args.jobs:
+                running = _reap(running)
     while running:
         running = _reap(running)
-    header = ("| model | embedding | order | rank | compression | valid acc | test acc | C&S valid | C&S test | "
-              "best epoch | epoch time | run time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    header = ("| model | embedding | order | rank | compression | seeds | valid acc | test acc | C&S valid | C&S test | "
+              "best epochs | epoch time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for group in ("main", "labels", "ablation"):
-        members = [n for n in names if CONFIGS[n][1] == group]
         lines = []
-        for name in members:
-            path = out / name / "metrics.json"
-            if path.exists():
-                lines.append(row(name, json.loads(path.read_text())))
+        for name in (n for n in names if CONFIGS[n][1] == group):
+            runs = [json.loads(p.read_text()) for p in sorted((out / name).glob("seed*/metrics.json"))]
+            if runs:
+                lines.append(row(name, runs))
         if lines:
             title = {"main": "main", "labels": "with known training labels as inputs (--label-input)",
                      "ablation": f"node-order ablation (GraphSAGE + TT, {args.ablation_epochs} epochs)"}[group]
-            print(f"\n{title}:\n{header}\n" + "\n".join(lines))
+            print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
     print("\ncommands:")
     for name in names:
         epochs = run_epochs(name, args.epochs, args.ablation_epochs)
-        print(f"{name}: " + shlex.join(command(name, out, epochs, args.num_threads)))
+        print(f"{name}: " + shlex.join(command(name, out, epochs, args.num_threads, 0, args.root)))
     return 0
 
 

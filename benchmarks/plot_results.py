@@ -1,0 +1,152 @@
+"""Plots of finished runs: test accuracy against compression, and TT against full epoch time.
+
+Reads every ``metrics.json`` under the given folders (as written by ``ttgnn train``,
+``benchmarks/compression_sweep.py`` and ``benchmarks/train_arxiv.py``), groups the runs by
+dataset, model and label input, and averages over seeds (error bars: one standard deviation).
+Needs matplotlib (``pip install matplotlib``, the ``bench`` extra).
+
+    python benchmarks/plot_results.py runs/sweep runs/arxiv-bench --out docs
+"""
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+
+def load_runs(folders) -> list:
+    """Summaries of all finished runs (``metrics.json`` with at least one epoch) under ``folders``."""
+    runs = []
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("metrics.json")):
+            metrics = json.loads(path.read_text())
+            if metrics.get("epochs"):
+                runs.append(metrics)
+    return runs
+
+
+def _panel_key(m: dict) -> tuple:
+    return m["dataset"], m["model"], bool(m.get("label_input"))
+
+
+def _point_key(m: dict) -> tuple:
+    return (m["embedding"], m.get("rank"), m["settings"].get("dropout"))
+
+
+def aggregate(runs) -> dict:
+    """``{panel: {point: {"compression", "acc_mean", "acc_std", "time_mean", "seeds"}}}``."""
+    groups = defaultdict(lambda: defaultdict(list))
+    for m in runs:
+        groups[_panel_key(m)][_point_key(m)].append(m)
+    table = {}
+    for panel, points in groups.items():
+        table[panel] = {}
+        for point, members in points.items():
+            accs = [m["test_acc"] for m in members]
+            table[panel][point] = {
+                "compression": members[0]["compression_ratio"],
+                "acc_mean": statistics.mean(accs),
+                "acc_std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
+                "time_mean": statistics.mean(m["epoch_time"] for m in members),
+                "seeds": len(members),
+            }
+    return table
+
+
+def _title(panel) -> str:
+    dataset, model, labels = panel
+    return f"{dataset}, {'GraphSAGE' if model == 'sage' else 'GAT'}" + (" + label input" if labels else "")
+
+
+def plot_accuracy(table: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted(table)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        points = table[panel]
+        tt = sorted(((k, v) for k, v in points.items() if k[0] == "tt"), key=lambda kv: kv[1]["compression"])
+        if tt:
+            ax.errorbar([v["compression"] for _, v in tt], [v["acc_mean"] for _, v in tt],
+                        yerr=[v["acc_std"] for _, v in tt], marker="o", capsize=3, label="TT (rank shown)")
+            for (_, rank, _), v in tt:
+                ax.annotate(f"r{rank}", (v["compression"], v["acc_mean"]), textcoords="offset points",
+                            xytext=(4, -10), fontsize=7)
+        for key, v in points.items():
+            if key[0] == "full":
+                ax.errorbar([1.0], [v["acc_mean"]], yerr=[v["acc_std"]], marker="s", color="black", capsize=3,
+                            linestyle="none", label="full table")
+                ax.axhline(v["acc_mean"], color="black", linewidth=0.6, linestyle=":")
+        ax.set_xscale("log")
+        ax.set_xlabel("compression (dense parameters / input parameters)")
+        ax.set_ylabel("test accuracy (best validation epoch)")
+        seeds = sorted({v["seeds"] for v in points.values()})
+        ax.set_title(f"{_title(panel)}\n(mean ± std over {'/'.join(map(str, seeds))} seeds)", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_epoch_time(table: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels, tt_times, full_times = [], [], []
+    for panel in sorted(table):
+        points = table[panel]
+        full = [v for k, v in points.items() if k[0] == "full"]
+        tt = [v for k, v in points.items() if k[0] == "tt"]
+        if not full or not tt:
+            continue
+        best_tt = max(tt, key=lambda v: v["compression"])  # the most compressed TT table of the panel
+        labels.append(f"{_title(panel)}\nTT {best_tt['compression']:,.0f}x")
+        tt_times.append(best_tt["time_mean"])
+        full_times.append(statistics.mean(v["time_mean"] for v in full))
+    if not labels:
+        return
+    fig, ax = plt.subplots(figsize=(max(4.0, 2.2 * len(labels)), 3.4))
+    xs = range(len(labels))
+    ax.bar([x - 0.2 for x in xs], tt_times, width=0.4, label="TT")
+    ax.bar([x + 0.2 for x in xs], full_times, width=0.4, label="full table", color="gray")
+    ax.set_xticks(list(xs), labels, fontsize=7)
+    ax.set_ylabel("training epoch (s, median per run)")
+    ax.set_title("epoch time, TT against full table (same runs as the accuracy plot)", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", help="folders searched for metrics.json")
+    parser.add_argument("--out", default="docs", help="where the PNG files go")
+    args = parser.parse_args()
+    runs = load_runs(args.folders)
+    if not runs:
+        print(f"no finished runs (metrics.json) under {args.folders}", file=sys.stderr)
+        return 2
+    table = aggregate(runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_accuracy(table, out / "accuracy_vs_compression.png")
+    plot_epoch_time(table, out / "epoch_time.png")
+    for panel in sorted(table):
+        for key, v in sorted(table[panel].items(), key=lambda kv: -kv[1]["compression"]):
+            name = f"tt r{key[1]}" if key[0] == "tt" else key[0]
+            print(f"{_title(panel):<28} {name:<8} {v['compression']:>9,.1f}x  test {v['acc_mean']:.4f} ± "
+                  f"{v['acc_std']:.4f} ({v['seeds']} seeds)  epoch {v['time_mean']:.2f} s")
+    print(f"wrote {out / 'accuracy_vs_compression.png'} and {out / 'epoch_time.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
