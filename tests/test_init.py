@@ -122,3 +122,30 @@ def test_cpu_generator_initialises_cuda_cores_like_cpu_cores(init):
     for a, b in zip(cpu.cores, cuda.cores):
         assert b.device.type == "cuda"
         torch.testing.assert_close(b.cpu(), a, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("row_shape, col_shape, ranks, effective", [
+    ([14, 10, 10], [2, 2, 2], 8, [1, 7, 8, 1]),  # core 0's unfolding allows 14 // 2 = 7 of 8 channels
+    ([40, 7, 20], [2, 8, 2], 8, [1, 8, 7, 1]),  # core 1's allows 8 * 7 // 8 = 7 of 8
+    ([55, 55, 56], [8, 4, 4], 16, [1, 6, 16, 1]),  # ten channels missing
+])
+def test_ortho_every_rank_channel_learns(row_shape, col_shape, ranks, effective):
+    # A channel that the orthogonal construction cannot fill starts at zero in one core; the
+    # matching channel of the next core must start random, or both get zero gradient forever.
+    # After one optimiser step every input and output channel of every core has a gradient.
+    num_rows, dim = math.prod(row_shape), math.prod(col_shape)
+    shape = TTShape.build(num_rows, dim, ranks, row_shape=row_shape, col_shape=col_shape)
+    assert orthogonal_([torch.empty(s) for s in shape.core_shapes]) == effective
+    emb = TTNodeEmbedding(num_rows, dim, ranks=ranks, row_shape=row_shape, col_shape=col_shape, init="ortho",
+                          generator=torch.Generator().manual_seed(0))
+    target = torch.randn(num_rows, dim, generator=torch.Generator().manual_seed(1))
+    optimizer = torch.optim.SGD(emb.parameters(), lr=0.1)
+    for _ in range(2):
+        optimizer.zero_grad()
+        (emb.full_weight() * target).sum().backward()
+        optimizer.step()
+    for k, core in enumerate(emb.cores):
+        per_input = core.grad.abs().sum(dim=(0, 2, 3))
+        per_output = core.grad.abs().sum(dim=(0, 1, 2))
+        assert torch.all(per_input > 0), f"core {k}: input channels without gradient {per_input}"
+        assert torch.all(per_output > 0), f"core {k}: output channels without gradient {per_output}"

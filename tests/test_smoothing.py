@@ -115,3 +115,60 @@ def test_tune_selects_on_validation_only(planted):
     scrambled[split["test"]] = (scrambled[split["test"]] + 1) % 3
     again = tune_correct_and_smooth(logits, adj, scrambled, split["train"], split["valid"], **grid)
     assert torch.equal(again.pred, result.pred)
+
+
+def _dense_correct_and_smooth(probs, adjacency, train_idx, train_labels, correct_alpha, smooth_alpha, iterations):
+    """The paper's two steps in float64 with a dense adjacency (the reference of the tests below)."""
+    s = adjacency.to_dense().double()
+    probs = probs.double()
+    truth = torch.nn.functional.one_hot(train_labels, probs.shape[1]).double()
+
+    def spread(x0, alpha):
+        x = x0
+        for _ in range(iterations):
+            x = alpha * s @ x + (1 - alpha) * x0
+        return x
+
+    error = torch.zeros_like(probs)
+    error[train_idx] = truth - probs[train_idx]
+    propagated = spread(error, correct_alpha)
+    sigma = error[train_idx].abs().sum(1).mean()
+    norm = propagated.abs().sum(1, keepdim=True)
+    scaled = torch.where(norm > 0, sigma * propagated / norm.clamp_min(1e-300), torch.zeros_like(propagated))
+    corrected = (probs + scaled).clamp(0.0, 1.0)
+    start = corrected.clone()
+    start[train_idx] = truth  # training nodes are reset to their labels before smoothing
+    return spread(start, smooth_alpha)
+
+
+def _confidently_wrong_on_training(planted):
+    """Random probabilities, except the training nodes, which put all mass on a wrong class."""
+    probs = torch.softmax(torch.randn(planted.num_nodes, 3, generator=torch.Generator().manual_seed(2)), 1)
+    train_idx = planted.split["train"]
+    wrong = (planted.labels[train_idx] + 1) % 3
+    probs[train_idx] = torch.nn.functional.one_hot(wrong, 3).float()
+    return probs
+
+
+@pytest.mark.parametrize("correct_alpha, smooth_alpha", [(0.9, 0.8), (0.5, 0.3), (0.0, 0.95)])
+def test_correct_and_smooth_matches_dense_reference(planted, correct_alpha, smooth_alpha):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    train_idx, labels = planted.split["train"], planted.labels
+    probs = _confidently_wrong_on_training(planted)
+    scores = correct_and_smooth(probs, adj, train_idx, labels[train_idx], correct_alpha=correct_alpha,
+                                smooth_alpha=smooth_alpha, num_iterations=20)
+    expected = _dense_correct_and_smooth(probs, adj, train_idx, labels[train_idx], correct_alpha, smooth_alpha, 20)
+    torch.testing.assert_close(scores.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_smoothing_starts_from_the_training_labels(planted):
+    # Without propagation (smooth_alpha 0) the smoothing step returns its start: the training
+    # nodes hold exactly their one-hot labels, whatever the base model said about them.
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    train_idx, labels = planted.split["train"], planted.labels
+    probs = _confidently_wrong_on_training(planted)
+    scores = correct_and_smooth(probs, adj, train_idx, labels[train_idx], correct_alpha=0.2, smooth_alpha=0.0)
+    assert torch.equal(scores[train_idx], torch.nn.functional.one_hot(labels[train_idx], 3).float())
+    others = torch.ones(planted.num_nodes, dtype=torch.bool)
+    others[train_idx] = False
+    assert not torch.equal(scores[others].argmax(1), labels[others])  # the rest is only corrected

@@ -1,0 +1,88 @@
+"""Tests of ttgnn.partition.cache: hits, misses, one entry per key, corrupted files."""
+import logging
+
+import numpy as np
+import pytest
+
+from ttgnn.partition import canonical_csr, hierarchical_order
+from ttgnn.partition import reorder as reorder_module
+from ttgnn.partition.cache import cache_file
+
+from partition_graphs import check_order, sbm_edges
+
+
+# ----------------------------------------------------------------------------- caching
+def _no_compute(*args, **kwargs):
+    raise AssertionError("the order was recomputed instead of loaded from the cache")
+
+
+def test_cache_hit_skips_the_computation(tmp_path, monkeypatch):
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    first = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, seed=3)
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and files[0].suffix == ".npz"
+    monkeypatch.setattr(reorder_module, "_compute_perm", _no_compute)
+    second = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, seed=3)
+    np.testing.assert_array_equal(first.perm, second.perm)
+    assert second.quality == first.quality
+    check_order(second, 120, (4, 4, 8))
+    # Another key (seed, shape, method or graph) is a miss, not a stale hit.
+    with pytest.raises(AssertionError, match="recomputed"):
+        hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, seed=4)
+    with pytest.raises(AssertionError, match="recomputed"):
+        hierarchical_order(edge_index[:, :-50], (4, 4, 8), cache_dir=tmp_path, seed=3, num_nodes=120)
+
+
+def _cached_path(tmp_path, edge_index, row_shape, method, seed):
+    graph_hash = canonical_csr(edge_index).content_hash()
+    return cache_file(tmp_path, graph_hash, row_shape, method, seed)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "tampered_perm", "other_key"])
+def test_corrupted_or_mismatched_cache_is_reported_and_recomputed(tmp_path, caplog, damage):
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    expected = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    path = _cached_path(tmp_path, edge_index, (4, 4, 8), "hierarchical-metis", 0)
+    assert path.exists()
+    if damage == "garbage":
+        path.write_bytes(b"not a zip file at all")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:100])
+    elif damage == "tampered_perm":
+        with np.load(path) as archive:
+            meta, perm = archive["meta"], archive["perm"].copy()
+        perm[[0, 1]] = perm[[1, 0]]  # still a valid injection: only the checksum can tell
+        np.savez(path, perm=perm, meta=meta)
+    else:
+        hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, method="random")
+        other = _cached_path(tmp_path, edge_index, (4, 4, 8), "random", 0)
+        other.replace(path)
+    with caplog.at_level(logging.WARNING, logger="ttgnn.partition.cache"):
+        again = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    assert any("corrupted or mismatched" in r.getMessage() and str(path) in r.getMessage()
+               for r in caplog.records)
+    np.testing.assert_array_equal(again.perm, expected.perm)
+    # The file was rewritten: the next call is a clean hit without a warning.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.partition.cache"):
+        hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    assert not caplog.records
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_cache_keeps_one_entry_per_seed_and_method(tmp_path, monkeypatch, caplog):
+    # Two seeds and two methods of one graph and shape: four files, each a clean hit afterwards
+    # (a key missing from the file name would make later entries overwrite earlier ones).
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    keys = [("hierarchical-metis", 3), ("hierarchical-metis", 4), ("random", 3), ("random", 4)]
+    computed = {key: hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, method=key[0], seed=key[1])
+                for key in keys}
+    assert len(list(tmp_path.glob("*.npz"))) == len(keys)
+    assert np.any(computed["random", 3].perm != computed["random", 4].perm)
+    monkeypatch.setattr(reorder_module, "_compute_perm", _no_compute)
+    with caplog.at_level(logging.WARNING, logger="ttgnn.partition.cache"):
+        for (method, seed), first in computed.items():
+            again = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, method=method, seed=seed)
+            np.testing.assert_array_equal(again.perm, first.perm)
+            assert (again.method, again.seed) == (method, seed)
+    assert not caplog.records

@@ -1,0 +1,209 @@
+"""Tests of ttgnn.partition.reorder: node orders onto TT rows, capacities, determinism, quality, CLI."""
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ttgnn.partition import METHODS, hierarchical_order
+
+from partition_graphs import check_order, sbm_edges
+
+
+# ----------------------------------------------------------------------------- bijection
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_is_a_bijection_onto_used_rows(method):
+    edge_index, _ = sbm_edges(6, 50, 1500, 0.8)
+    row_shape = (7, 7, 7)
+    order = hierarchical_order(edge_index, row_shape, method=method)
+    check_order(order, 300, row_shape)
+    assert order.method == method and order.seed == 0
+    assert set(order.quality) >= {"shared_prefix_1", "shared_prefix_2", "seconds"}
+
+
+@st.composite
+def graphs_and_shapes(draw):
+    num_nodes = draw(st.integers(1, 70))
+    num_edges = draw(st.integers(0, 4 * num_nodes))
+    ids = st.integers(0, num_nodes - 1)
+    edges = draw(st.lists(st.tuples(ids, ids), min_size=num_edges, max_size=num_edges))
+    num_cores = draw(st.integers(1, 4))
+    row_shape = draw(st.lists(st.integers(1, 9), min_size=num_cores, max_size=num_cores))
+    # Grow the first factor until the shape covers the nodes (it may stay far above N).
+    while math.prod(row_shape) < num_nodes:
+        row_shape[draw(st.integers(0, num_cores - 1))] += 1
+    edge_index = np.array(edges, dtype=np.int64).reshape(-1, 2).T
+    return edge_index, num_nodes, tuple(row_shape)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=graphs_and_shapes(), method=st.sampled_from(METHODS), seed=st.integers(0, 5))
+def test_random_graphs_give_injective_orders_within_capacity(data, method, seed):
+    edge_index, num_nodes, row_shape = data
+    order = hierarchical_order(edge_index, row_shape, method=method, seed=seed, num_nodes=num_nodes)
+    check_order(order, num_nodes, row_shape)
+
+
+# ----------------------------------------------------------------------------- determinism
+@pytest.mark.parametrize("method", METHODS)
+def test_same_seed_same_order(method):
+    edge_index, _ = sbm_edges(5, 60, 1500, 0.8, seed=4)
+    first = hierarchical_order(edge_index, (6, 7, 8), method=method, seed=7)
+    second = hierarchical_order(edge_index, (6, 7, 8), method=method, seed=7)
+    np.testing.assert_array_equal(first.perm, second.perm)
+
+
+def test_random_order_depends_on_seed():
+    edge_index, _ = sbm_edges(5, 60, 1500, 0.8, seed=4)
+    first = hierarchical_order(edge_index, (6, 7, 8), method="random", seed=1)
+    second = hierarchical_order(edge_index, (6, 7, 8), method="random", seed=2)
+    assert np.any(first.perm != second.perm)
+
+
+# ----------------------------------------------------------------------------- quality
+def test_planted_blocks_share_their_first_digit():
+    num_blocks, block_size = 12, 240  # capacity of a first digit: 16 * 16 = 256
+    edge_index, block = sbm_edges(num_blocks, block_size, 25_000, 0.9, seed=5)
+    order = hierarchical_order(edge_index, (num_blocks, 16, 16))
+    first_digit = order.parts[0]
+    majority = []
+    for b in range(num_blocks):
+        counts = np.bincount(first_digit[block == b], minlength=num_blocks)
+        assert counts.max() / block_size >= 0.95, f"block {b}: {counts.max()} of {block_size}"
+        majority.append(int(counts.argmax()))
+    assert len(set(majority)) == num_blocks  # distinct blocks get distinct digits
+
+
+def test_hierarchy_beats_flat_and_baselines_at_the_second_digit():
+    edge_index, _ = sbm_edges(8, 200, 16_000, 0.9, seed=6)
+    quality = {m: hierarchical_order(edge_index, (8, 16, 16), method=m).quality for m in METHODS}
+    assert quality["hierarchical-metis"]["shared_prefix_1"] >= 0.85
+    assert quality["metis-flat"]["shared_prefix_1"] >= 0.85
+    assert quality["hierarchical-metis"]["shared_prefix_2"] > 2 * quality["metis-flat"]["shared_prefix_2"]
+    assert quality["hierarchical-metis"]["shared_prefix_1"] > 4 * quality["random"]["shared_prefix_1"]
+
+
+def test_digits_and_frozen_result():
+    edge_index, _ = sbm_edges(3, 20, 200, 0.8)
+    order = hierarchical_order(edge_index, (3, 4, 5))
+    digits = order.digits()
+    np.testing.assert_array_equal((digits[:, 0] * 4 + digits[:, 1]) * 5 + digits[:, 2], order.perm)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        order.perm = order.perm
+
+
+# ----------------------------------------------------------------------------- edge cases
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("case", ["isolated", "components", "sparse_rows", "one_node", "edgeless",
+                                  "more_parts_than_nodes", "nparts_one", "single_core"])
+def test_edge_cases(method, case):
+    if case == "isolated":  # ids 40..59 never appear in an edge
+        edge_index, _ = sbm_edges(2, 20, 200, 0.9)
+        num_nodes, row_shape = 60, (4, 4, 4)
+    elif case == "components":  # five disjoint cliques
+        edge_index = np.array([(10 * c + a, 10 * c + b) for c in range(5) for a in range(10)
+                               for b in range(a + 1, 10)]).T
+        num_nodes, row_shape = 50, (5, 2, 5)
+    elif case == "sparse_rows":  # N far below the rows
+        edge_index = np.array([[0, 1, 2, 3], [1, 2, 3, 4]])
+        num_nodes, row_shape = 10, (10, 10, 10)
+    elif case == "one_node":
+        edge_index = np.zeros((2, 0), dtype=np.int64)
+        num_nodes, row_shape = 1, (2, 2, 2)
+    elif case == "edgeless":
+        edge_index = np.zeros((2, 0), dtype=np.int64)
+        num_nodes, row_shape = 50, (5, 5, 2)
+    elif case == "more_parts_than_nodes":  # 30 nodes, 8 * 8 second-level parts
+        edge_index, _ = sbm_edges(3, 10, 100, 0.9)
+        num_nodes, row_shape = 30, (8, 8, 8)
+    elif case == "nparts_one":
+        edge_index, _ = sbm_edges(3, 10, 100, 0.9)
+        num_nodes, row_shape = 30, (1, 6, 1, 5)
+    else:
+        edge_index, _ = sbm_edges(3, 10, 100, 0.9)
+        num_nodes, row_shape = 30, (31,)
+    order = hierarchical_order(edge_index, row_shape, method=method, num_nodes=num_nodes)
+    check_order(order, num_nodes, row_shape)
+
+
+def test_components_land_in_their_own_parts():
+    edge_index = np.array([(10 * c + a, 10 * c + b) for c in range(5) for a in range(10)
+                           for b in range(a + 1, 10)]).T
+    order = hierarchical_order(edge_index, (5, 2, 5))
+    assert order.quality["shared_prefix_1"] == 1.0
+    for c in range(5):
+        assert np.unique(order.parts[0][10 * c:10 * c + 10]).shape[0] == 1
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("graph,kwargs,error,match", [
+    (np.array([[0, 1], [1, 2]]), {"row_shape": (1, 2)}, ValueError, r"covers 2 rows, fewer than.*3 nodes"),
+    (np.array([[0], [1]]), {"method": "louvain"}, ValueError, "unknown method 'louvain'"),
+    (np.array([[0], [1]]), {"row_shape": 4}, TypeError, "row_shape must be a sequence"),
+    (np.array([[0], [1]]), {"row_shape": (2.0, 2)}, TypeError, "row_shape must contain ints"),
+    (np.array([[0], [1]]), {"row_shape": (0, 4)}, ValueError, ">= 1"),
+    (np.array([[0], [1]]), {"seed": 1.5}, TypeError, "seed must be an int"),
+    (np.array([[0], [1]]), {"seed": -1}, ValueError, "seed must be in"),
+])
+def test_bad_settings_raise_clear_errors(graph, kwargs, error, match):
+    kwargs = dict(kwargs)
+    row_shape = kwargs.pop("row_shape", (4, 4))
+    with pytest.raises(error, match=match):
+        hierarchical_order(graph, row_shape, **kwargs)
+
+
+# ----------------------------------------------------------------------------- real data
+@pytest.mark.data
+def test_ogbn_arxiv_hierarchical_metis_is_10x_random(data_root, tmp_path):
+    from ttgnn.data import load_dataset
+
+    dataset = load_dataset("ogbn-arxiv", root=data_root, cache_dir=tmp_path)
+    assert dataset.num_nodes == 169_343
+    row_shape = (55, 55, 56)
+    ours = hierarchical_order(dataset.edge_index, row_shape, num_nodes=dataset.num_nodes)
+    rand = hierarchical_order(dataset.edge_index, row_shape, method="random", num_nodes=dataset.num_nodes)
+    check_order(ours, dataset.num_nodes, row_shape)
+    assert rand.quality["shared_prefix_1"] == pytest.approx(1 / 55, rel=0.1)
+    assert ours.quality["shared_prefix_1"] >= 10 * rand.quality["shared_prefix_1"]
+    assert ours.quality["shared_prefix_2"] >= 10 * rand.quality["shared_prefix_2"]
+
+
+# ----------------------------------------------------------------------------- CLI
+def _write_raw_folder(folder, edge_index, num_nodes):
+    """A minimal dataset in OGB's raw layout (what ttgnn.data reads)."""
+    import gzip
+
+    def write(path, lines):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wt") as fh:
+            fh.write("".join(f"{line}\n" for line in lines))
+
+    write(folder / "raw" / "num-node-list.csv.gz", [num_nodes])
+    write(folder / "raw" / "edge.csv.gz", [f"{u},{v}" for u, v in edge_index.T.tolist()])
+    write(folder / "raw" / "node-label.csv.gz", [0] * num_nodes)
+    for name, ids in (("train", range(0, 100)), ("valid", range(100, 150)), ("test", range(150, num_nodes))):
+        write(folder / "split" / "random" / f"{name}.csv.gz", list(ids))
+
+
+def test_cli_partition_prints_quality_and_uses_the_cache(tmp_path, capsys):
+    from ttgnn.cli import main
+
+    edge_index, _ = sbm_edges(4, 50, 1200, 0.9, seed=9)
+    _write_raw_folder(tmp_path / "toy", edge_index, 200)
+    args = ["partition", "--dataset", str(tmp_path / "toy"), "--cache-dir", str(tmp_path / "cache"),
+            "--row-shape", "4,8,8", "--method", "random", "hierarchical-metis", "--output", str(tmp_path / "perm")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "200 nodes" in out and "[4, 8, 8]" in out
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    expected = hierarchical_order(edge_index, (4, 8, 8), num_nodes=200).quality
+    assert float(lines["hierarchical-metis"][1]) == pytest.approx(expected["shared_prefix_1"], abs=5e-5)
+    assert float(lines["hierarchical-metis"][2]) == pytest.approx(expected["shared_prefix_2"], abs=5e-5)
+    perm = np.load(tmp_path / "perm.hierarchical-metis")
+    np.testing.assert_array_equal(perm, hierarchical_order(edge_index, (4, 8, 8), num_nodes=200).perm)
+    assert len(list((tmp_path / "cache").glob("order-*.npz"))) == 2
+    # Bad input is an error message and exit status 2, not a traceback.
+    assert main(["partition", "--dataset", str(tmp_path / "toy"), "--row-shape", "4,4,4", "--no-cache"]) == 2
+    assert "covers 64 rows, fewer than the graph's 200 nodes" in capsys.readouterr().err
