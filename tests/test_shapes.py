@@ -116,3 +116,33 @@ def test_digits_roundtrip_and_order(row_shape, data):
 def test_digit_convention_first_digit_most_significant():
     digits = index_to_digits(torch.tensor([0, 1, 5, 6, 29]), [5, 2, 3])
     assert digits.tolist() == [[0, 0, 0], [0, 0, 1], [0, 1, 2], [1, 0, 0], [4, 1, 2]]
+
+
+def test_shape_for_budget_picks_the_largest_rank_that_fits():
+    from ttgnn.shapes import TTShape, shape_for_budget
+
+    # arxiv at >= 1,000x: rank 8 has 19,392 parameters (1,117.8x); rank 9 has 24,264 (893x)
+    shape = shape_for_budget(169_343, 128, compression=1000)
+    assert shape.ranks == (1, 8, 8, 1) and shape.compression_ratio >= 1000
+    assert TTShape.build(169_343, 128, 9).compression_ratio < 1000
+    by_params = shape_for_budget(169_343, 128, max_params=19_392)
+    assert by_params == shape
+    assert shape_for_budget(169_343, 128, max_params=19_391).ranks == (1, 7, 7, 1)
+    # a tiny table: the rank stops at the shape's cap, never past the budget
+    small = shape_for_budget(27, 8, max_params=10**6, row_shape=[3, 3, 3], col_shape=[2, 2, 2])
+    assert small.ranks == (1, 6, 6, 1)
+    assert small.num_parameters <= 10**6
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(), "exactly one"),
+    (dict(max_params=100, compression=10.0), "exactly one"),
+    (dict(compression=0.0), "compression must be > 0"),
+    (dict(max_params=0), "max_params must be an integer >= 1"),
+    (dict(max_params=10), "at rank 1 has"),
+])
+def test_shape_for_budget_errors(kwargs, message):
+    from ttgnn.shapes import shape_for_budget
+
+    with pytest.raises(ValueError, match=message):
+        shape_for_budget(169_343, 128, **kwargs)

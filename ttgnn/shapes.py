@@ -37,6 +37,7 @@ __all__ = [
     "TTShape",
     "factor_rows",
     "auto_num_cores",
+    "shape_for_budget",
     "factor_dim",
     "normalize_ranks",
     "index_to_digits",
@@ -310,3 +311,49 @@ def digits_to_index(digits: torch.Tensor, row_shape: Sequence[int]) -> torch.Ten
     for k, n in enumerate(row_shape):
         index = index * n + digits[..., k].long()
     return index
+
+
+def shape_for_budget(
+    num_rows: int,
+    dim: int,
+    *,
+    max_params: int | None = None,
+    compression: float | None = None,
+    num_cores: int | None = None,
+    row_shape: Sequence[int] | None = None,
+    col_shape: Sequence[int] | None = None,
+) -> TTShape:
+    """The TT shape with the largest rank whose parameter count fits a budget.
+
+    Give exactly one budget: ``max_params`` (at most this many core parameters) or
+    ``compression`` (at least this ratio of ``num_rows * dim`` to the parameter count). Shapes are
+    factored as in :meth:`TTShape.build`; the rank is the same on every inner bond, and ranks past
+    the shape's cap (where the parameter count stops growing) are not considered.
+
+    Raises:
+        ValueError: no budget or both, a non-positive budget, or one that even rank 1 exceeds.
+    """
+    if (max_params is None) == (compression is None):
+        raise ValueError("give exactly one of max_params and compression")
+    if compression is not None:
+        if not compression > 0:
+            raise ValueError(f"compression must be > 0, got {compression}")
+        budget = num_rows * dim / compression
+    else:
+        if isinstance(max_params, bool) or not isinstance(max_params, int) or max_params < 1:
+            raise ValueError(f"max_params must be an integer >= 1, got {max_params!r}")
+        budget = max_params
+    best, rank = None, 1
+    while True:
+        shape = TTShape.build(num_rows, dim, rank, num_cores, row_shape, col_shape)
+        if shape.num_parameters > budget:
+            break
+        best = shape
+        if max(shape.ranks) < rank:  # every bond is at its cap: more rank adds nothing
+            break
+        rank += 1
+    if best is None:
+        what = f"{max_params:,} parameters" if max_params is not None else f"{compression:,.1f}x compression"
+        raise ValueError(f"a {num_rows:,} x {dim} TT table at rank 1 has {shape.num_parameters:,} parameters, "
+                         f"more than the budget of {what}")
+    return best

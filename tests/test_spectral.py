@@ -1,0 +1,62 @@
+"""Tests of ttgnn.spectral: eigenvectors against a dense solver, caching, and the TT-SVD of the table."""
+import numpy as np
+import pytest
+import torch
+
+from ttgnn import TTNodeEmbedding
+from ttgnn.data import planted_partition
+from ttgnn.spectral import leading_eigenvectors, normalized_adjacency_scipy, spectral_table
+
+
+@pytest.fixture(scope="module")
+def graph():
+    ds = planted_partition(300, num_classes=4, avg_degree=8, homophily=0.9, seed=1)
+    indptr, indices = ds.csr()
+    return indptr, indices, ds.num_nodes
+
+
+def test_eigenvectors_span_the_dense_leading_subspace(graph):
+    indptr, indices, n = graph
+    dense = normalized_adjacency_scipy(indptr, indices, n).toarray()
+    assert np.allclose(dense, dense.T)
+    values, vectors = np.linalg.eigh(dense)
+    k = 6
+    top = vectors[:, np.argsort(-values)[:k]]
+    ours = leading_eigenvectors(indptr, indices, n, k, tol=1e-10)
+    assert ours.shape == (n, k)
+    np.testing.assert_allclose(ours.T @ ours, np.eye(k), atol=1e-8)
+    # same subspace: the projection of ours onto the dense top-k keeps all of it
+    np.testing.assert_allclose(np.linalg.norm(top.T @ ours, axis=0), np.ones(k), atol=1e-6)
+    # and the eigenvalues, column by column
+    np.testing.assert_allclose(np.einsum("ij,ij->j", ours, dense @ ours), np.sort(values)[::-1][:k], atol=1e-8)
+
+
+def test_cache_round_trip_and_corruption(graph, tmp_path, caplog):
+    indptr, indices, n = graph
+    first = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
+    files = list(tmp_path.glob("spectral-*.npz"))
+    assert len(files) == 1
+    np.testing.assert_array_equal(leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path), first)
+    files[0].write_bytes(b"garbage")
+    again = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
+    assert "corrupted" in caplog.text
+    np.testing.assert_allclose(np.abs(again.T @ first), np.eye(4), atol=1e-6)
+
+
+def test_table_scale_sign_and_tt_svd_exact_at_full_rank(graph):
+    indptr, indices, n = graph
+    table = spectral_table(indptr, indices, n, 8, std=0.5)
+    assert table.shape == (n, 8) and table.dtype == torch.float32
+    assert abs(float(table.pow(2).mean().sqrt()) - 0.5) < 1e-4
+    assert (table[table.abs().argmax(0), torch.arange(8)] > 0).all()
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(0))
+    tt = TTNodeEmbedding.from_pretrained(table.double(), ranks=64, row_shape=[7, 7, 7], col_shape=[2, 2, 2],
+                                         node_order=order)
+    assert tt.svd_relative_error < 1e-10
+    torch.testing.assert_close(tt.full_weight(), table.double(), rtol=1e-9, atol=1e-9)
+
+
+def test_bad_k(graph):
+    indptr, indices, n = graph
+    with pytest.raises(ValueError, match=r"k must be in \[1, 300\)"):
+        leading_eigenvectors(indptr, indices, n, 300)
