@@ -1,0 +1,95 @@
+"""Exact resume of ``ttgnn.train.train`` when validation accuracy falls after the best epoch.
+
+A resumed run must carry over the best validation accuracy so far: otherwise its first epoch
+after the restart is taken as the best one, ``best_model.pt`` is overwritten with worse weights,
+and Correct and Smooth runs on them. Runs whose validation accuracy only rises cannot show that,
+so the run here overfits on purpose (full table, high learning rates, no dropout) and the test
+first checks that its validation accuracy does fall after its best epoch.
+"""
+import pytest
+import torch
+
+from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME, load_checkpoint
+from ttgnn.data import planted_partition
+from ttgnn.train import TrainConfig, train
+
+EPOCHS = 8
+
+
+def _config(out, **kw) -> TrainConfig:
+    # Measured with these settings: validation accuracy peaks at epoch 5 (0.973) and stays below
+    # it afterwards (0.96, 0.96, 0.947); deterministic for the seed (one thread).
+    base = dict(dataset="planted", model="sage", embedding="full", dim=16, order="identity", hidden=32,
+                num_layers=2, epochs=EPOCHS, mode="full", lr=0.05, emb_lr=0.3, dropout=0.0, norm="none",
+                output_dir=str(out), progress=False, num_threads=1, correct_smooth=True, seed=0)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def overfitting():
+    return planted_partition(300, num_classes=4, avg_degree=6, homophily=0.8, seed=0)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(overfitting, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    metrics = train(_config(out), overfitting)
+    valid = [r["valid_acc"] for r in metrics["epochs"]]
+    best = metrics["best_epoch"]
+    # The precondition of this file: the best epoch is neither the last nor the one before it,
+    # and every later epoch is strictly worse on validation.
+    assert 1 < best < EPOCHS - 1, valid
+    assert max(valid[best:]) < metrics["best_valid_acc"] == valid[best - 1], valid
+    return out, metrics
+
+
+def _weights(path):
+    state = load_checkpoint(path)
+    return state["epoch"], state["model"]
+
+
+@pytest.mark.parametrize("stop", ["at_best", "after_best"])
+def test_resume_after_the_best_epoch_keeps_it(tmp_path, overfitting, uninterrupted, stop):
+    whole_dir, whole = uninterrupted
+    stop_epoch = whole["best_epoch"] + (0 if stop == "at_best" else 1)
+    train(_config(tmp_path, epochs=stop_epoch), overfitting)
+    resumed = train(_config(tmp_path, resume=True), overfitting)
+
+    assert [r["epoch"] for r in resumed["epochs"]] == list(range(1, EPOCHS + 1))
+    for key in ("loss", "train_acc", "valid_acc", "test_acc"):
+        assert [r[key] for r in resumed["epochs"]] == [r[key] for r in whole["epochs"]], key
+    assert resumed["best_epoch"] == whole["best_epoch"]
+    assert resumed["best_valid_acc"] == whole["best_valid_acc"]
+    assert resumed["test_acc"] == whole["test_acc"]
+    assert resumed["valid_acc_at_best"] == whole["valid_acc_at_best"]
+
+    # best_model.pt holds the best epoch's weights, bit for bit, in both runs.
+    whole_epoch, whole_best = _weights(whole_dir / BEST_MODEL_NAME)
+    resumed_epoch, resumed_best = _weights(tmp_path / BEST_MODEL_NAME)
+    assert resumed_epoch == whole_epoch == whole["best_epoch"]
+    assert whole_best.keys() == resumed_best.keys()
+    for key in whole_best:
+        assert torch.equal(whole_best[key], resumed_best[key]), key
+    # ... and differs from the last epoch's (the run did move on after its best epoch).
+    last = load_checkpoint(tmp_path / CHECKPOINT_NAME)["model"]
+    assert any(not torch.equal(last[key], resumed_best[key]) for key in last)
+
+    # Correct and Smooth runs on the best epoch's model, restored from best_model.pt.
+    cs_whole, cs_resumed = whole["correct_smooth"], resumed["correct_smooth"]
+    assert cs_resumed["epoch"] == whole["best_epoch"]
+    assert {k: v for k, v in cs_resumed.items() if k != "seconds"} == \
+        {k: v for k, v in cs_whole.items() if k != "seconds"}
+
+
+def test_resuming_a_finished_run_changes_nothing(tmp_path, overfitting, uninterrupted):
+    _, whole = uninterrupted
+    train(_config(tmp_path), overfitting)
+    _, before = _weights(tmp_path / BEST_MODEL_NAME)
+    again = train(_config(tmp_path, resume=True), overfitting)
+    assert [r["valid_acc"] for r in again["epochs"]] == [r["valid_acc"] for r in whole["epochs"]]
+    assert (again["best_epoch"], again["best_valid_acc"], again["test_acc"]) == \
+        (whole["best_epoch"], whole["best_valid_acc"], whole["test_acc"])
+    epoch, after = _weights(tmp_path / BEST_MODEL_NAME)
+    assert epoch == whole["best_epoch"]
+    assert all(torch.equal(before[key], after[key]) for key in before)
