@@ -201,7 +201,7 @@ def test_fault_hook_kills_only_the_chosen_rank_on_the_first_attempt():
 
 
 # ---------------------------------------------------------------------- DDP on gloo
-def _tiny_setup(seed: int):
+def _tiny_setup(seed: int, gnn_backend: str = "dgl"):
     """A 2-layer GraphSAGE on a TT embedding over a 240-node planted-partition graph."""
     from ttgnn.data import planted_partition
     from ttgnn.models import NodeInput, build_model
@@ -214,16 +214,17 @@ def _tiny_setup(seed: int):
     # the forward of a node does not depend on which batch it is in, so only the gradient
     # averaging decides whether DDP matches the single process.
     model = build_model("sage", node_input, dataset.num_classes, hidden=16, num_layers=2, dropout=0.0,
-                        norm="layer")
+                        norm="layer", gnn_backend=gnn_backend)
     return dataset, graph, model
 
 
-def train_steps(rank: int, world_size: int, batch_size: int, epochs: int, seed: int, use_ddp: bool) -> dict:
+def train_steps(rank: int, world_size: int, batch_size: int, epochs: int, seed: int, use_ddp: bool,
+                gnn_backend: str = "dgl") -> dict:
     """Train the tiny model on this rank's shards; returns the final state_dict."""
     import dgl
     import torch.nn.functional as F
 
-    dataset, graph, model = _tiny_setup(seed)
+    dataset, graph, model = _tiny_setup(seed, gnn_backend)
     net = tdist.wrap_model(model) if use_ddp else model
     emb_params, gnn_params = model.parameter_groups()
     optimisers = [torch.optim.Adam(emb_params, lr=0.02), torch.optim.Adam(gnn_params, lr=0.01)]
@@ -244,14 +245,15 @@ def train_steps(rank: int, world_size: int, batch_size: int, epochs: int, seed: 
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def _ddp_worker(rank: int, world_size: int, port: int, out_dir: str, batch_size: int, epochs: int, seed: int):
+def _ddp_worker(rank: int, world_size: int, port: int, out_dir: str, batch_size: int, epochs: int, seed: int,
+                gnn_backend: str = "dgl"):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
     torch.set_num_threads(1)
     ctx = tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
     try:
         assert ctx.backend == "gloo" and ctx.world_size == world_size
-        state = train_steps(rank, world_size, batch_size, epochs, seed, use_ddp=True)
+        state = train_steps(rank, world_size, batch_size, epochs, seed, use_ddp=True, gnn_backend=gnn_backend)
         torch.save(state, Path(out_dir) / f"rank{rank}.pt")
     finally:
         tdist.teardown()
@@ -296,6 +298,24 @@ def test_two_ranks_match_one_process_on_the_union_of_their_batches(tmp_path):
     for k in range(3):
         name = f"node_input.table.cores.{k}"
         assert (union[name] - init[name]).abs().max() > 1e-2, name
+    assert max((alone[k] - union[k]).abs().max().item() for k in names) > 1e-2
+
+
+def test_two_ranks_match_one_process_with_tensor_layers(tmp_path):
+    # The same DDP equivalence with the tensor layers (--gnn-backend torch): blocks become index
+    # tensors on each rank; averaged gradients give one process's result on the union of batches.
+    seed, batch, epochs = 11, 10, 2
+    run_spawned(_ddp_worker, 2, (free_port(), str(tmp_path), batch, epochs, seed, "torch"))
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    union = train_steps(0, 1, 2 * batch, epochs, seed, use_ddp=False, gnn_backend="torch")
+    alone = train_steps(0, 2, batch, epochs, seed, use_ddp=False, gnn_backend="torch")
+    dgl_union = train_steps(0, 1, 2 * batch, epochs, seed, use_ddp=False)
+    names = [k for k, v in union.items() if v.is_floating_point()]
+    assert any(k.startswith("gnn.convs.0.fc_neigh") for k in names)
+    for name in names:
+        assert torch.equal(ranks[0][name], ranks[1][name]), name
+        torch.testing.assert_close(ranks[0][name], union[name], rtol=1e-5, atol=2e-6, msg=name)
+        torch.testing.assert_close(union[name], dgl_union[name], rtol=1e-4, atol=1e-5, msg=name)  # = DGL's layers
     assert max((alone[k] - union[k]).abs().max().item() for k in names) > 1e-2
 
 
@@ -454,3 +474,17 @@ def test_multi_gpu_example_tiny_on_two_cpu_ranks(tmp_path):
     assert metrics["world_size"] == 2 and len(metrics["epochs"]) == 6
     assert metrics["best_valid_acc"] > 0.7  # 8 classes (chance 0.125); 0.92 measured
     assert "2 rank(s): best valid" in log
+
+
+def test_ttgnn_train_under_torchrun_with_tensor_layers(two_rank_run, toy_folder, tmp_path):
+    # --gnn-backend torch under torchrun (gloo): the same epochs as DGL's layers, to float rounding
+    code, log = torchrun_train(["--standalone", "--nproc-per-node=2"], toy_folder, tmp_path / "out", tmp_path,
+                               name="torch_layers", extra_args=["--gnn-backend", "torch"])
+    assert code == 0, log[-3000:]
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["gnn_backend"] == "torch" and metrics["world_size"] == 2
+    reference = json.loads((two_rank_run / "metrics.json").read_text())
+    assert reference["gnn_backend"] == "dgl"
+    for ours, ref in zip(metrics["epochs"], reference["epochs"]):
+        assert ours["loss"] == pytest.approx(ref["loss"], rel=1e-4)
+        assert abs(ours["valid_acc"] - ref["valid_acc"]) <= 0.02

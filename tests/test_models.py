@@ -170,3 +170,93 @@ def test_label_input_model_full_blocks_and_inference_agree(small_graph, model):
     emb, gnn = clf.parameter_groups()
     assert any(p is clf.label_input.table.weight for p in gnn)
     assert not any(p is clf.label_input.table.weight for p in emb)
+
+
+# ---------------------------------------------------------------------- GNN backends
+from ttgnn.layers import SparseGraph  # noqa: E402
+from ttgnn.models import resolve_gnn_backend  # noqa: E402
+
+
+def _two_backends(ds, model, seed=0, **kwargs):
+    """The same classifier built on each backend from the same seed."""
+    built = {}
+    for backend in ("dgl", "torch"):
+        torch.manual_seed(seed)
+        inp = NodeInput("tt", ds.num_nodes, 16, ranks=4, init_scale=3.0)  # input entries of about 1
+        built[backend] = build_model(model, inp, ds.num_classes, hidden=12, num_layers=2, heads=3, dropout=0.0,
+                                     gnn_backend=backend, **kwargs)
+    return built["dgl"], built["torch"]
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+@pytest.mark.parametrize("norm,residual", [("batch", False), ("layer", True), ("none", True)])
+def test_backends_equal_on_full_graph_and_blocks(small_graph, model, norm, residual):
+    ds, graph = small_graph
+    ref, ours = _two_backends(ds, model, norm=norm, residual=residual)
+    # same initialisation from the same seed, same names and shapes
+    assert list(ref.state_dict()) == list(ours.state_dict())
+    for name, value in ref.state_dict().items():
+        assert torch.equal(value, ours.state_dict()[name]), name
+    sampler = dgl.dataloading.NeighborSampler([4, 3])
+    loader = dgl.dataloading.DataLoader(graph, torch.tensor([0, 5, 17, 40, 299]), sampler, batch_size=5)
+    input_nodes, output_nodes, blocks = next(iter(loader))
+    sparse_blocks = [SparseGraph.from_dgl(b) for b in blocks]
+    for args_ref, args_ours in [((graph,), (SparseGraph.from_dgl(graph),)),
+                                ((blocks, input_nodes.long()), (sparse_blocks, input_nodes.long())),
+                                ((blocks, input_nodes.long()), (blocks, input_nodes.long()))]:  # DGL in, converted
+        for clf in (ref, ours):
+            clf.train()  # batch statistics (dropout is 0)
+            clf.zero_grad()
+        out_ref, out_ours = ref(*args_ref), ours(*args_ours)
+        torch.testing.assert_close(out_ours, out_ref, rtol=1e-5, atol=1e-5)
+        weights = torch.randn(out_ref.shape)
+        (out_ref * weights).sum().backward()
+        (out_ours * weights).sum().backward()
+        grads = dict(ref.named_parameters())
+        for name, param in ours.named_parameters():
+            if grads[name].grad is None:
+                assert param.grad is None, name
+                continue
+            # 1e-5 of the gradient's scale (float32 sums over hundreds of nodes, gradients up to ~40)
+            scale = max(1.0, float(grads[name].grad.abs().max()))
+            torch.testing.assert_close(param.grad, grads[name].grad, rtol=1e-5, atol=1e-5 * scale, msg=name)
+    with pytest.raises(TypeError, match="SparseGraph"):
+        ref(SparseGraph.from_dgl(graph))
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_checkpoint_of_one_backend_loads_into_the_other(small_graph, tmp_path, model):
+    ds, graph = small_graph
+    ref, ours = _two_backends(ds, model, seed=0)
+    _, other = _two_backends(ds, model, seed=5)  # different weights
+    for source, target in ((ref, other), (ours, ref)):
+        with torch.no_grad():
+            for p in source.parameters():
+                p.add_(0.01 * torch.randn(p.shape))
+        torch.save(source.state_dict(), tmp_path / "model.pt")
+        target.load_state_dict(torch.load(tmp_path / "model.pt", weights_only=True))  # strict
+        source.eval(), target.eval()
+        torch.testing.assert_close(target(graph), source(graph), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_tensor_backend_layerwise_inference(small_graph, model):
+    ds, graph = small_graph
+    _, ours = _two_backends(ds, model)
+    ours.eval()
+    full = ours(graph)
+    torch.testing.assert_close(ours.inference(graph, batch_size=64), full, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ours.inference(SparseGraph.from_dgl(graph)), full, rtol=1e-5, atol=1e-6)
+
+
+def test_resolve_gnn_backend():
+    assert resolve_gnn_backend("auto", "cpu") == "dgl"
+    assert resolve_gnn_backend("torch", "cpu") == "torch"
+    assert resolve_gnn_backend("dgl", "cpu") == "dgl"
+    assert resolve_gnn_backend("auto", "meta") == "torch"  # a device DGL cannot hold a graph on
+    with pytest.raises(ValueError, match="gnn_backend 'dgl' cannot run on meta"):
+        resolve_gnn_backend("dgl", "meta")
+    with pytest.raises(ValueError, match="gnn_backend must be one of"):
+        resolve_gnn_backend("pyg", "cpu")
+    with pytest.raises(ValueError, match="backend must be 'dgl' or 'torch'"):
+        GraphSAGE(8, 8, 4, backend="auto")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .partition.reorder import METHODS as ORDERS
 
-__all__ = ["MODELS", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "check_choice"]
+__all__ = ["MODELS", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS", "check_choice"]
 
 #: GNN architectures: GraphSAGE (mean aggregator) and multi-head GAT.
 MODELS = ("sage", "gat")
@@ -22,6 +22,9 @@ MODES = ("full", "minibatch")
 INITS = ("ortho", "gaussian")
 #: Where to train (``auto``: CUDA when available).
 DEVICES = ("cpu", "cuda", "auto")
+#: GNN layers: DGL's convolutions, the tensor layers of :mod:`ttgnn.layers` (any device torch
+#: runs on), or ``auto``: DGL where the installed DGL runs on the device, the tensor layers elsewhere.
+GNN_BACKENDS = ("auto", "dgl", "torch")
 
 
 def check_choice(name: str, value, valid) -> None:

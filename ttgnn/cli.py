@@ -19,7 +19,7 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from .choices import DEVICES, EMBEDDINGS, INITS, MODELS, MODES, NORMS, ORDERS
+from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS
 from .config import TrainConfig
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
@@ -119,6 +119,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--attn-dropout", type=float, default=d.attn_dropout, help="GAT attention dropout")
     p.add_argument("--norm", choices=NORMS, default=d.norm)
     p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual)
+    p.add_argument("--gnn-backend", choices=GNN_BACKENDS, default=d.gnn_backend,
+                   help="GNN layers: dgl (DGL's, where the installed DGL runs: CPU with the PyPI wheel), torch "
+                   "(index tensors, any device; same weights, checkpoints load across), auto (dgl where it runs, "
+                   "else torch)")
     p.add_argument("--mode", choices=MODES, default=d.mode, help="full-graph or neighbour sampling")
     p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)

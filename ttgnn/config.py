@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .choices import EMBEDDINGS, INITS, MODELS, MODES, NORMS, ORDERS, check_choice
+from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig"]
 
@@ -37,6 +37,9 @@ class TrainConfig:
             ``init_scale * sqrt(padded rows)`` (so ``W^T W = init_scale^2 * rows * I``).
         hidden, num_layers, heads (int): network size. dropout, input_dropout, attn_dropout (float).
         norm (str): one of :data:`ttgnn.choices.NORMS`. residual (bool): linear skips.
+        gnn_backend (str): GNN layers, one of :data:`ttgnn.choices.GNN_BACKENDS`: ``"dgl"``,
+            ``"torch"`` (:mod:`ttgnn.layers`, any device) or ``"auto"`` (DGL where the installed
+            DGL runs on the device, else the tensor layers). Checkpoints load across backends.
         mode (str): ``"full"`` (full-graph) or ``"minibatch"`` (neighbour sampling).
         fanouts (list of int): neighbours sampled per layer in mini-batch mode.
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
@@ -79,6 +82,7 @@ class TrainConfig:
     attn_dropout: float = 0.0
     norm: str = "batch"
     residual: bool = False
+    gnn_backend: str = "auto"
     mode: str = "full"
     fanouts: list = field(default_factory=lambda: [15, 10, 5])
     batch_size: int = 1024
@@ -106,7 +110,7 @@ class TrainConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
         for key, valid in (("model", MODELS), ("embedding", EMBEDDINGS), ("order", ORDERS), ("mode", MODES),
-                           ("norm", NORMS), ("init", INITS)):
+                           ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS)):
             check_choice(key, getattr(self, key), valid)
         for key in ("epochs", "dim", "rank", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
             _check_int(key, getattr(self, key), 1)

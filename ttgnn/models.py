@@ -3,9 +3,12 @@
 * :class:`NodeInput` gives the input vectors of nodes: rows of a :class:`ttgnn.TTNodeEmbedding`,
   of a :class:`torch.nn.Embedding`, or of a fixed feature matrix.
 * :class:`GraphSAGE` (`Hamilton et al., 2017 <https://arxiv.org/abs/1706.02216>`_, mean aggregator)
-  and :class:`GAT` (`Velickovic et al., 2018 <https://arxiv.org/abs/1710.10903>`_, multi-head) built
-  from ``dgl.nn.SAGEConv`` / ``dgl.nn.GATConv``; both run on a full graph or on a list of DGL
-  blocks (mini-batch), and have a layer-wise full-neighbour :meth:`GNN.inference`.
+  and :class:`GAT` (`Velickovic et al., 2018 <https://arxiv.org/abs/1710.10903>`_, multi-head) on one
+  of two backends (:data:`ttgnn.choices.GNN_BACKENDS`): ``"dgl"`` (``dgl.nn.SAGEConv`` /
+  ``dgl.nn.GATConv``, where DGL runs: the CPU with the pinned DGL wheel) or ``"torch"``
+  (:mod:`ttgnn.layers`: the same math and parameter names on plain index tensors, any device).
+  Both run on a full graph or on a list of blocks (mini-batch), and have a layer-wise
+  full-neighbour :meth:`GNN.inference`. A state dict of one backend loads into the other.
 * :class:`LabelInput` (optional) adds a learned vector per known training label to a node's input
   (label reuse): the labels of a random part of the training nodes are inputs, the loss is on
   the others; at evaluation every training label is an input, never a validation or test label.
@@ -15,6 +18,7 @@ Only DGL APIs present in both DGL 1.1 and 2.x are used.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Optional, Sequence
@@ -27,12 +31,46 @@ import dgl  # noqa: E402
 from dgl.nn import GATConv, SAGEConv  # noqa: E402
 
 from .embedding import TTNodeEmbedding  # noqa: E402
-from .choices import EMBEDDINGS, MODELS, NORMS  # noqa: E402
+from .choices import EMBEDDINGS, GNN_BACKENDS, MODELS, NORMS, check_choice  # noqa: E402
+from .layers import SparseGraph, TensorGATConv, TensorSAGEConv  # noqa: E402
 
 __all__ = ["NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
-           "build_model"]
+           "build_model", "resolve_gnn_backend", "dgl_runs_on"]
 
 log = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=None)
+def dgl_runs_on(device: str) -> bool:
+    """Whether this DGL build can hold a graph on ``device`` (the PyPI wheels are CPU-only)."""
+    if torch.device(device).type == "cpu":
+        return True
+    try:
+        dgl.graph(([0], [0])).to(device)
+    except Exception as err:  # DGLError, or a torch error for a device torch lacks
+        log.debug("DGL cannot run on %s: %s", device, err)
+        return False
+    return True
+
+
+def resolve_gnn_backend(backend: str, device) -> str:
+    """``"dgl"`` or ``"torch"``: the GNN backend to use for ``backend`` on ``device``.
+
+    ``"auto"`` is DGL where DGL can run on the device, the tensor layers (:mod:`ttgnn.layers`)
+    elsewhere.
+
+    Raises:
+        ValueError: an unknown backend, or ``"dgl"`` on a device this DGL build cannot use.
+    """
+    check_choice("gnn_backend", backend, GNN_BACKENDS)
+    device = torch.device(device)
+    if backend == "auto":
+        return "dgl" if dgl_runs_on(str(device)) else "torch"
+    if backend == "dgl" and not dgl_runs_on(str(device)):
+        raise ValueError(f"gnn_backend 'dgl' cannot run on {device}: this DGL build has no support for it "
+                         "(the PyPI wheels are CPU-only); use gnn_backend 'torch' or 'auto'")
+    return backend
+
 
 class NodeInput(nn.Module):
     r"""Input vectors of nodes for a featureless (or feature-based) GNN.
@@ -158,15 +196,24 @@ class GNN(nn.Module):
         input_dropout (float, optional): dropout on the input vectors. (default: ``0.0``)
         norm (str, optional): ``"batch"``, ``"layer"`` or ``"none"``. (default: ``"batch"``)
         residual (bool, optional): add a linear skip from each layer's input. (default: ``False``)
+        backend (str, optional): ``"dgl"`` (DGL's convolutions; graphs are DGL graphs or blocks)
+            or ``"torch"`` (:mod:`ttgnn.layers`; graphs are :class:`~ttgnn.layers.SparseGraph`, or
+            DGL graphs converted on each call). Parameter names and shapes are the same in both.
+            (default: ``"dgl"``)
     """
 
     def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int = 3, dropout: float = 0.5,
-                 input_dropout: float = 0.0, norm: str = "batch", residual: bool = False, **conv_kwargs) -> None:
+                 input_dropout: float = 0.0, norm: str = "batch", residual: bool = False, backend: str = "dgl",
+                 **conv_kwargs) -> None:
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+        if backend not in ("dgl", "torch"):
+            raise ValueError(f"backend must be 'dgl' or 'torch' (resolve 'auto' with resolve_gnn_backend), "
+                             f"got {backend!r}")
+        self.backend = backend
         self.num_layers = num_layers
         self.hidden = hidden
         self.num_classes = num_classes
@@ -196,25 +243,59 @@ class GNN(nn.Module):
     def conv_out(self, out: torch.Tensor, last: bool) -> torch.Tensor:
         return out
 
+    def prepare_graph(self, graph, device):
+        """``graph`` (one graph or block) in the form this backend's convolutions take.
+
+        For ``"torch"``: a :class:`~ttgnn.layers.SparseGraph` on ``device`` (a DGL graph is
+        converted; convert once and reuse it when the graph does not change). For ``"dgl"``: the
+        DGL graph itself.
+
+        Raises:
+            TypeError: a :class:`~ttgnn.layers.SparseGraph` given to the DGL backend.
+        """
+        if self.backend == "torch":
+            if not isinstance(graph, SparseGraph):
+                graph = SparseGraph.from_dgl(graph)
+            return graph.to(device)
+        if isinstance(graph, SparseGraph):
+            raise TypeError("the 'dgl' GNN backend takes DGL graphs or blocks, got a SparseGraph; build the "
+                            "model with backend 'torch' to use index tensors")
+        return graph
+
     def layer(self, index: int, graph, h: torch.Tensor) -> torch.Tensor:
-        """Apply layer ``index`` on ``graph`` (a full graph or a block) to source features ``h``."""
+        """Apply layer ``index`` on ``graph`` (a full graph or a block, in the backend's form, see
+        :meth:`prepare_graph`) to source features ``h``."""
         last = index == self.num_layers - 1
         out = self.conv_out(self.convs[index](graph, h), last)
         if self.residual:
-            num_dst = graph.num_dst_nodes() if graph.is_block else h.shape[0]
+            if isinstance(graph, SparseGraph):
+                num_dst = graph.num_dst
+            else:
+                num_dst = graph.num_dst_nodes() if graph.is_block else h.shape[0]
             out = out + self.skips[index](h[:num_dst])
         if not last:
             out = self.dropout(torch.relu(self.norms[index](out)))
         return out
 
     def forward(self, graph, h: torch.Tensor) -> torch.Tensor:
+        """Logits of the destination nodes.
+
+        Args:
+            graph: a full graph (used by every layer) or a list of blocks (one per layer), as
+                DGL graphs or (``"torch"`` backend) :class:`~ttgnn.layers.SparseGraph`.
+            h (Tensor): ``(num_src, in_dim)`` inputs of the (first block's) source nodes.
+
+        Shapes:
+            - **output:** ``(num_dst, num_classes)`` (of the last block; all nodes for a full graph).
+        """
         h = self.input_dropout(h)
         if isinstance(graph, (list, tuple)):
             if len(graph) != self.num_layers:
                 raise ValueError(f"expected {self.num_layers} blocks, got {len(graph)}")
             for index, block in enumerate(graph):
-                h = self.layer(index, block, h)
+                h = self.layer(index, self.prepare_graph(block, h.device), h)
             return h
+        graph = self.prepare_graph(graph, h.device)
         for index in range(self.num_layers):
             h = self.layer(index, graph, h)
         return h
@@ -228,7 +309,9 @@ class GNN(nn.Module):
         neighbourhood explosion of a multi-layer forward.
 
         Args:
-            graph (DGLGraph): the full graph.
+            graph (DGLGraph): the full graph (on the CPU for the ``"torch"`` backend: blocks are
+                sampled there and moved to ``device`` as index tensors). A
+                :class:`~ttgnn.layers.SparseGraph` is taken whole, one layer at a time.
             h (Tensor): ``(N, in_dim)`` input vectors.
             batch_size (int, optional): destination nodes per step. (default: ``8192``)
             device (torch.device, optional): where to compute. (default: ``h``'s device)
@@ -240,6 +323,12 @@ class GNN(nn.Module):
         from tqdm.auto import tqdm
 
         device = device or h.device
+        if isinstance(graph, SparseGraph):
+            graph = self.prepare_graph(graph, device)
+            h = h.to(device)
+            for index in range(self.num_layers):
+                h = self.layer(index, graph, h)
+            return h
         sampler = dgl.dataloading.MultiLayerFullNeighborSampler(1)
         nodes = torch.arange(graph.num_nodes(), dtype=graph.idtype)
         for index in range(self.num_layers):
@@ -249,21 +338,27 @@ class GNN(nn.Module):
                                                 shuffle=False, drop_last=False, num_workers=0)
             for input_nodes, output_nodes, blocks in tqdm(loader, disable=not progress, leave=False,
                                                           desc=f"inference layer {index + 1}"):
-                block = blocks[0].to(device)
+                if self.backend == "torch":
+                    block = self.prepare_graph(SparseGraph.from_dgl(blocks[0]), device)
+                else:
+                    block = blocks[0].to(device)
                 out[output_nodes.long()] = self.layer(index, block, h[input_nodes.long()].to(device))
             h = out
         return h
 
 
 class GraphSAGE(GNN):
-    r"""GraphSAGE with the mean aggregator (``dgl.nn.SAGEConv``); see :class:`GNN` for the arguments."""
+    r"""GraphSAGE with the mean aggregator (``dgl.nn.SAGEConv`` or
+    :class:`~ttgnn.layers.TensorSAGEConv`); see :class:`GNN` for the arguments."""
 
     def make_conv(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
+        if self.backend == "torch":
+            return TensorSAGEConv(in_dim, out_dim)
         return SAGEConv(in_dim, out_dim, aggregator_type="mean")
 
 
 class GAT(GNN):
-    r"""Multi-head GAT (``dgl.nn.GATConv``): hidden layers concatenate ``heads`` heads of
+    r"""Multi-head GAT (``dgl.nn.GATConv`` or :class:`~ttgnn.layers.TensorGATConv`): hidden layers concatenate ``heads`` heads of
     ``hidden / heads`` channels, the last layer averages ``heads`` heads of ``num_classes``.
 
     Args:
@@ -282,6 +377,8 @@ class GAT(GNN):
 
     def make_conv(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         per_head = out_dim if last else out_dim // self.heads
+        if self.backend == "torch":
+            return TensorGATConv(in_dim, per_head, self.heads, attn_drop=self.attn_dropout)
         return GATConv(in_dim, per_head, self.heads, attn_drop=self.attn_dropout, allow_zero_in_degree=True)
 
     def conv_out(self, out: torch.Tensor, last: bool) -> torch.Tensor:
@@ -347,12 +444,15 @@ class NodeClassifier(nn.Module):
 
 def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: int = 256, num_layers: int = 3,
                 dropout: float = 0.5, input_dropout: float = 0.0, norm: str = "batch", residual: bool = False,
-                heads: int = 4, attn_dropout: float = 0.0, label_input: bool = False) -> NodeClassifier:
+                heads: int = 4, attn_dropout: float = 0.0, label_input: bool = False,
+                gnn_backend: str = "dgl") -> NodeClassifier:
     """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input`` (plus a
-    :class:`LabelInput` of ``num_classes`` when ``label_input``)."""
+    :class:`LabelInput` of ``num_classes`` when ``label_input``), on the ``gnn_backend``
+    ``"dgl"`` or ``"torch"`` (see :func:`resolve_gnn_backend` for ``"auto"``)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
-    common = dict(num_layers=num_layers, dropout=dropout, input_dropout=input_dropout, norm=norm, residual=residual)
+    common = dict(num_layers=num_layers, dropout=dropout, input_dropout=input_dropout, norm=norm, residual=residual,
+                  backend=gnn_backend)
     if model == "sage":
         gnn = GraphSAGE(node_input.dim, hidden, num_classes, **common)
     else:

@@ -124,9 +124,13 @@ def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape) -> Option
     return torch.from_numpy(np.asarray(order.perm, dtype=np.int64))
 
 
-def build_classifier(config: TrainConfig, dataset: NodeDataset):
-    """The :class:`~ttgnn.models.NodeClassifier` of ``config`` for ``dataset`` (TT node order computed here)."""
-    from .models import NodeInput, build_model
+def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Optional[str] = None):
+    """The :class:`~ttgnn.models.NodeClassifier` of ``config`` for ``dataset`` (TT node order computed here);
+    ``gnn_backend`` (``"dgl"`` or ``"torch"``) overrides ``config.gnn_backend`` resolved for the CPU."""
+    from .models import NodeInput, build_model, resolve_gnn_backend
+
+    if gnn_backend is None:
+        gnn_backend = resolve_gnn_backend(config.gnn_backend, "cpu")
 
     kwargs = {}
     if config.embedding == "tt":
@@ -144,7 +148,7 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset):
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
-                       attn_dropout=config.attn_dropout, label_input=config.label_input)
+                       attn_dropout=config.attn_dropout, label_input=config.label_input, gnn_backend=gnn_backend)
 
 
 def split_known(train_nodes: torch.Tensor, rate: float, seed: int, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,7 +177,7 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
         "compression_ratio": node_input.compression_ratio,
         "embedding_parameters": node_input.num_parameters,
         "gnn_parameters": sum(p.numel() for p in model.parameter_groups()[1]),
-        "label_input": config.label_input,
+        "label_input": config.label_input, "gnn_backend": model.gnn.backend,
         "best_valid_acc": 0.0, "test_acc": 0.0, "best_epoch": 0, "epochs": [], "settings": config.settings(),
         "world_size": world_size,
     }
@@ -197,12 +201,17 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         raise ValueError(f"training nodes of {dataset.name} include unlabeled nodes (label -1)")
     if process_rank == 0:
         log.info("%s", dataset)
+    from .models import resolve_gnn_backend
+
+    gnn_backend = resolve_gnn_backend(config.gnn_backend, device)
     seed_everything(derive_seed(config.seed, "init"))
-    model = build_classifier(config, dataset).to(device)
-    graph = dataset.dgl_graph(self_loops=True)
+    model = build_classifier(config, dataset, gnn_backend).to(device)
+    graph = dataset.dgl_graph(self_loops=True)  # mini-batch mode: sampled on the CPU
     if device.type != "cpu":
         dataset = dataclasses.replace(dataset, labels=dataset.labels.to(device))
-        if config.mode == "full":
+    if config.mode == "full":  # the graph lives on the device, converted once (index tensors for "torch")
+        graph = model.gnn.prepare_graph(graph, device)
+        if gnn_backend == "dgl" and device.type != "cpu":
             graph = graph.to(device)
     emb_params, gnn_params = model.parameter_groups()
     groups = [dict(params=gnn_params, lr=config.lr, weight_decay=config.weight_decay)]
@@ -299,22 +308,53 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
     config = run.config
     run.net.train()
     sampler = dgl.dataloading.NeighborSampler(list(config.fanouts))
+    dgl_on_device = run.model.gnn.backend == "dgl" and run.device.type != "cpu"  # a CUDA build of DGL
     loader = dgl.dataloading.DataLoader(run.graph, nodes.to(run.graph.idtype), sampler, batch_size=config.batch_size,
                                         shuffle=True, drop_last=False, num_workers=0,
-                                        device=None if run.device.type == "cpu" else run.device)
-    total, count = 0.0, 0
-    batches = tqdm(loader, disable=not show_progress, leave=False, desc=f"epoch {epoch}")
+                                        device=run.device if dgl_on_device else None)
+    # The loss is summed on the device (float64, the same sums as Python floats): reading it each
+    # step would wait for the device and stop the next batch's sampling from overlapping compute.
+    total = torch.zeros((), dtype=torch.float64, device=run.device)
+    count = 0
+    batches = tqdm(_device_batches(loader, run.model.gnn, run.device), disable=not show_progress, leave=False,
+                   desc=f"epoch {epoch}", total=len(loader))
     for step, (input_nodes, output_nodes, blocks) in enumerate(batches):
         tdist.maybe_inject_fault(epoch, step)  # test hook, inert unless $TTGNN_FAULT is set
         run.optimizer.zero_grad(set_to_none=True)
-        logits = run.net(blocks, input_nodes.long(), input_labels=input_labels)
-        labels = run.dataset.labels[output_nodes.long()]
+        logits = run.net(blocks, input_nodes, input_labels=input_labels)
+        labels = run.dataset.labels[output_nodes]
         loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
         loss.backward()
         run.optimizer.step()
-        total += float(loss.detach()) * labels.numel()
+        total += loss.detach().double() * labels.numel()
         count += labels.numel()
-    return total / max(count, 1)
+    return float(total) / max(count, 1)
+
+
+def _device_batches(loader, gnn, device: torch.device):
+    """``(input_nodes, output_nodes, blocks)`` of each sampled batch, ready for ``gnn`` on ``device``.
+
+    For the ``"torch"`` backend each DGL block becomes index tensors (:class:`~ttgnn.layers.SparseGraph`)
+    on the CPU; on a GPU they and the node ids are pinned and copied with ``non_blocking=True``, so
+    the copy is queued behind the previous step's kernels and the CPU goes on to sample the next
+    batch while the GPU computes. For ``"dgl"`` the blocks are as the loader gives them.
+    """
+    from .layers import SparseGraph
+
+    pin = device.type == "cuda"
+
+    def to_device(tensor):
+        return (tensor.pin_memory() if pin else tensor).to(device, non_blocking=pin)
+
+    for input_nodes, output_nodes, blocks in loader:
+        input_nodes, output_nodes = input_nodes.long(), output_nodes.long()
+        if gnn.backend == "torch":
+            blocks = [SparseGraph.from_dgl(block) for block in blocks]
+            if pin:
+                blocks = [block.pin_memory() for block in blocks]
+            blocks = [block.to(device, non_blocking=pin) for block in blocks]
+            input_nodes, output_nodes = to_device(input_nodes), to_device(output_nodes)
+        yield input_nodes, output_nodes, blocks
 
 
 def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: float) -> None:

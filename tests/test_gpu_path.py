@@ -1,0 +1,97 @@
+"""Tests of the device-agnostic training path (``--gnn-backend torch``): the tensor layers in full-graph
+and mini-batch training, cross-backend resume, the metrics field, and Cora accuracy against DGL.
+
+These run on the CPU (the tensor layers are device-agnostic: what passes here is what runs on a
+GPU); the CUDA cases run only where a GPU is present. ``benchmarks/gpu_check.sh`` is the GPU check.
+"""
+import json
+
+import pytest
+import torch
+
+from ttgnn.cli import main
+from ttgnn.data import planted_partition
+from ttgnn.layers import SparseGraph
+from ttgnn.train import CHECKPOINT_NAME, METRICS_NAME, TrainConfig, load_checkpoint, setup_run, train
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
+
+
+def _config(out, **kw) -> TrainConfig:
+    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
+                num_layers=2, epochs=3, mode="minibatch", fanouts=[5, 5], batch_size=64, output_dir=str(out),
+                progress=False, num_threads=1, dropout=0.0, correct_smooth=False)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_gnn_backend_setting_is_validated():
+    with pytest.raises(ValueError, match=r"gnn_backend must be one of \('auto', 'dgl', 'torch'\), got 'pyg'"):
+        TrainConfig(gnn_backend="pyg").validate()
+    assert TrainConfig().gnn_backend == "auto"
+
+
+def test_full_graph_mode_keeps_index_tensors(planted, tmp_path):
+    run = setup_run(_config(tmp_path, mode="full", gnn_backend="torch"), planted, 0, 1, torch.device("cpu"))
+    assert isinstance(run.graph, SparseGraph) and run.graph.num_dst == planted.num_nodes
+    assert run.model.gnn.backend == "torch" and run.metrics["gnn_backend"] == "torch"
+    run = setup_run(_config(tmp_path, mode="full"), planted, 0, 1, torch.device("cpu"))
+    assert not isinstance(run.graph, SparseGraph) and run.metrics["gnn_backend"] == "dgl"  # auto on the CPU
+
+
+@pytest.mark.parametrize("model,mode", [("sage", "minibatch"), ("gat", "full"), ("gat", "minibatch")])
+def test_both_backends_train_alike(planted, tmp_path, model, mode):
+    # Same seed, same initial weights, same sampled batches: the epochs agree to float rounding.
+    runs = {backend: train(_config(tmp_path / backend, model=model, mode=mode, gnn_backend=backend, heads=2),
+                           planted) for backend in ("dgl", "torch")}
+    assert runs["torch"]["gnn_backend"] == "torch" and runs["dgl"]["gnn_backend"] == "dgl"
+    assert json.loads((tmp_path / "torch" / METRICS_NAME).read_text())["gnn_backend"] == "torch"
+    for ref, ours in zip(runs["dgl"]["epochs"], runs["torch"]["epochs"]):
+        assert ours["loss"] == pytest.approx(ref["loss"], rel=1e-4)
+        assert abs(ours["valid_acc"] - ref["valid_acc"]) <= 0.02
+    assert runs["torch"]["epochs"][-1]["loss"] < runs["torch"]["epochs"][0]["loss"] - 0.1  # it trains
+
+
+def test_resume_across_backends(planted, tmp_path):
+    # a checkpoint written with DGL's layers continues with the tensor layers (and the other way)
+    first = train(_config(tmp_path / "run", epochs=2, mode="full", gnn_backend="dgl"), planted)
+    resumed = train(_config(tmp_path / "run", epochs=4, mode="full", gnn_backend="torch", resume=True), planted)
+    whole = train(_config(tmp_path / "whole", epochs=4, mode="full", gnn_backend="dgl"), planted)
+    assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3, 4]
+    assert resumed["epochs"][:2] == first["epochs"]
+    for ref, ours in zip(whole["epochs"][2:], resumed["epochs"][2:]):
+        assert ours["loss"] == pytest.approx(ref["loss"], rel=1e-4)
+    state = load_checkpoint(tmp_path / "run" / CHECKPOINT_NAME)["model"]
+    assert any(key.startswith("gnn.convs.0.fc_self") for key in state)
+
+
+@pytest.mark.data
+def test_cora_tensor_backend_reaches_dgl_accuracy(data_root, tmp_path):
+    """``ttgnn train --dataset cora --gnn-backend torch`` reaches the DGL backend's test accuracy within
+    1 point with the same seed (the settings of test_train.py's Cora run)."""
+    results = {}
+    for backend in ("dgl", "torch"):
+        out = tmp_path / backend
+        code = main(["train", "--root", str(data_root), "--cache-dir", str(tmp_path / "cache"), "--output-dir",
+                     str(out), "--no-progress", "--num-threads", "2", "--dataset", "cora", "--model", "sage",
+                     "--embedding", "tt", "--epochs", "30", "--hidden", "64", "--num-layers", "2", "--norm", "none",
+                     "--dropout", "0.5", "--weight-decay", "5e-4", "--init-scale", "0.02", "--lr", "0.01",
+                     "--emb-lr", "0.01", "--no-correct-smooth", "--gnn-backend", backend])
+        assert code == 0
+        results[backend] = json.loads((out / METRICS_NAME).read_text())
+    assert results["torch"]["gnn_backend"] == "torch"
+    assert results["dgl"]["test_acc"] > 0.5  # it learned (chance 1/7)
+    assert abs(results["torch"]["test_acc"] - results["dgl"]["test_acc"]) <= 0.01
+
+
+@CUDA
+@pytest.mark.parametrize("mode", ["full", "minibatch"])
+def test_trains_on_cuda_with_tensor_layers(planted, tmp_path, mode):
+    m = train(_config(tmp_path, mode=mode, gnn_backend="auto"), planted, device=torch.device("cuda"))
+    assert m["gnn_backend"] in ("torch", "dgl") and len(m["epochs"]) == 3
+    assert "peak_gpu_memory_mib" in m["epochs"][-1]

@@ -1,0 +1,232 @@
+"""Tests of ttgnn.layers: index-tensor graphs, aggregation, and the tensor SAGE/GAT convolutions
+against DGL's (same weights -> same outputs and gradients, full graphs and sampled blocks)."""
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+import dgl  # noqa: E402
+from dgl.nn import GATConv, SAGEConv  # noqa: E402
+
+from ttgnn.layers import SparseGraph, TensorGATConv, TensorSAGEConv, aggregate, edge_softmax  # noqa: E402
+
+DEVICES = [pytest.param("cpu", id="cpu"),
+           pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                    reason="no CUDA device"))]
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def random_graph(num_nodes=60, num_edges=300, seed=0, self_loops=True, isolated=()):
+    """A directed multigraph-free random graph; nodes in ``isolated`` get no in-edges."""
+    gen = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+    graph = dgl.to_simple(dgl.graph((src, dst), num_nodes=num_nodes))
+    if self_loops:
+        graph = dgl.add_self_loop(dgl.remove_self_loop(graph))
+    if isolated:
+        keep = ~torch.isin(graph.edges()[1], torch.tensor(list(isolated)))
+        graph = dgl.graph((graph.edges()[0][keep], graph.edges()[1][keep]), num_nodes=num_nodes)
+    return graph
+
+
+def sampled_blocks(graph, seeds, fanouts):
+    sampler = dgl.dataloading.NeighborSampler(fanouts)
+    loader = dgl.dataloading.DataLoader(graph, seeds, sampler, batch_size=len(seeds), shuffle=False)
+    return next(iter(loader))
+
+
+# ---------------------------------------------------------------------- SparseGraph
+def test_sparse_graph_matches_dgl_structure():
+    graph = random_graph()
+    sg = SparseGraph.from_dgl(graph)
+    src, dst = graph.edges()
+    assert (sg.num_src, sg.num_dst, sg.num_edges) == (60, 60, graph.num_edges())
+    assert torch.equal(sg.in_degrees(), graph.in_degrees())
+    # the same edge set, as (src, dst) pairs, through the CSR and through the transpose
+    edges = set(zip(src.tolist(), dst.tolist()))
+    assert set(zip(sg.indices.tolist(), sg.dst.tolist())) == edges
+    t_dst = sg.t_indices
+    t_src = torch.repeat_interleave(torch.arange(sg.num_src), sg.t_indptr[1:] - sg.t_indptr[:-1])
+    assert set(zip(t_src.tolist(), t_dst.tolist())) == edges
+    assert torch.equal(sg.indices[sg.t_perm], t_src) and torch.equal(sg.dst[sg.t_perm], t_dst)
+    torch.testing.assert_close(sg.mean_weight, 1.0 / sg.in_degrees()[sg.dst].float())
+
+
+def test_sparse_graph_of_a_block():
+    graph = random_graph(80, 500)
+    input_nodes, output_nodes, blocks = sampled_blocks(graph, torch.tensor([1, 4, 9]), [3, 2])
+    sg = SparseGraph.from_dgl(blocks[1])
+    assert (sg.num_src, sg.num_dst) == (blocks[1].num_src_nodes(), blocks[1].num_dst_nodes())
+    assert torch.equal(sg.in_degrees(), blocks[1].in_degrees())
+    assert int(sg.in_degrees().max()) <= 2
+
+
+def test_sparse_graph_rejects_bad_structure():
+    with pytest.raises(ValueError, match=r"source indices must lie in \[0, 3\)"):
+        SparseGraph(torch.tensor([0, 1, 2]), torch.tensor([0, 3]), 3)
+    with pytest.raises(ValueError, match="indptr must run from 0 to E=2"):
+        SparseGraph(torch.tensor([0, 1, 3]), torch.tensor([0, 1]), 3)
+    with pytest.raises(ValueError, match="num_src"):
+        SparseGraph(torch.tensor([0, 1, 2, 2]), torch.tensor([0, 1]), 2)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        SparseGraph(torch.tensor([0, 2, 1, 2]), torch.tensor([0, 1]), 3)
+    with pytest.raises(TypeError, match="int64"):
+        SparseGraph(torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0], dtype=torch.int32), 1)
+
+
+def test_to_same_device_is_identity_and_copies_carry_every_index():
+    sg = SparseGraph.from_dgl(random_graph())
+    assert sg.to("cpu") is sg
+    copy = sg._map(lambda t: t.clone())
+    for key in ("indptr", "indices", "dst", "t_indptr", "t_indices", "t_perm", "mean_weight"):
+        assert torch.equal(getattr(copy, key), getattr(sg, key)) and getattr(copy, key) is not getattr(sg, key)
+    assert (copy.num_src, copy.num_dst) == (sg.num_src, sg.num_dst)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="pinned memory needs an accelerator")
+def test_pinned_copy_to_cuda():
+    sg = SparseGraph.from_dgl(random_graph()).pin_memory()
+    assert sg.is_pinned()
+    on_gpu = sg.to("cuda", non_blocking=True)
+    assert on_gpu.device.type == "cuda" and torch.equal(on_gpu.indices.cpu(), sg.indices)
+
+
+# ---------------------------------------------------------------------- aggregate, edge softmax
+@pytest.mark.parametrize("device", DEVICES)
+def test_aggregate_gradients_float64(device):
+    graph = SparseGraph.from_dgl(random_graph(20, 60, isolated=(3, 7))).to(device)
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.rand(graph.num_edges, 2, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+    x = torch.randn(20, 2, 3, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+    assert torch.autograd.gradcheck(lambda w, v: aggregate(graph, w, v), (weight, x))
+    out = aggregate(graph, weight, x)
+    want = torch.zeros(20, 2, 3, dtype=torch.float64, device=device).index_add_(
+        0, graph.dst, weight.unsqueeze(-1) * x[graph.indices])
+    torch.testing.assert_close(out, want)
+    assert torch.equal(out[3], torch.zeros_like(out[3]))  # no in-edges: zero
+
+
+def test_aggregate_mean_and_errors():
+    graph = SparseGraph.from_dgl(random_graph(30, 90, isolated=(0,)))
+    x = torch.randn(30, 5)
+    out = aggregate(graph, None, x)
+    want = torch.stack([x[graph.indices[graph.dst == v]].mean(0) if (graph.dst == v).any() else torch.zeros(5)
+                        for v in range(30)])
+    torch.testing.assert_close(out, want)
+    with pytest.raises(ValueError, match="one row per source node"):
+        aggregate(graph, None, x[:10])
+    with pytest.raises(ValueError, match=r"weight must be \(E, H\)"):
+        aggregate(graph, torch.ones(3, 1), x)
+    with pytest.raises(ValueError, match="is on meta but the graph is on cpu"):
+        aggregate(graph, None, torch.empty(30, 5, device="meta"))
+
+
+def test_aggregate_on_a_graph_without_edges():
+    graph = SparseGraph(torch.zeros(5, dtype=torch.long), torch.zeros(0, dtype=torch.long), 6)
+    x = torch.randn(6, 2, 3, requires_grad=True)
+    weight = torch.zeros(0, 2, requires_grad=True)
+    out = aggregate(graph, weight, x)
+    assert out.shape == (4, 2, 3) and not out.any()
+    out.sum().backward()
+    assert not x.grad.any() and weight.grad.shape == (0, 2)
+
+
+def test_edge_softmax_equals_dgl():
+    from dgl.ops import edge_softmax as dgl_edge_softmax
+
+    graph = random_graph(40, 200, isolated=(5,))
+    sg = SparseGraph.from_dgl(graph)
+    scores = torch.randn(sg.num_edges, 3) * 30  # large scores: the maximum must be subtracted
+    ours = edge_softmax(sg, scores)
+    # DGL's edge ids are in its own order: compare per (src, dst) pair
+    theirs = dgl_edge_softmax(graph, scores[_dgl_to_ours(graph, sg)])
+    torch.testing.assert_close(ours[_dgl_to_ours(graph, sg)], theirs, **TOL)
+    sums = torch.zeros(40, 3).index_add_(0, sg.dst, ours)
+    has_edges = sg.in_degrees() > 0
+    torch.testing.assert_close(sums[has_edges], torch.ones(int(has_edges.sum()), 3))
+
+
+def _dgl_to_ours(graph, sg):
+    """For each DGL edge id, the position of the same (src, dst) edge in ``sg``."""
+    key = sg.dst * sg.num_src + sg.indices
+    order = torch.argsort(key)
+    src, dst = graph.edges()
+    return order[torch.searchsorted(key[order], dst * sg.num_src + src)]
+
+
+# ---------------------------------------------------------------------- convolutions = DGL's
+def _compare(dgl_conv, tensor_conv, graph, num_src, in_feats, reshape=lambda t: t):
+    tensor_conv.load_state_dict(dgl_conv.state_dict())  # same names and shapes
+    gen = torch.Generator().manual_seed(3)
+    h = torch.randn(num_src, in_feats, generator=gen)
+    h_dgl, h_ours = h.clone().requires_grad_(), h.clone().requires_grad_()
+    out_dgl = reshape(dgl_conv(graph, h_dgl))
+    out_ours = reshape(tensor_conv(SparseGraph.from_dgl(graph), h_ours))
+    torch.testing.assert_close(out_ours, out_dgl, **TOL)
+    weights = torch.randn(out_dgl.shape, generator=gen)
+    (out_dgl * weights).sum().backward()
+    (out_ours * weights).sum().backward()
+    torch.testing.assert_close(h_ours.grad, h_dgl.grad, **TOL)
+    grads_dgl = {name: p.grad for name, p in dgl_conv.named_parameters()}
+    for name, p in tensor_conv.named_parameters():
+        torch.testing.assert_close(p.grad, grads_dgl[name], **TOL, msg=name)
+    assert h_ours.grad.abs().max() > 0
+
+
+@pytest.mark.parametrize("in_feats,out_feats", [(16, 8), (8, 16)])  # projection before / after the mean
+@pytest.mark.parametrize("kind", ["full", "block"])
+def test_sage_equals_dgl(in_feats, out_feats, kind):
+    torch.manual_seed(0)
+    graph = random_graph(70, 400, isolated=(2,))
+    if kind == "block":
+        _, _, blocks = sampled_blocks(graph, torch.tensor([0, 2, 5, 33, 69]), [4])
+        graph = blocks[0]
+    num_src = graph.num_src_nodes()
+    torch.manual_seed(1)
+    dgl_conv = SAGEConv(in_feats, out_feats, "mean")
+    torch.manual_seed(1)
+    ours = TensorSAGEConv(in_feats, out_feats)
+    for (name, a), (name_b, b) in zip(dgl_conv.state_dict().items(), ours.state_dict().items()):
+        assert name == name_b and torch.equal(a, b), name  # the same initialisation from the same seed
+    _compare(dgl_conv, ours, graph, num_src, in_feats)
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+@pytest.mark.parametrize("residual,in_feats", [(False, 10), (True, 10), (True, 12)])  # linear / identity residual
+@pytest.mark.parametrize("kind", ["full", "block"])
+def test_gat_equals_dgl(heads, residual, in_feats, kind):
+    graph = random_graph(70, 400, isolated=(4,))
+    if kind == "block":
+        _, _, blocks = sampled_blocks(graph, torch.tensor([1, 4, 8, 50]), [5])
+        graph = blocks[0]
+    out_feats = 12 // heads
+    torch.manual_seed(2)
+    dgl_conv = GATConv(in_feats, out_feats, heads, residual=residual, allow_zero_in_degree=True)
+    torch.manual_seed(2)
+    ours = TensorGATConv(in_feats, out_feats, heads, residual=residual)
+    assert list(dgl_conv.state_dict()) == list(ours.state_dict())
+    for name, value in dgl_conv.state_dict().items():
+        assert torch.equal(value, ours.state_dict()[name]), name
+    with torch.no_grad():  # a non-zero bias, so that its placement is tested
+        dgl_conv.bias.normal_() if dgl_conv.bias is not None else dgl_conv.res_fc.bias.normal_()
+    _compare(dgl_conv, ours, graph, graph.num_src_nodes(), in_feats)
+
+
+def test_gat_attention_dropout_is_applied_in_training_only():
+    graph = SparseGraph.from_dgl(random_graph())
+    conv = TensorGATConv(8, 4, 2, attn_drop=0.5)
+    h = torch.randn(60, 8)
+    conv.eval()
+    torch.testing.assert_close(conv(graph, h), conv(graph, h))
+    conv.train()
+    torch.manual_seed(0)
+    first = conv(graph, h)
+    torch.manual_seed(1)
+    assert not torch.allclose(first, conv(graph, h))
+
+
+def test_gat_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="num_heads and out_feats must be >= 1, got 0 and 4"):
+        TensorGATConv(8, 4, 0)
