@@ -222,3 +222,35 @@ def test_examples_run_tiny(data_root, tmp_path, script):
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = _metrics(tmp_path / "out")
     assert len(m["epochs"]) >= 1 and 0.0 <= m["test_acc"] <= 1.0
+
+
+@pytest.mark.parametrize("embedding", ["tt", "full"])
+def test_spectral_init_starts_from_the_eigenvector_table(tmp_path, planted, embedding):
+    from ttgnn.spectral import spectral_table
+    from ttgnn.train import build_classifier
+
+    # rank 64 is full rank for this shape: the TT table equals the eigenvector table
+    config = _tiny_config(tmp_path, embedding=embedding, init="spectral", init_scale=0.1, rank=64,
+                          order="hierarchical-metis", cache_dir=str(tmp_path / "cache"))
+    model = build_classifier(config, planted)
+    expected = spectral_table(*planted.csr(), planted.num_nodes, 16, std=0.1)
+    torch.testing.assert_close(model.node_input(None).detach(), expected, rtol=1e-4, atol=1e-5)
+    assert list((tmp_path / "cache").glob("spectral-*.npz"))  # cached like node orders
+    m = train(dataclasses_replace(config, epochs=2), planted)
+    assert m["settings"]["init"] == "spectral" and len(m["epochs"]) == 2
+
+
+def dataclasses_replace(config, **kw):
+    import dataclasses
+
+    return dataclasses.replace(config, **kw)
+
+
+def test_rank_from_a_compression_budget(tmp_path, planted):
+    m = train(_tiny_config(tmp_path, compression=20.0, epochs=1, correct_smooth=False), planted)
+    from ttgnn.shapes import TTShape
+
+    assert m["compression_ratio"] >= 20.0
+    assert TTShape.build(400, 16, m["rank"] + 1).compression_ratio < 20.0  # the largest rank that fits
+    with pytest.raises(ValueError, match="at most one of compression and max_params"):
+        TrainConfig(compression=10.0, max_params=100).validate()

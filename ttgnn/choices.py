@@ -18,8 +18,9 @@ EMBEDDINGS = ("tt", "full", "features")
 NORMS = ("none", "batch", "layer")
 #: Full-graph training or mini-batches of sampled neighbourhoods.
 MODES = ("full", "minibatch")
-#: TT core initialisations: TT-GNN orthogonal, TT-Rec Gaussian.
-INITS = ("ortho", "gaussian")
+#: Input-table initialisations: TT-GNN orthogonal, TT-Rec Gaussian (both TT only; a full table is
+#: normal), or Laplacian eigenvectors (:mod:`ttgnn.spectral`; TT by TT-SVD, full directly).
+INITS = ("ortho", "gaussian", "spectral")
 #: Where to train (``auto``: CUDA when available).
 DEVICES = ("cpu", "cuda", "auto")
 #: GNN layers: DGL's convolutions, the tensor layers of :mod:`ttgnn.layers` (any device torch

@@ -108,7 +108,12 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--col-shape", type=_int_list, default=d.col_shape, help="TT column shape, e.g. 8,4,4 "
                    "(default: automatic)")
     p.add_argument("--order", choices=ORDERS, default=d.order, help="node order for the TT rows")
-    p.add_argument("--init", choices=INITS, default=d.init, help="TT init")
+    p.add_argument("--compression", type=float, default=d.compression, help="pick the largest TT rank with at "
+                   "least this compression instead of --rank")
+    p.add_argument("--max-params", type=int, default=d.max_params, help="pick the largest TT rank with at most "
+                   "this many parameters instead of --rank")
+    p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "
+                   "spectral: Laplacian eigenvectors, TT by TT-SVD)")
     p.add_argument("--init-scale", type=float, default=d.init_scale,
                    help="std of the initial table entries (ortho TT: gain init_scale*sqrt(rows))")
     p.add_argument("--hidden", type=int, default=d.hidden)

@@ -31,7 +31,13 @@ class TrainConfig:
             (:func:`ttgnn.shapes.auto_num_cores`).
         row_shape, col_shape (list of int, optional): TT shapes (automatic when ``None``).
         order (str): node order for the TT rows, one of :data:`ttgnn.choices.ORDERS`.
-        init (str): TT init, one of :data:`ttgnn.choices.INITS`.
+        compression (float, optional): pick the TT rank from a budget instead of ``rank``: the
+            largest rank with at least this compression (:func:`ttgnn.shapes.shape_for_budget`).
+        max_params (int, optional): likewise, the largest rank with at most this many parameters.
+        init (str): input-table init, one of :data:`ttgnn.choices.INITS`: ``"ortho"`` and
+            ``"gaussian"`` for TT tables (a full table starts normal with std ``init_scale``), or
+            ``"spectral"``: the leading Laplacian eigenvectors scaled to std ``init_scale``, for a
+            full table directly and for a TT table by TT-SVD in TT-row order.
         init_scale (float): std of the initial table entries, for every embedding kind: the
             ``"gaussian"`` TT std, the ``"full"`` table's normal std, and for ``"ortho"`` the gain
             ``init_scale * sqrt(padded rows)`` (so ``W^T W = init_scale^2 * rows * I``).
@@ -69,6 +75,8 @@ class TrainConfig:
     dim: int = 128
     rank: int = 8
     num_cores: Optional[int] = None
+    compression: Optional[float] = None
+    max_params: Optional[int] = None
     row_shape: Optional[list] = None
     col_shape: Optional[list] = None
     order: str = "hierarchical-metis"
@@ -130,6 +138,12 @@ class TrainConfig:
                 _check_int(f"every entry of {key}", value, 1)
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
+        if self.compression is not None and self.max_params is not None:
+            raise ValueError("give at most one of compression and max_params")
+        if self.compression is not None:
+            _check_real("compression", self.compression, "> 0", lambda v: v > 0)
+        if self.max_params is not None:
+            _check_int("max_params", self.max_params, 1)
         if self.resume and not self.output_dir:
             raise ValueError("resume needs output_dir")
         if self.resume and self.overwrite:

@@ -134,21 +134,55 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
 
     kwargs = {}
     if config.embedding == "tt":
-        from .shapes import TTShape
-
-        shape = TTShape.build(dataset.num_nodes, config.dim, config.rank, config.num_cores,
-                              config.row_shape, config.col_shape)
-        scale = config.init_scale * (shape.num_rows_padded ** 0.5 if config.init == "ortho" else 1.0)
-        kwargs = dict(ranks=config.rank, row_shape=shape.row_shape, col_shape=shape.col_shape, init=config.init,
+        shape = tt_shape(config, dataset.num_nodes)
+        init = "gaussian" if config.init == "spectral" else config.init  # replaced below
+        scale = config.init_scale * (shape.num_rows_padded ** 0.5 if init == "ortho" else 1.0)
+        kwargs = dict(ranks=list(shape.ranks), row_shape=shape.row_shape, col_shape=shape.col_shape, init=init,
                       init_scale=scale, node_order=_build_order(config, dataset, shape.row_shape),
                       generator=generator(config.seed, "tt-init"))
     elif config.embedding == "full":
         kwargs = dict(full_init_std=config.init_scale)
     node_input = NodeInput(config.embedding, dataset.num_nodes, config.dim, features=dataset.features, **kwargs)
+    if config.init == "spectral" and config.embedding != "features":
+        _spectral_init(node_input, config, dataset)
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
                        attn_dropout=config.attn_dropout, label_input=config.label_input, gnn_backend=gnn_backend)
+
+
+def tt_shape(config: TrainConfig, num_nodes: int):
+    """The TT shape of ``config``: from ``rank``, or the largest rank under ``compression`` / ``max_params``."""
+    from .shapes import TTShape, shape_for_budget
+
+    if config.compression is None and config.max_params is None:
+        return TTShape.build(num_nodes, config.dim, config.rank, config.num_cores, config.row_shape, config.col_shape)
+    shape = shape_for_budget(num_nodes, config.dim, max_params=config.max_params, compression=config.compression,
+                             num_cores=config.num_cores, row_shape=config.row_shape, col_shape=config.col_shape)
+    log.info("TT rank %d: the largest within the budget (%s parameters, %.1fx compression)", max(shape.ranks),
+             f"{shape.num_parameters:,}", shape.compression_ratio)
+    return shape
+
+
+@torch.no_grad()
+def _spectral_init(node_input, config: TrainConfig, dataset: NodeDataset) -> None:
+    """Overwrite the input table with Laplacian eigenvectors (TT: their TT-SVD in TT-row order)."""
+    from .data import default_cache_dir
+    from .spectral import spectral_table
+
+    table = spectral_table(*dataset.csr(), dataset.num_nodes, config.dim, std=config.init_scale, seed=config.seed,
+                           cache_dir=default_cache_dir(config.cache_dir))
+    if node_input.kind == "full":
+        node_input.table.weight.copy_(table)
+        return
+    from .embedding import TTNodeEmbedding
+
+    tt = node_input.table
+    compressed = TTNodeEmbedding.from_pretrained(table.double(), ranks=list(tt.ranks), row_shape=tt.row_shape,
+                                                 col_shape=tt.col_shape, node_order=tt.node_order)
+    for core, new in zip(tt.cores, compressed.cores):
+        core.copy_(new.to(core.dtype))
+    log.info("spectral init: TT-SVD of the eigenvector table, relative error %.3f", compressed.svd_relative_error)
 
 
 def split_known(train_nodes: torch.Tensor, rate: float, seed: int, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,7 +207,7 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
     metrics = {
         "dataset": dataset.name, "model": config.model, "embedding": config.embedding,
         "order": config.order if config.embedding == "tt" else None,
-        "rank": config.rank if config.embedding == "tt" else None,
+        "rank": max(node_input.table.ranks) if config.embedding == "tt" else None,
         "compression_ratio": node_input.compression_ratio,
         "embedding_parameters": node_input.num_parameters,
         "gnn_parameters": sum(p.numel() for p in model.parameter_groups()[1]),
