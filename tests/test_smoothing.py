@@ -172,3 +172,118 @@ def test_smoothing_starts_from_the_training_labels(planted):
     others = torch.ones(planted.num_nodes, dtype=torch.bool)
     others[train_idx] = False
     assert not torch.equal(scores[others].argmax(1), labels[others])  # the rest is only corrected
+
+
+def test_normalized_adjacency_accepts_any_integer_arrays(path_graph):
+    # int32 and int64 index arrays, mixed: the result is the same int64 CSR tensor.
+    indptr, indices, n = path_graph
+    expected = normalized_adjacency(indptr, indices, n)
+    for ptr_dtype, idx_dtype in [(np.int32, np.int64), (np.int64, np.int32), (np.int32, np.int32)]:
+        adj = normalized_adjacency(indptr.astype(ptr_dtype), indices.astype(idx_dtype), n)
+        assert adj.crow_indices().dtype == adj.col_indices().dtype == torch.int64
+        torch.testing.assert_close(adj.to_dense(), expected.to_dense(), rtol=0, atol=0)
+
+
+def test_normalized_adjacency_isolated_nodes_raise_no_warning(path_graph):
+    import warnings
+
+    indptr, indices, n = path_graph
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no division by a zero degree
+        adj = normalized_adjacency(indptr, indices, n)
+    assert torch.isfinite(adj.values()).all()
+
+
+def test_normalized_adjacency_error_names_the_expected_shape():
+    with pytest.raises(ValueError, match=r"indptr must have shape \(4,\), got \(2,\)"):
+        normalized_adjacency(np.array([0, 1]), np.array([0]), 3)
+
+
+def test_propagate_accepts_the_closed_interval(path_graph):
+    indptr, indices, n = path_graph
+    adj = normalized_adjacency(indptr, indices, n)
+    x0 = torch.randn(n, 2, generator=torch.Generator().manual_seed(4))
+    # alpha = 1: pure propagation, S^k X_0
+    s = adj.to_dense()
+    torch.testing.assert_close(propagate(adj, x0, 1.0, 3), s @ s @ s @ x0, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="alpha"):
+        propagate(adj, x0, -0.1, 3)
+
+
+def test_correct_and_smooth_default_iterations(planted):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    train_idx, labels = planted.split["train"], planted.labels
+    probs = _confidently_wrong_on_training(planted)
+    default = correct_and_smooth(probs, adj, train_idx, labels[train_idx])
+    assert torch.equal(default, correct_and_smooth(probs, adj, train_idx, labels[train_idx], num_iterations=50))
+    assert not torch.equal(default, correct_and_smooth(probs, adj, train_idx, labels[train_idx], num_iterations=51))
+
+
+def test_correct_and_smooth_classes_come_from_probs_not_labels(planted):
+    # The training labels need not include the last class: the one-hot width is probs' C.
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    train_idx = planted.split["train"]
+    train_idx = train_idx[planted.labels[train_idx] < 2]
+    probs = torch.full((planted.num_nodes, 3), 1.0 / 3)
+    scores = correct_and_smooth(probs, adj, train_idx, planted.labels[train_idx])
+    assert scores.shape == (planted.num_nodes, 3)
+    logits = torch.zeros(planted.num_nodes, 3)
+    result = tune_correct_and_smooth(logits, adj, planted.labels, train_idx, planted.split["valid"],
+                                     correct_alphas=(0.5,), smooth_alphas=(0.5,))
+    assert torch.equal(result.pred, correct_and_smooth(probs, adj, train_idx, planted.labels[train_idx],
+                                                       correct_alpha=0.5, smooth_alpha=0.5).argmax(1))
+
+
+def test_correct_and_smooth_without_training_nodes_keeps_the_base_model(planted):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    probs = torch.softmax(torch.randn(planted.num_nodes, 3, generator=torch.Generator().manual_seed(5)), 1)
+    empty = torch.zeros(0, dtype=torch.long)
+    scores = correct_and_smooth(probs, adj, empty, empty, smooth_alpha=0.0)
+    torch.testing.assert_close(scores, probs, rtol=0, atol=0)
+
+
+def test_tune_reports_its_choice_and_keeps_the_first_of_ties(planted):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    labels, split = planted.labels, planted.split
+    logits = torch.randn(planted.num_nodes, 3, generator=torch.Generator().manual_seed(0))
+    grid = dict(correct_alphas=(0.3, 0.9), smooth_alphas=(0.0, 0.8))
+    result = tune_correct_and_smooth(logits, adj, labels, split["train"], split["valid"], **grid)
+    pred = correct_and_smooth(torch.softmax(logits, 1), adj, split["train"], labels[split["train"]],
+                              correct_alpha=result.correct_alpha, smooth_alpha=result.smooth_alpha).argmax(1)
+    assert torch.equal(result.pred, pred)
+    assert result.valid_acc == float((pred[split["valid"]] == labels[split["valid"]]).float().mean())
+    # Perfect logits: every grid point scores 1.0 on validation; the first one is kept.
+    perfect = 10 * torch.nn.functional.one_hot(labels, 3).float()
+    tied = tune_correct_and_smooth(perfect, adj, labels, split["train"], split["valid"], **grid)
+    assert (tied.correct_alpha, tied.smooth_alpha, tied.valid_acc) == (0.3, 0.0, 1.0)
+
+
+def test_tune_default_is_50_iterations():
+    # Two linked nodes and alpha = 1: every iteration swaps their rows, so an even and an odd
+    # number of iterations predict differently for the validation node 1.
+    adj = normalized_adjacency(np.array([0, 1, 2]), np.array([1, 0]), 2)
+    labels = torch.tensor([0, 1])
+    logits = torch.tensor([[0.0, 0.0], [0.0, 5.0]])
+    train, valid = torch.tensor([0]), torch.tensor([1])
+    grid = dict(correct_alphas=(0.0,), smooth_alphas=(1.0,))
+    even = tune_correct_and_smooth(logits, adj, labels, train, valid, num_iterations=50, **grid)
+    odd = tune_correct_and_smooth(logits, adj, labels, train, valid, num_iterations=51, **grid)
+    assert (even.valid_acc, odd.valid_acc) == (1.0, 0.0)
+    assert tune_correct_and_smooth(logits, adj, labels, train, valid, **grid).valid_acc == even.valid_acc
+
+
+def test_tune_without_validation_nodes_keeps_the_first_strengths(planted):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    logits = torch.randn(planted.num_nodes, 3, generator=torch.Generator().manual_seed(0))
+    result = tune_correct_and_smooth(logits, adj, planted.labels, planted.split["train"], torch.zeros(0, dtype=torch.long),
+                                     correct_alphas=(0.3, 0.9), smooth_alphas=(0.0, 0.8))
+    assert (result.correct_alpha, result.smooth_alpha, result.valid_acc) == (0.3, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("grid", [dict(correct_alphas=()), dict(smooth_alphas=()),
+                                  dict(correct_alphas=(), smooth_alphas=())])
+def test_tune_rejects_an_empty_grid(planted, grid):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    logits = torch.zeros(planted.num_nodes, 3)
+    with pytest.raises(ValueError, match="correct_alphas and smooth_alphas must not be empty"):
+        tune_correct_and_smooth(logits, adj, planted.labels, planted.split["train"], planted.split["valid"], **grid)

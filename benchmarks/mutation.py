@@ -1,0 +1,232 @@
+"""Mutation testing of ttgnn's core logic with mutmut (a benchmark, not part of CI).
+
+Each module is mutated in a scratch copy of the committed tree (``git worktree`` of ``HEAD``), so
+no mutated file ever appears in the working tree, and only the module's own test files run
+against its mutants::
+
+    python benchmarks/mutation.py                       # every module, one after another
+    python benchmarks/mutation.py --modules init smoothing --max-children 2
+
+mutmut 3.8.1 is installed into the running interpreter's environment when it is missing (it is
+not a dependency of ttgnn). The copy differs from the tree in two ways that change no behaviour:
+
+* ``partition/`` is moved to ``ttgnn/partition/``, where ``ttgnn.partition`` is imported from
+  (mutmut derives a mutant's module from its file path and puts its copy first on ``sys.path``);
+* a decorator of a module- or class-level function (``@torch.no_grad()``, ``@property``,
+  ``@contextlib.contextmanager``) becomes an assignment after the function
+  (``f = torch.no_grad()(f)``), because mutmut leaves decorated functions unmutated.
+
+The table gives per module: mutants, killed (a test failed or timed out), survived, no tests (no
+selected test calls the function), and the score killed / (all - no tests). Survivors' diffs
+go to ``<workdir>/survivors-<module>.txt``; the figures to ``<workdir>/mutation.json``. The
+equivalent survivors (no behaviour change) are listed with their reasons in docs/testing.md.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MUTMUT = "mutmut==3.8.1"
+
+# module -> (files to mutate, relative to the copy's root, and the tests that run against them).
+# ttgnn/train.py comes last: it is the slowest, each of its tests trains a few small models.
+MODULES = {
+    "partition": (["ttgnn/partition/*"],
+                  ["tests/test_partition_graph.py", "tests/test_partition_split.py", "tests/test_partition_reorder.py",
+                   "tests/test_partition_cache.py", "tests/test_partition_quality.py"]),
+    "embedding": (["ttgnn/embedding.py"], ["tests/test_embedding.py"]),
+    "init": (["ttgnn/init.py"], ["tests/test_init.py"]),
+    "smoothing": (["ttgnn/smoothing.py"], ["tests/test_smoothing.py"]),
+    "distributed": (["ttgnn/distributed.py"], ["tests/test_distributed.py"]),
+    "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py"]),
+}
+# mutmut's exit codes of a mutant's test run (see `mutmut results`).
+STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
+                       36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
+                       -11: "segfault", -9: "segfault", 37: "caught by type check", None: "not checked",
+                       2: "interrupted"}
+KILLED = {"killed", "timeout", "segfault", "caught by type check"}
+NOT_RUN = {"no tests", "skipped", "not checked"}
+
+
+def ensure_mutmut() -> str:
+    """Path of the ``mutmut`` command next to this interpreter, installed when missing."""
+    command = Path(sys.executable).parent / "mutmut"
+    if not command.exists():
+        print(f"installing {MUTMUT} into {sys.prefix}", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", MUTMUT], check=True)
+    return str(command)
+
+
+def _git(*args: str, cwd: Path = REPO) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def undecorate(path: Path) -> int:
+    """Rewrite decorated module- and class-level functions of ``path`` as plain functions followed
+    by ``name = decorator(name)``; returns how many functions were rewritten."""
+    source = path.read_text()
+    lines = source.splitlines(keepends=True)
+    tree = ast.parse(source)
+    edits = []  # (first decorator line, def line, end line, indent, name, decorator sources)
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
+                names = [ast.get_source_segment(source, d) for d in node.decorator_list]
+                if names in (["staticmethod"], ["classmethod"]):
+                    continue  # mutmut handles these itself
+                first = min(d.lineno for d in node.decorator_list)
+                indent = lines[node.lineno - 1][: len(lines[node.lineno - 1]) - len(lines[node.lineno - 1].lstrip())]
+                edits.append((first, node.lineno, node.end_lineno, indent, node.name, names))
+
+    visit(tree.body)
+    for first, def_line, end, indent, name, names in sorted(edits, reverse=True):
+        wrapped = name
+        for decorator in reversed(names):  # the decorator nearest to `def` applies first
+            wrapped = f"{decorator}({wrapped})"
+        lines[end:end] = [f"{indent}{name} = {wrapped}\n"]
+        del lines[first - 1:def_line - 1]
+    path.write_text("".join(lines))
+    ast.parse(path.read_text())  # still valid Python
+    return len(edits)
+
+
+def prepare_copy(workdir: Path) -> Path:
+    """A worktree of HEAD with partition/ under ttgnn/ and the compiled kernels copied in."""
+    copy = workdir / "tree"
+    if copy.exists():
+        subprocess.run(["git", "worktree", "remove", "--force", str(copy)], cwd=REPO, check=False,
+                       capture_output=True)
+        shutil.rmtree(copy, ignore_errors=True)
+    subprocess.run(["git", "worktree", "prune"], cwd=REPO, check=True)
+    _git("worktree", "add", "--detach", str(copy), "HEAD")
+    for built in (REPO / "ttgnn").glob("_C*.so"):  # ignored build output: the kernels of this tree
+        shutil.copy2(built, copy / "ttgnn" / built.name)
+    shutil.move(str(copy / "partition"), str(copy / "ttgnn" / "partition"))
+    return copy
+
+
+def write_config(copy: Path, patterns: list[str], tests: list[str], timeout_multiplier: float) -> None:
+    def lines(values):
+        return "\n" + "\n".join(f"    {v}" for v in values)
+
+    pytest_args = ["-p", "no:cacheprovider", "-m", "not data and not slow", "--hypothesis-seed=0"]
+    (copy / "setup.cfg").write_text(
+        "[mutmut]\n"
+        "source_paths = ttgnn\n"
+        f"only_mutate ={lines(patterns)}\n"
+        f"pytest_add_cli_args_test_selection ={lines(tests)}\n"
+        f"pytest_add_cli_args ={lines(pytest_args)}\n"
+        "process_isolation = forkserver\n"
+        f"timeout_multiplier = {timeout_multiplier}\n"
+    )
+
+
+def read_results(copy: Path, patterns: list[str]) -> dict[str, str]:
+    """Status of every mutant, from mutmut's ``.meta`` files."""
+    statuses = {}
+    for meta in sorted((copy / "mutants").rglob("*.py.meta")):
+        relative = meta.relative_to(copy / "mutants").as_posix()[: -len(".meta")]
+        if not any(Path(relative).match(p) or relative.startswith(p.rstrip("*")) for p in patterns):
+            continue
+        data = json.loads(meta.read_text())
+        for key, code in data["exit_code_by_key"].items():
+            statuses[key] = STATUS_BY_EXIT_CODE.get(code, "suspicious")
+    return statuses
+
+
+def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: int,
+               timeout_multiplier: float) -> dict:
+    patterns, tests = MODULES[name]
+    shutil.rmtree(copy / "mutants", ignore_errors=True)
+    (copy / "mutants").mkdir()
+    for pattern in patterns:
+        files = sorted(copy.glob(pattern)) if "*" in pattern else [copy / pattern]
+        for path in files:
+            if path.suffix == ".py":
+                undecorate(path)
+    write_config(copy, patterns, tests, timeout_multiplier)
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               # subprocesses of the tests (CLI, torchrun) import the mutated copy too
+               PYTHONPATH=str(copy / "mutants"))
+    env.pop("MUTANT_UNDER_TEST", None)
+    started = time.perf_counter()
+    log_path = workdir / f"mutmut-{name}.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=copy, env=env,
+                              stdout=log, stderr=subprocess.STDOUT)
+    seconds = time.perf_counter() - started
+    statuses = read_results(copy, patterns)
+    counts = {}
+    for status in statuses.values():
+        counts[status] = counts.get(status, 0) + 1
+    killed = sum(counts.get(s, 0) for s in KILLED)
+    not_run = sum(counts.get(s, 0) for s in NOT_RUN)
+    survivors = sorted(k for k, s in statuses.items() if s not in KILLED and s not in NOT_RUN)
+    with open(workdir / f"survivors-{name}.txt", "w") as out:
+        for key in survivors + sorted(k for k, s in statuses.items() if s in NOT_RUN):
+            shown = subprocess.run([mutmut, "show", key], cwd=copy, env=env, capture_output=True, text=True)
+            out.write(shown.stdout + "\n")
+    tested = len(statuses) - not_run
+    return {"module": name, "mutants": len(statuses), "killed": killed, "survived": len(survivors),
+            "no_tests": not_run, "score": killed / tested if tested else float("nan"), "counts": counts,
+            "seconds": round(seconds, 1), "mutmut_exit_code": proc.returncode, "tests": tests,
+            "survivors": survivors}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--modules", nargs="+", choices=list(MODULES), default=list(MODULES),
+                        help="modules to mutate, in this order")
+    parser.add_argument("--workdir", type=Path, default=REPO.parent / "wt-mutation",
+                        help="scratch folder: the copy of the tree, logs, survivors, mutation.json")
+    parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel")
+    parser.add_argument("--timeout-multiplier", type=float, default=10.0,
+                        help="a mutant times out (and counts as killed) after this many times its tests' clean duration")
+    parser.add_argument("--summarize", action="store_true",
+                        help="only count the results mutmut has recorded so far in the copy (of one module: give "
+                             "the one whose run was cut off) and print them; nothing is run")
+    args = parser.parse_args(argv)
+    if args.summarize:
+        copy = args.workdir / "tree"
+        for name in args.modules:
+            statuses = read_results(copy, MODULES[name][0])
+            counts = {}
+            for status in statuses.values():
+                counts[status] = counts.get(status, 0) + 1
+            print(name, json.dumps(counts))
+        return 0
+
+    mutmut = ensure_mutmut()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    copy = prepare_copy(args.workdir)
+    print(f"mutating a copy of {_git('rev-parse', '--short', 'HEAD')} in {copy}", flush=True)
+    results_path = args.workdir / "mutation.json"
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    header = f"{'module':<12} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'score':>7} {'minutes':>8}"
+    print(header, flush=True)
+    for name in args.modules:
+        row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier)
+        row["commit"] = _git("rev-parse", "--short", "HEAD")
+        results[name] = row
+        results_path.write_text(json.dumps(results, indent=2))
+        print(f"{name:<12} {row['mutants']:>8} {row['killed']:>7} {row['survived']:>9} {row['no_tests']:>9} "
+              f"{row['score']:>7.1%} {row['seconds'] / 60:>8.1f}", flush=True)
+    print(f"details: {results_path}, survivors-<module>.txt and mutmut-<module>.log in {args.workdir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
