@@ -14,7 +14,7 @@ from typing import Optional, Tuple, Union
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CSRGraph", "GraphInput", "canonical_csr"]
+__all__ = ["CSRGraph", "GraphInput", "canonical_csr", "csr_from_edge_chunks"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,16 @@ class CSRGraph:
                                            else np.int32).tobytes())
         return digest.hexdigest()
 
+    def __iter__(self):
+        """Unpacks like the tuple ``(indptr, indices)``."""
+        return iter((self.indptr, self.indices))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, item):
+        return (self.indptr, self.indices)[item]
+
     def edge_rows(self) -> np.ndarray:
         """Source node of every stored entry, shape ``(nnz,)``, same dtype as ``indices``."""
         return np.repeat(np.arange(self.num_nodes, dtype=self.indices.dtype), np.diff(self.indptr))
@@ -88,23 +98,96 @@ def _check_ids(name: str, ids: np.ndarray, num_nodes: int) -> None:
                          f"(ids must be in [0, {num_nodes}))")
 
 
-def _symmetric_from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> CSRGraph:
+# Edges handled per chunk while building a CSR: bounds the temporaries, not the result.
+_EDGE_CHUNK = 1 << 24
+
+
+def csr_from_edge_chunks(chunks, num_nodes: int) -> CSRGraph:
+    """The canonical symmetric CSR of a graph given as a re-iterable of edge chunks, built lean.
+
+    Two passes over ``chunks()`` (a callable returning a fresh iterator of ``(src, dst)`` integer
+    array pairs, e.g. a seeded generator): the first counts degrees, the second places every
+    entry (both directions) by a counting sort; rows are then sorted and deduplicated in blocks,
+    in place. Memory: the result (``int32`` indices below ``2**31`` nodes, ``int64`` offsets),
+    one ``int64`` cursor per node, and temporaries of one chunk; no ``(2, E)`` copy, no loop per node.
+
+    Args:
+        chunks (callable): returns an iterator of ``(src, dst)`` arrays; self-loops are dropped,
+            duplicates (in either direction) merged.
+        num_nodes (int): ``N``; every id must lie in ``[0, N)`` (the caller checks).
+
+    Returns:
+        CSRGraph: sorted, duplicate-free rows.
+    """
     dtype = _index_dtype(num_nodes)
-    keep = src != dst
-    src = src[keep].astype(dtype, copy=False)
-    dst = dst[keep].astype(dtype, copy=False)
-    rows = np.concatenate([src, dst])
-    cols = np.concatenate([dst, src])
-    del src, dst, keep
-    # The data values are never read: duplicate entries are merged by sum_duplicates and only the
-    # sparsity structure is kept, so an int8 overflow on heavily duplicated edges is harmless.
-    data = np.ones(rows.shape[0], dtype=np.int8)
-    matrix = sp.csr_matrix((data, (rows, cols)), shape=(num_nodes, num_nodes))
-    del rows, cols, data
-    matrix.sum_duplicates()  # also sorts the indices of every row
-    indptr = matrix.indptr.astype(np.int64, copy=False)
-    indices = matrix.indices.astype(dtype, copy=False)
-    return CSRGraph(indptr, indices)
+    degree = np.zeros(num_nodes, dtype=np.int64)
+    for src, dst in chunks():
+        keep = src != dst
+        degree += np.bincount(src[keep], minlength=num_nodes)
+        degree += np.bincount(dst[keep], minlength=num_nodes)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(degree, out=indptr[1:])
+    del degree
+    # Slots left empty (scipy merges a chunk's duplicates) hold the out-of-range id N, dropped below.
+    indices = np.full(int(indptr[-1]), num_nodes, dtype=dtype)
+    cursor = indptr[:-1].copy()
+    for src, dst in chunks():
+        keep = src != dst
+        src = src[keep].astype(dtype, copy=False)
+        dst = dst[keep].astype(dtype, copy=False)
+        # scipy's counting sort (C++) groups the chunk's entries by row; each row's run is then
+        # copied to that row's cursor in the result.
+        part = sp.csr_matrix((np.ones(2 * src.shape[0], dtype=np.int8), (np.concatenate([src, dst]),
+                              np.concatenate([dst, src]))), shape=(num_nodes, num_nodes))
+        del src, dst, keep
+        part_indptr = part.indptr.astype(np.int64, copy=False)
+        counts = np.diff(part_indptr)
+        positions = np.repeat(cursor - part_indptr[:-1], counts)
+        positions += np.arange(positions.shape[0], dtype=np.int64)
+        indices[positions] = part.indices
+        cursor += counts
+        del part, part_indptr, counts, positions
+    del cursor
+    return _sort_dedupe_rows(indptr, indices)
+
+
+def _sort_dedupe_rows(indptr: np.ndarray, indices: np.ndarray) -> CSRGraph:
+    """Sort every row and drop repeated entries, in place, in blocks of about ``_EDGE_CHUNK`` entries."""
+    num_nodes = indptr.shape[0] - 1
+    new_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    write = 0
+    row = 0
+    while row < num_nodes:
+        end = int(np.searchsorted(indptr, indptr[row] + _EDGE_CHUNK, side="right")) - 1
+        end = min(max(end, row + 1), num_nodes)
+        lo, hi = int(indptr[row]), int(indptr[end])
+        local_rows = np.repeat(np.arange(end - row, dtype=np.int64), np.diff(indptr[row:end + 1]))
+        key = (local_rows << 32) | indices[lo:hi].astype(np.int64)
+        del local_rows
+        key.sort()
+        fresh = np.r_[True, key[1:] != key[:-1]] if key.shape[0] else np.zeros(0, dtype=bool)
+        fresh &= (key & 0xFFFFFFFF) != num_nodes
+        key = key[fresh]
+        counts = np.bincount((key >> 32).astype(np.int64), minlength=end - row)
+        indices[write:write + key.shape[0]] = (key & 0xFFFFFFFF).astype(indices.dtype)
+        new_indptr[row + 1:end + 1] = write + np.cumsum(counts)
+        write += key.shape[0]
+        row = end
+    if num_nodes:
+        new_indptr[0] = 0
+    indices = indices[:write].copy() if write < indices.shape[0] else indices
+    return CSRGraph(new_indptr, indices)
+
+
+def _symmetric_from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> CSRGraph:
+    if num_nodes >= 2**32:  # pragma: no cover - the packed (row, col) sort key holds 32-bit columns
+        raise ValueError(f"graphs of {num_nodes} >= 2**32 nodes are not supported")
+
+    def chunks():
+        for start in range(0, src.shape[0], _EDGE_CHUNK):
+            yield src[start:start + _EDGE_CHUNK], dst[start:start + _EDGE_CHUNK]
+
+    return csr_from_edge_chunks(chunks, num_nodes)
 
 
 def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGraph:
@@ -129,6 +212,10 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
 
+    if isinstance(graph, CSRGraph):  # already canonical (built by this module)
+        if num_nodes is not None and num_nodes != graph.num_nodes:
+            raise ValueError(f"num_nodes={num_nodes} does not match the CSRGraph's {graph.num_nodes} nodes")
+        return graph
     # Only a tuple is CSR: a nested list [[src...], [dst...]] is an edge index.
     if isinstance(graph, tuple):
         if len(graph) != 2:

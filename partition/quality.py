@@ -10,6 +10,9 @@ from .graph import CSRGraph, GraphInput, canonical_csr
 
 __all__ = ["shared_prefix_fractions"]
 
+# Stored entries per block of rows.
+_BLOCK = 1 << 24
+
 
 def shared_prefix_fractions(
     graph: Union[GraphInput, CSRGraph],
@@ -42,19 +45,26 @@ def shared_prefix_fractions(
     if not np.issubdtype(perm.dtype, np.integer):
         raise TypeError(f"perm must hold integers, got dtype {perm.dtype}")
     row_shape = [int(n) for n in row_shape]
-    rows = csr.edge_rows()
+    row_shape = [int(n) for n in row_shape]
+    strides = [math.prod(row_shape[level:]) for level in range(1, len(row_shape))]
+    same = np.zeros(len(strides), dtype=np.int64)
+    num_edges = 0
+    # In blocks of rows, so that a graph of 10^9 entries needs no edge-sized int64 temporaries.
     # Each undirected edge is stored twice; counting the half with row < col gives the same fraction.
-    upper = rows < csr.indices
-    row_u = perm[rows[upper]].astype(np.int64, copy=False)
-    row_v = perm[csr.indices[upper]].astype(np.int64, copy=False)
-    del rows, upper
-    num_edges = row_u.shape[0]
-    fractions = {}
-    for level in range(1, len(row_shape)):
-        stride = math.prod(row_shape[level:])
-        if num_edges == 0:
-            fractions[f"shared_prefix_{level}"] = float("nan")
-        else:
-            same = np.count_nonzero(row_u // stride == row_v // stride)
-            fractions[f"shared_prefix_{level}"] = float(same / num_edges)
-    return fractions
+    row = 0
+    while row < csr.num_nodes:
+        end = int(np.searchsorted(csr.indptr, csr.indptr[row] + _BLOCK, side="right")) - 1
+        end = min(max(end, row + 1), csr.num_nodes)
+        lo, hi = int(csr.indptr[row]), int(csr.indptr[end])
+        rows = np.repeat(np.arange(row, end, dtype=np.int64), np.diff(csr.indptr[row:end + 1]))
+        cols = csr.indices[lo:hi]
+        upper = rows < cols
+        row_u = perm[rows[upper]].astype(np.int64, copy=False)
+        row_v = perm[cols[upper]].astype(np.int64, copy=False)
+        del rows, cols, upper
+        num_edges += row_u.shape[0]
+        for level, stride in enumerate(strides):
+            same[level] += np.count_nonzero(row_u // stride == row_v // stride)
+        row = end
+    return {f"shared_prefix_{level + 1}": float(same[level] / num_edges) if num_edges else float("nan")
+            for level in range(len(strides))}

@@ -26,7 +26,7 @@ def test_symmetric_csr_drops_self_loops_and_duplicates():
     indptr, indices = symmetric_csr(edges, 4)
     assert indptr.tolist() == [0, 2, 3, 4, 4]
     assert indices.tolist() == [1, 2, 0, 0]
-    assert indptr.dtype == np.int64 and indices.dtype == np.int64
+    assert indptr.dtype == np.int64 and indices.dtype == np.int32  # lean: int32 ids below 2**31 nodes
 
 
 @pytest.mark.data

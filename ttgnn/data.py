@@ -72,27 +72,21 @@ def default_cache_dir(cache_dir: Optional[Union[str, os.PathLike]] = None) -> Pa
 def symmetric_csr(edge_index: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """The symmetrised adjacency as CSR ``(indptr, indices)``, without self-loops or duplicates.
 
+    Built lean (:func:`ttgnn.partition.graph.csr_from_edge_chunks`): in chunks of edges, no
+    ``(2, 2E)`` copy and no dense temporaries.
+
     Args:
         edge_index (ndarray): ``(2, E)`` integer edges, directed or listed once per pair.
         num_nodes (int): ``N``.
 
     Returns:
-        ``indptr`` ``(N + 1,)`` and ``indices`` ``(nnz,)``, both int64, column indices sorted
-        within each row.
+        ``indptr`` ``(N + 1,)`` int64 and ``indices`` ``(nnz,)``, int32 for ``N < 2**31 - 1``
+        (else int64), column indices sorted within each row.
     """
-    import scipy.sparse as sp
+    from .partition.graph import canonical_csr
 
-    src = np.asarray(edge_index[0], dtype=np.int64)
-    dst = np.asarray(edge_index[1], dtype=np.int64)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    rows = np.concatenate([src, dst])
-    cols = np.concatenate([dst, src])
-    data = np.ones(rows.shape[0], dtype=np.int8)
-    mat = sp.csr_matrix((data, (rows, cols)), shape=(num_nodes, num_nodes))
-    mat.sum_duplicates()
-    mat.sort_indices()
-    return mat.indptr.astype(np.int64), mat.indices.astype(np.int64)
+    graph = canonical_csr(np.asarray(edge_index), num_nodes)
+    return graph.indptr, graph.indices
 
 
 @dataclass
@@ -102,9 +96,10 @@ class NodeDataset:
     Attributes:
         name (str): dataset name.
         num_nodes (int): ``N``.
-        edge_index (ndarray): ``(2, E)`` int64 edges as stored in the source (possibly directed
-            or listed once per undirected pair); use :meth:`csr` / :meth:`dgl_graph` for the
-            symmetrised graph.
+        edge_index (ndarray, optional): ``(2, E)`` integer edges as stored in the source (possibly
+            directed or listed once per undirected pair); use :meth:`csr` / :meth:`dgl_graph` for
+            the symmetrised graph. ``None`` for a graph given only as its symmetric CSR (the
+            streaming generators of :mod:`ttgnn.synthetic`, which never hold an edge list).
         labels (LongTensor): ``(N,)`` class ids; ``-1`` marks unlabeled nodes.
         split (dict): ``"train"``, ``"valid"``, ``"test"`` -> LongTensor of node ids.
         num_classes (int): number of classes.
@@ -114,7 +109,7 @@ class NodeDataset:
 
     name: str
     num_nodes: int
-    edge_index: np.ndarray
+    edge_index: Optional[np.ndarray]
     labels: torch.Tensor
     split: dict
     num_classes: int
@@ -123,11 +118,16 @@ class NodeDataset:
     _csr: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
+        if self.edge_index is None:
+            if self._csr is None:
+                raise ValueError("a NodeDataset needs edge_index or its symmetric CSR (_csr)")
+            if self._csr.num_nodes != self.num_nodes:
+                raise ValueError(f"the CSR has {self._csr.num_nodes} nodes, num_nodes is {self.num_nodes}")
+        elif self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
             raise ValueError(f"edge_index must have shape (2, E), got {self.edge_index.shape}")
         if self.labels.shape != (self.num_nodes,):
             raise ValueError(f"labels must have shape ({self.num_nodes},), got {tuple(self.labels.shape)}")
-        if self.edge_index.size:
+        if self.edge_index is not None and self.edge_index.size:
             lo, hi = int(self.edge_index.min()), int(self.edge_index.max())
             if lo < 0 or hi >= self.num_nodes:
                 raise ValueError(f"edge endpoints must lie in [0, {self.num_nodes}), got [{lo}, {hi}]")
@@ -137,7 +137,9 @@ class NodeDataset:
 
     @property
     def num_edges(self) -> int:
-        """Number of stored edges ``E`` (before symmetrisation)."""
+        """Number of stored edges ``E`` (before symmetrisation; undirected edges for a CSR-only graph)."""
+        if self.edge_index is None:
+            return self._csr.num_entries // 2
         return int(self.edge_index.shape[1])
 
     @property
@@ -145,32 +147,75 @@ class NodeDataset:
         """Feature width ``F`` (0 when there are no features)."""
         return 0 if self.features is None else int(self.features.shape[1])
 
-    def csr(self) -> tuple[np.ndarray, np.ndarray]:
-        """Symmetric CSR ``(indptr, indices)`` without self-loops (the partitioner's input); cached."""
+    def csr(self):
+        """Symmetric CSR without self-loops (the partitioner's input), cached.
+
+        Returns:
+            CSRGraph: unpacks as ``indptr, indices = dataset.csr()`` (``int64`` offsets, ``int32``
+            ids below ``2**31 - 1`` nodes); :func:`~ttgnn.partition.hierarchical_order` takes it
+            without re-checking it.
+        """
         if self._csr is None:
-            self._csr = symmetric_csr(self.edge_index, self.num_nodes)
+            from .partition.graph import canonical_csr
+
+            self._csr = canonical_csr(self.edge_index, self.num_nodes)
         return self._csr
 
-    def dgl_graph(self, self_loops: bool = True):
-        """The symmetrised graph as a ``dgl.DGLGraph`` (no duplicate edges).
+    def dgl_graph(self, self_loops: bool = True, edge_ids: bool = True):
+        """The symmetrised graph as a ``dgl.DGLGraph`` (no duplicate edges, ``int64`` ids).
+
+        Built straight from the CSR (self-loops inserted there, in blocks) as DGL's ``csc``
+        format (the graph is symmetric): neighbour sampling reads in-edges from it, so a
+        mini-batch run never makes a COO or CSR copy; DGL makes those itself, when first needed,
+        for full-graph kernels that want them (e.g. GAT's edge softmax). The ids are ``int64``:
+        DGL 1.1.3's CPU message passing crashed (segmentation fault in ``_gspmm``) on the blocks
+        sampled from an ``int32`` graph, with or without libxsmm, so only the NumPy CSR is lean.
 
         Args:
             self_loops (bool, optional): add one self-loop per node. (default: ``True``)
+            edge_ids (bool, optional): store edge ids explicitly (4 bytes an entry). DGL's
+                full-graph CPU kernels (libxsmm SpMM) refuse a graph without them; neighbour
+                sampling does not need them, so a huge mini-batch-only graph may leave them
+                out. (default: ``True``)
         """
         os.environ.setdefault("DGLBACKEND", "pytorch")
         import dgl
 
         indptr, indices = self.csr()
-        graph = dgl.graph(("csr", (torch.from_numpy(indptr), torch.from_numpy(indices), torch.tensor([]))),
-                          num_nodes=self.num_nodes)
         if self_loops:
-            graph = dgl.add_self_loop(graph)
+            indptr, indices = _with_self_loops(indptr, indices)
+        dtype, ids_np = torch.int64, np.int64
+        graph = dgl.graph(("csc", (torch.from_numpy(np.ascontiguousarray(indptr, dtype=ids_np)),
+                                   torch.from_numpy(np.ascontiguousarray(indices, dtype=ids_np)),
+                                   torch.arange(indices.shape[0], dtype=dtype) if edge_ids
+                                   else torch.tensor([], dtype=dtype))),
+                          num_nodes=self.num_nodes, idtype=dtype)
         return graph
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.split.items())
         return (f"NodeDataset({self.name!r}, nodes={self.num_nodes}, edges={self.num_edges}, "
                 f"classes={self.num_classes}, features={self.num_features}, {sizes})")
+
+
+def _with_self_loops(indptr: np.ndarray, indices: np.ndarray, block: int = 1 << 24) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR with one self-loop added in every row (placed first), built in blocks of rows."""
+    num_nodes = indptr.shape[0] - 1
+    new_indptr = indptr + np.arange(num_nodes + 1, dtype=np.int64)
+    out = np.empty(indices.shape[0] + num_nodes, dtype=indices.dtype)
+    row = 0
+    while row < num_nodes:
+        end = min(row + block, num_nodes)
+        lo, hi = int(indptr[row]), int(indptr[end])
+        first = new_indptr[row:end] - new_indptr[row]  # where each row's self-loop goes in this block
+        piece = np.empty(hi - lo + end - row, dtype=indices.dtype)
+        mask = np.ones(piece.shape[0], dtype=bool)
+        mask[first] = False
+        piece[first] = np.arange(row, end, dtype=indices.dtype)
+        piece[mask] = indices[lo:hi]
+        out[new_indptr[row]:new_indptr[end]] = piece
+        row = end
+    return new_indptr, out
 
 
 # ---------------------------------------------------------------------- raw-layout reading
