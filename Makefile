@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.ttgnn-installed
-SOURCES := pyproject.toml setup.py requirements.txt $(wildcard kernels/*.cpp kernels/*.h kernels/*/*.cpp kernels/*/*.cu kernels/*/*.h)
+SOURCES := pyproject.toml setup.py ttgnn/_build.py requirements.txt $(wildcard kernels/*.cpp kernels/*.h kernels/*/*.cpp kernels/*/*.cu kernels/*/*.h)
 
-.PHONY: setup test demo clean
+.PHONY: setup test demo dist check-packaging clean
 
 setup: $(STAMP)
 
@@ -19,6 +19,19 @@ $(STAMP): $(SOURCES)
 test: setup
 	$(PY) -m pytest -q tests
 
+# sdist and wheel in dist/, built by setuptools' PEP 517 hooks in the pinned venv (no build isolation,
+# nothing downloaded): the wheel holds ttgnn._C compiled for the pinned torch (a few minutes) and its
+# build record. A plain `pip install .` builds the pure wheel instead (kernels compiled on first use).
+dist: setup
+	rm -rf dist
+	$(PY) -c "from setuptools import build_meta as b; b.build_sdist('dist'); b.build_wheel('dist')"
+	ls -l dist
+
+# The packaging checks alone (also part of `make test`): sdist and wheel contents, and the wheel
+# installed into a fresh venv that shares the pinned torch.
+check-packaging: setup
+	$(PY) -m pytest -q tests/test_packaging.py
+
 # The main job: a featureless GraphSAGE with a 1,118x-compressed TT embedding on ogbn-arxiv, known training
 # labels as inputs: the configuration of the README's SAGE + TT row (0.6875 test there), 15-20 minutes on 2 cores.
 # Data: $TTGNN_DATA, else ./dataset; when absent, ogb downloads it into ~/.cache/ttgnn.
@@ -28,4 +41,4 @@ demo: setup
 		--output-dir runs/demo --no-progress
 
 clean:
-	rm -rf build *.egg-info ttgnn/_C*.so
+	rm -rf build dist *.egg-info ttgnn/_C*.so ttgnn/_C.build.json

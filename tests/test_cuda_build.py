@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 from torch.utils import cpp_extension
 
+from ttgnn import _build
+
 ROOT = Path(__file__).resolve().parents[1]
-CUDA_SOURCES = sorted((ROOT / "kernels").glob("**/*.cu"))
+# The CUDA sources and nvcc flags of the build (ttgnn/_build.py, used by setup.py and first use).
+CUDA_SOURCES = [p for p in _build.sources(ROOT / "kernels", cuda=True) if p.suffix == ".cu"]
 ARCHS = ("80", "90")
 
 
@@ -45,7 +48,7 @@ def test_cuda_source_compiles(source, tmp_path):
     python_include = f"-I{Path(sys.base_prefix) / 'include' / f'python{sys.version_info.major}.{sys.version_info.minor}'}"
     command = [
         nvcc, "-c", str(source), "-o", str(tmp_path / (source.stem + ".o")),
-        "-std=c++20", "-O3", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
+        "-std=c++20", *_build.NVCC_FLAGS, "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
         "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE", f"-I{ROOT / 'kernels'}", python_include,
         *includes, *gencode,
     ]

@@ -1,56 +1,359 @@
-"""Loads the compiled kernels (``ttgnn._C``) once and says which devices they serve.
+"""Loads the compiled kernels once, built for the running torch, and says which devices they serve.
 
-The extension is optional: importing ttgnn never fails because of it. When it is missing (for
-instance a ``TTGNN_NO_EXTENSION=1`` install, or a build without a compiler), every lookup uses
-the pure-PyTorch reference and this is logged once.
+A compiled torch extension runs only with the torch it was compiled against (torch's C++ ABI
+changes between versions), so the kernels are taken from the first of:
+
+1. **prebuilt**: ``ttgnn._C``, built ahead of time by ``setup.py`` when torch was importable at
+   build time (``pip install --no-build-isolation``, ``make setup``), if its build record
+   (``ttgnn/_C.build.json``) names the running Python, torch, CUDA and C++ ABI and the kernel
+   sources on disk;
+2. **cache**: a build for this torch compiled on an earlier first use, under
+   ``~/.cache/ttgnn/ext/<python>-torch<version>-cxx11abi<0|1>-<cpu|cuXYZ>/`` (``$TTGNN_CACHE``
+   moves it);
+3. **compiled**: compiled now with :func:`torch.utils.cpp_extension.load` into that cache (a
+   few minutes, once per torch version; one log line says so). The CUDA kernels are included
+   when torch has CUDA, a GPU is visible and the toolkit is complete; otherwise the CPU kernels
+   are built alone and a warning names what was missing;
+4. otherwise the pure-PyTorch reference, with one :class:`ExtensionWarning` that says how to
+   build the kernels (``python -m ttgnn.build_kernels``).
+
+``TTGNN_NO_EXTENSION=1`` skips all of this (the reference, no warning); ``TTGNN_NO_CUDA=1``
+builds the CPU kernels only. Importing ttgnn never fails because of the extension.
 """
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
 import logging
-from typing import Optional, Union
+import os
+import shutil
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Union
 
 import torch
 
-__all__ = ["available", "load_error", "has_kernel", "backend", "log_backends"]
+from . import _build
+
+__all__ = [
+    "ExtensionWarning",
+    "ExtensionInfo",
+    "available",
+    "load_error",
+    "info",
+    "has_kernel",
+    "backend",
+    "log_backends",
+    "jit_build_dir",
+    "REBUILD_COMMAND",
+]
 
 log = logging.getLogger(__name__)
 
 _OPS = ("tt_lookup", "tt_lookup_backward")
+#: The command that builds the kernels for the running torch (printed in warnings).
+REBUILD_COMMAND = "python -m ttgnn.build_kernels"
+#: Base name of the first-use library in its cache folder.
+_JIT_NAME = "ttgnn_C"
+#: A lock left by a build that was killed is removed after this long (a build takes minutes).
+_STALE_LOCK_SECONDS = 2 * 3600
 
-_loaded: Optional[bool] = None
-_error: Optional[str] = None
+
+class ExtensionWarning(UserWarning):
+    """The compiled kernels are missing or incomplete; the pure-PyTorch reference is used instead."""
+
+
+@dataclass(frozen=True)
+class ExtensionInfo:
+    """Where the compiled kernels came from.
+
+    Attributes:
+        origin (str): ``"prebuilt"`` (``ttgnn._C`` from the install), ``"cache"`` (an earlier
+            first-use build), ``"compiled"`` (built by this process), ``"disabled"``
+            (``TTGNN_NO_EXTENSION``) or ``"unavailable"``.
+        path (str, optional): the library loaded.
+        error (str, optional): why no kernels are loaded (``origin`` ``"disabled"`` or
+            ``"unavailable"``).
+        cuda_skipped (str, optional): why a library for a CUDA torch has no CUDA kernels.
+        notes (tuple of str): what was tried first and set aside (a stale prebuilt library).
+    """
+
+    origin: str
+    path: Optional[str] = None
+    error: Optional[str] = None
+    cuda_skipped: Optional[str] = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether a compiled library is loaded."""
+        return self.origin in ("prebuilt", "cache", "compiled")
+
+
+_info: Optional[ExtensionInfo] = None
+
+
+def _package_dir() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def _ops_registered() -> bool:
+    return all(hasattr(torch.ops.ttgnn, name) for name in _OPS)
+
+
+# The three actions that touch the process; tests replace them.
+def _import_prebuilt() -> None:
+    importlib.import_module(f"{__package__}._C")  # registers torch.ops.ttgnn.*
+
+
+def _load_library(path: Path) -> None:
+    torch.ops.load_library(str(path))
+
+
+def _cpp_extension_load(**kwargs) -> str:
+    from torch.utils import cpp_extension
+
+    return cpp_extension.load(**kwargs)  # the library's path (is_python_module=False)
+
+
+def _gpu_visible() -> bool:
+    return torch.cuda.is_available()
+
+
+def jit_build_dir(cuda: Optional[bool] = None) -> Optional[Path]:
+    """The cache folder of the first-use build for the running torch (``None`` without sources).
+
+    Args:
+        cuda (bool, optional): for a build with the CUDA kernels. (default: whether they are
+            wanted here: a CUDA torch, a visible GPU, ``TTGNN_NO_CUDA`` unset)
+    """
+    kernels = _build.kernel_dir(_package_dir())
+    if kernels is None:
+        return None
+    if cuda is None:
+        cuda = _build.cuda_wanted() and _gpu_visible()
+    return _build.jit_build_dir(_build.torch_tag(), _build.source_digest(kernels, cuda=cuda),
+                                cuda=cuda, flags=_build.cxx_flags())
+
+
+def _prebuilt_library() -> Optional[Path]:
+    """The file of ``ttgnn._C`` if the install has one (not loaded)."""
+    spec = importlib.util.find_spec(f"{__package__}._C")
+    return Path(spec.origin) if spec is not None and spec.origin else None
+
+
+def _prebuilt() -> tuple[Optional[ExtensionInfo], tuple[str, ...]]:
+    """Loads ``ttgnn._C`` if it is there and built for the running torch."""
+    library = _prebuilt_library()
+    if library is None:
+        return None, ()
+    record = _build.read_record(library.with_name(_build.RECORD_NAME))
+    kernels = _build.kernel_dir(_package_dir())
+    digest = None  # sources not installed: not compared
+    if kernels is not None and record is not None:
+        digest = _build.source_digest(kernels, cuda=bool(record.get("cuda_kernels")))
+    reasons = _build.stale_reasons(record, _build.torch_tag(), digest)
+    if reasons:
+        note = f"{library} was not built for this torch: {'; '.join(reasons)}"
+        log.info("%s; using a build for this torch instead", note)
+        return None, (note,)
+    try:
+        _import_prebuilt()
+    except (ImportError, OSError) as exc:
+        note = f"{library} failed to load ({type(exc).__name__}: {exc})"
+        log.info("%s; using a build for this torch instead", note)
+        return None, (note,)
+    if not _ops_registered():
+        return ExtensionInfo("unavailable", str(library), "ttgnn._C loaded but did not register the "
+                             "ttgnn ops"), ()
+    return ExtensionInfo("prebuilt", str(library), cuda_skipped=record.get("cuda_skipped")), ()
+
+
+@contextlib.contextmanager
+def _build_environment(cuda: bool) -> Iterator[None]:
+    """``ninja`` on ``PATH`` (pip installs it beside the interpreter, which an unactivated venv
+    does not put on PATH) and the CUDA architectures, for the duration of a build."""
+    saved = {key: os.environ.get(key) for key in ("PATH", "TORCH_CUDA_ARCH_LIST")}
+    extra = [str(Path(sys.executable).parent)]
+    with contextlib.suppress(ImportError):
+        import ninja  # the PyPI package
+
+        extra.append(str(ninja.BIN_DIR))
+    os.environ["PATH"] = os.pathsep.join(extra + [saved["PATH"] or os.defpath])
+    if cuda:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = _build.cuda_arch_list()
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _error_summary(exc: BaseException, lines: int = 3) -> str:
+    """The last lines of a build error (the compiler's complaint is at the end)."""
+    text = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " | ".join(text[-lines:]) if text else type(exc).__name__
+
+
+def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional[str]]:
+    """Compiles and loads the kernels into ``build_dir``; returns the library and why CUDA was skipped.
+
+    The CUDA kernels are tried when ``cuda``; if the toolkit is incomplete or their build fails,
+    the CPU kernels are built alone (with one warning naming the problem).
+    """
+    cuda_skipped = None
+    if cuda:
+        cuda_skipped = _build.cuda_problem()
+        if cuda_skipped is not None:
+            cuda = False
+            warnings.warn(f"ttgnn: building the CPU kernels only: the CUDA kernels cannot be built "
+                          f"here: {cuda_skipped}", ExtensionWarning, stacklevel=3)
+    lock = build_dir / "lock"
+    if lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS:
+        log.warning("ttgnn: removing %s, left by a build that did not finish", lock)
+        lock.unlink(missing_ok=True)
+    flags = _build.cxx_flags()
+    while True:
+        log.warning("ttgnn: compiling the TT-lookup kernels (%s) for torch %s into %s; this "
+                    "happens once per torch version and takes a few minutes",
+                    "CPU and CUDA" if cuda else "CPU", torch.__version__, build_dir)
+        start = time.perf_counter()
+        try:
+            with _build_environment(cuda):
+                library = _cpp_extension_load(
+                    name=_JIT_NAME,
+                    sources=[str(path) for path in _build.sources(kernels, cuda=cuda)],
+                    extra_cflags=flags + list(_build.JIT_EXTRA_CFLAGS),
+                    extra_cuda_cflags=list(_build.NVCC_FLAGS) if cuda else None,
+                    extra_ldflags=list(_build.LINK_FLAGS),
+                    extra_include_paths=[str(kernels)],
+                    build_directory=str(build_dir),
+                    with_cuda=cuda,
+                    is_python_module=False,
+                    verbose=False,
+                )
+        except Exception as exc:  # compiler errors, missing ninja, CUDA toolchain checks
+            if not cuda:
+                raise
+            cuda = False
+            cuda_skipped = f"the CUDA build failed: {_error_summary(exc)}"
+            warnings.warn(f"ttgnn: building the CPU kernels only: {cuda_skipped}",
+                          ExtensionWarning, stacklevel=3)
+            continue
+        log.info("ttgnn: compiled the TT-lookup kernels in %.0f s", time.perf_counter() - start)
+        # torch renames a second build in one process (ttgnn_C_v1): take the path it returns.
+        return Path(library), cuda_skipped
+
+
+def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
+    """A build for this torch from the cache, else compiled now."""
+    kernels = _build.kernel_dir(_package_dir())
+    if kernels is None:
+        return ExtensionInfo("unavailable", error="the kernel sources are not installed (no "
+                             "ttgnn/_kernels folder)", notes=notes)
+    tag = _build.torch_tag()
+    cuda = _build.cuda_wanted() and _gpu_visible()
+    digest = _build.source_digest(kernels, cuda=cuda)
+    flags = _build.cxx_flags()
+    build_dir = _build.jit_build_dir(tag, digest, cuda=cuda, flags=flags)
+    record_path = build_dir / "build.json"
+    failure_log = build_dir / "failed.log"
+
+    record = _build.read_record(record_path)
+    library = build_dir / Path(str((record or {}).get("library", f"{_JIT_NAME}.so"))).name
+    if record is not None and library.is_file() and not _build.stale_reasons(record, tag, digest):
+        try:
+            _load_library(library)
+        except (OSError, RuntimeError) as exc:
+            return ExtensionInfo("unavailable", str(library), f"{library} failed to load "
+                                 f"({type(exc).__name__}: {exc})", notes=notes)
+        return _checked(ExtensionInfo("cache", str(library), cuda_skipped=record.get("cuda_skipped"),
+                                      notes=notes))
+    if failure_log.is_file():
+        return ExtensionInfo("unavailable", error=f"an earlier build for this torch failed "
+                             f"(log: {failure_log})", notes=notes)
+
+    build_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        library, cuda_skipped = _compile(build_dir, kernels, cuda)
+    except Exception as exc:
+        failure_log.write_text(f"torch {torch.__version__}, sources {kernels}\n\n{exc}\n")
+        return ExtensionInfo("unavailable", error=f"compiling them failed: {_error_summary(exc)} "
+                             f"(full log: {failure_log})", notes=notes)
+    record = _build.make_record(tag, digest, cuda_kernels=cuda and cuda_skipped is None,
+                                cuda_skipped=cuda_skipped, flags=flags, built_by="jit")
+    record["library"] = library.name
+    _build.write_record(record_path, record)
+    return _checked(ExtensionInfo("compiled", str(library), cuda_skipped=cuda_skipped, notes=notes))
+
+
+def _checked(result: ExtensionInfo) -> ExtensionInfo:
+    if _ops_registered():
+        return result
+    return ExtensionInfo("unavailable", result.path, f"{result.path} loaded but did not register "
+                         "the ttgnn ops", notes=result.notes)
+
+
+def _load_once() -> ExtensionInfo:
+    if _build.env_flag("TTGNN_NO_EXTENSION"):
+        return ExtensionInfo("disabled", error="TTGNN_NO_EXTENSION is set")
+    result, notes = _prebuilt()
+    if result is None:
+        result = _first_use(notes)
+    if result.origin == "unavailable":
+        warnings.warn(
+            f"ttgnn: the compiled TT-lookup kernels are unavailable: {result.error}. Using the "
+            f"pure-PyTorch reference (same results, slower). To build the kernels for this torch: "
+            f"`{REBUILD_COMMAND}` (needs a C++ compiler); TTGNN_NO_EXTENSION=1 silences this.",
+            ExtensionWarning, stacklevel=4)
+    elif (result.origin in ("prebuilt", "cache") and result.cuda_skipped
+          and torch.version.cuda is not None and _gpu_visible()):
+        # A library built earlier without its CUDA part ("compiled" has warned while building).
+        how = ("reinstall ttgnn with `pip install --no-build-isolation --force-reinstall --no-deps`"
+               if result.origin == "prebuilt" else f"`{REBUILD_COMMAND} --force`")
+        warnings.warn(
+            f"ttgnn: the compiled kernels have no CUDA part ({result.cuda_skipped}); lookups on "
+            f"the GPU use the pure-PyTorch reference. Fix that, then {how}.",
+            ExtensionWarning, stacklevel=4)
+    return result
 
 
 def _load() -> bool:
-    global _loaded, _error
-    if _loaded is None:
-        try:
-            from . import _C  # noqa: F401  (registers torch.ops.ttgnn.*)
+    global _info
+    if _info is None:
+        _info = _load_once()
+    return _info.loaded
 
-            _loaded = all(hasattr(torch.ops.ttgnn, name) for name in _OPS)
-            if not _loaded:
-                _error = "ttgnn._C loaded but did not register the ttgnn ops"
-        except (ImportError, OSError) as exc:  # missing build, or an ABI mismatch with torch
-            _loaded, _error = False, f"{type(exc).__name__}: {exc}"
-    return _loaded
+
+def info() -> ExtensionInfo:
+    """Where the compiled kernels came from (loading them on the first call)."""
+    _load()
+    return _info
 
 
 def available() -> bool:
-    """Whether the compiled extension ``ttgnn._C`` is loaded (for any device)."""
+    """Whether compiled kernels (``ttgnn._C`` or a first-use build) are loaded, for any device."""
     return _load()
 
 
 def load_error() -> Optional[str]:
-    """Why the extension could not be loaded, or ``None`` when it is loaded."""
+    """Why no compiled kernels are loaded, or ``None`` when they are."""
     _load()
-    return _error
+    return _info.error
 
 
 _kernels: dict[str, bool] = {}
 
 
 def has_kernel(device_type: str) -> bool:
-    """Whether the extension has kernels for ``device_type`` (``"cpu"``, ``"cuda"``)."""
+    """Whether the loaded kernels serve ``device_type`` (``"cpu"``, ``"cuda"``)."""
     if device_type not in _kernels:
         key = {"cpu": "CPU", "cuda": "CUDA"}.get(device_type)
         _kernels[device_type] = (
@@ -89,8 +392,14 @@ def log_backends() -> None:
                  load_error())
         return
     devices = [d for d in ("cpu", "cuda") if has_kernel(d)]
-    log.info("TT lookup: compiled kernels for %s; other devices use the pure-PyTorch reference",
-             ", ".join(devices) or "no device")
+    log.info("TT lookup: compiled kernels (%s, %s) for %s; other devices use the pure-PyTorch "
+             "reference", _info.origin, _info.path, ", ".join(devices) or "no device")
 
 
 _logged_once = False
+
+
+def _remove_build(build_dir: Path) -> None:
+    """Deletes a first-use build folder (a library loaded from it stays mapped in this process)."""
+    if build_dir.is_dir():
+        shutil.rmtree(build_dir)
