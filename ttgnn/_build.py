@@ -64,9 +64,10 @@ KERNEL_FILES = ("**/*.cpp", "**/*.cu", "**/*.h", "**/*.cuh")
 NVCC_FLAGS = ("-O3",)
 #: Linker flags (the CPU kernels use OpenMP).
 LINK_FLAGS = ("-fopenmp",)
-#: C++ flags the first-use build adds: setup.py's compiler flags come from Python's own
-#: (``-DNDEBUG -O3 ...``), torch's JIT loader passes none of them.
-JIT_EXTRA_CFLAGS = ("-DNDEBUG",)
+#: C++ flags the first-use build adds, so it compiles the code setup.py compiles: setuptools
+#: starts from Python's own flags (sysconfig CFLAGS: ``-DNDEBUG -g -fwrapv -O3 -Wall``), torch's
+#: JIT loader passes none of them (``-g`` and ``-Wall`` change no code and are left out).
+JIT_EXTRA_CFLAGS = ("-DNDEBUG", "-fwrapv")
 #: CUDA architectures when ``TORCH_CUDA_ARCH_LIST`` is unset (A100 and H100 class GPUs).
 DEFAULT_CUDA_ARCH_LIST = "8.0;9.0"
 
@@ -329,7 +330,7 @@ def jit_build_dir(tag: dict[str, Any], digest: str, *, cuda: bool, flags: Iterab
     cuda_tag = "cu" + tag["cuda"].replace(".", "") if tag["cuda"] else "cpu"
     torch_folder = f"{tag['python']}-torch{tag['torch']}-cxx11abi{int(tag['cxx11abi'])}-{cuda_tag}"
     leaf_key = json.dumps({"torch_git": tag["torch_git"], "sources": digest, "cuda": cuda,
-                           "flags": list(flags), "nvcc": list(NVCC_FLAGS),
+                           "flags": list(flags) + list(JIT_EXTRA_CFLAGS), "nvcc": list(NVCC_FLAGS),
                            "archs": cuda_arch_list() if cuda else None}, sort_keys=True)
     leaf = hashlib.sha256(leaf_key.encode()).hexdigest()[:12]
     return cache_root() / torch_folder / f"{'cuda' if cuda else 'cpu'}-{leaf}"
