@@ -6,6 +6,7 @@ Sub-commands::
     ttgnn partition --dataset ogbn-arxiv ...        node order onto TT rows: quality and time
     ttgnn train --dataset ogbn-arxiv ...            train a featureless GNN (GraphSAGE/GAT, TT or full table)
     ttgnn upgrade-checkpoint PATH                   convert a trusted checkpoint of an older ttgnn
+    ttgnn plan --nodes N ...                        memory per rank, all-reduce bytes, FLOPs: TT vs full
 
 Errors a user can cause (bad values, missing or malformed files, paths that are not what they
 should be) end with one line on stderr and exit code 2; Ctrl-C with one line (and, for ``train``,
@@ -289,6 +290,69 @@ def _add_upgrade_parser(sub) -> None:
 
 
 # ---------------------------------------------------------------------- main
+# ---------------------------------------------------------------------- plan
+def _parse_memory(text: str) -> float:
+    units = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
+             "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40, "TIB": 2**40}
+    stripped = text.strip().upper()
+    number = stripped.rstrip("KMGTIB")
+    try:
+        value = float(number) * units[stripped[len(number):]]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected a size such as 80GB or 24GiB, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the device memory must be > 0, got {text!r}")
+    return value
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    import json
+
+    from .plan import as_dict, format_plan, plan
+
+    results = {}
+    for world_size in args.world_size:
+        plans = plan(args.nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
+                     hidden=args.hidden, heads=args.heads, num_classes=args.classes, fanouts=args.fanouts,
+                     batch_size=args.batch_size, optimizer=args.optimizer, world_size=world_size,
+                     avg_degree=args.avg_degree, mode=args.mode, num_cores=args.num_cores,
+                     row_shape=args.row_shape, col_shape=args.col_shape, device_memory=args.device_memory)
+        results[world_size] = plans
+        if not args.json:
+            tt = plans["tt"].details
+            print(f"\n{args.nodes:,} nodes x {args.dim}, {args.model} {len(args.fanouts)} layers x {args.hidden}, "
+                  f"fan-outs {args.fanouts}, batch {args.batch_size}/rank, {args.optimizer}, {world_size} rank(s); "
+                  f"TT {tt['row_shape']} x {tt['col_shape']} ranks {tt['ranks']}: {tt['parameters']:,} parameters\n")
+            print(format_plan(plans, world_size))
+    if args.json:
+        print(json.dumps({str(k): as_dict(v) for k, v in results.items()}, indent=1))
+    return 0
+
+
+def _add_plan_parser(sub) -> None:
+    p = sub.add_parser("plan", formatter_class=HelpFormatter,
+                       help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full")
+    p.add_argument("--nodes", type=int, required=True, help="number of nodes N")
+    p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
+    p.add_argument("--rank", type=int, default=16, help="TT rank")
+    p.add_argument("--num-cores", type=int, default=None, help="TT cores (default: automatic from N)")
+    p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56")
+    p.add_argument("--col-shape", type=_int_list, default=None, help="TT column shape, e.g. 8,4,4")
+    p.add_argument("--model", choices=MODELS, default="sage")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4, help="GAT heads")
+    p.add_argument("--classes", type=int, default=172, help="output classes")
+    p.add_argument("--fanouts", type=_int_list, default=[15, 10, 5], help="neighbours per layer (sets the layers)")
+    p.add_argument("--batch-size", type=int, default=1024, help="seed nodes per step and rank")
+    p.add_argument("--optimizer", choices=("adam", "adamw", "adagrad", "sgd", "momentum"), default="adam")
+    p.add_argument("--world-size", type=int, nargs="+", default=[1], help="one or more numbers of GPUs/machines")
+    p.add_argument("--avg-degree", type=float, default=10.0, help="mean degree of the symmetric graph")
+    p.add_argument("--mode", choices=MODES, default="minibatch")
+    p.add_argument("--device-memory", type=_parse_memory, default=None, help="memory per rank, e.g. 80GB")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=_cmd_plan)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ttgnn", description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -297,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_parser(sub)
     _add_partition_parser(sub)
     _add_upgrade_parser(sub)
+    _add_plan_parser(sub)
     return parser
 
 

@@ -96,9 +96,10 @@ def nested_communities(
 
     Args:
         num_nodes (int): ``N`` (up to ``2**31 - 2``).
-        avg_degree (float, optional): edges drawn per node times two (the mean degree before
-            duplicates and self-loops are dropped; on sparse graphs the loss is well under 1%).
-            (default: ``10.0``)
+        avg_degree (float, optional): edges drawn per node times two: the mean degree before
+            duplicates and self-loops are dropped (repeated edges at the hubs of small leaf blocks
+            cost a little: 10 gave 9.89 on 10^6 and 10^7 nodes with leaves of ~2,000 nodes, 8 gave
+            7.36 with leaves of 250). (default: ``10.0``)
         branching (sequence of int, optional): communities per level, top first.
             (default: :func:`default_branching`, two levels, leaves of about 2,000 nodes)
         mixing (sequence of float, optional): per level, top first, the probability that an
