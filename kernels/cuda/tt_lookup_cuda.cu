@@ -8,11 +8,16 @@
 //             K-2 (each prefix product once), then one block per unique row computes the row
 //             and writes it to every position that asked for it;
 //   backward: the output gradients of each unique row are summed once; then for k = K-1 .. 1,
-//             the slice gradient  G_k[t_k] += P_{k-1}[parent]^T dP_k  is accumulated with
-//             atomics (per unique prefix: prefixes sharing a digit add into one slice), and
-//             dP_{k-1}[p] = sum over children c of dP_k[c] G_k[t_c]^T  is a plain reduction over
-//             p's contiguous children (no atomics). Unique level-0 prefixes have distinct digits,
-//             so their gradients are written, not added. The gradients are dense core tensors.
+//             the slice gradient  dG_k[s] = sum over prefixes c with t_c = s of
+//             P_{k-1}[parent_c]^T dP_k[c]  is a segmented reduction: the level's prefixes are
+//             sorted by digit, one block sums a chunk of a slice's prefixes in registers into a
+//             scratch row, and one block per slice adds its chunks' rows in a fixed order and
+//             writes each element once (slice_segments.cuh). No atomics: where prefixes are not
+//             shared, a few slices receive a contribution from almost every prefix, and one
+//             atomicAdd per contribution serialised on those hot slices. The result does not
+//             depend on scheduling. dP_{k-1}[p] = sum over children c of dP_k[c] G_k[t_c]^T  is a
+//             plain reduction over p's contiguous children. Unique level-0 prefixes have distinct
+//             digits, so their gradients are written, not added. The gradients are dense cores.
 // The per-element arithmetic is shared with the CPU kernels (tt_lookup_math.h).
 #include <algorithm>
 #include <tuple>
@@ -21,6 +26,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/aminmax.h>
+#include <ATen/ops/bincount.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/floor_divide.h>
@@ -34,6 +40,7 @@
 #include <torch/library.h>
 
 #include "../tt_lookup.h"
+#include "slice_segments.cuh"
 
 namespace ttgnn {
 namespace {
@@ -41,6 +48,10 @@ namespace {
 constexpr int kThreads = 128;
 // Blocks per launch; the kernels stride over their items, so any count is covered.
 constexpr int64_t kMaxBlocks = 65535;
+// Prefixes of one slice summed by one block in the backward's segmented reduction: enough
+// blocks for the GPU when a level has thousands of prefixes, a scratch of about
+// (prefixes / kSliceChunk + slices) slices.
+constexpr int64_t kSliceChunk = 32;
 
 inline int blocks_for(int64_t items) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(items, kMaxBlocks)));
@@ -115,21 +126,48 @@ __global__ void gather_grad_kernel(int64_t dim, const int64_t* row_offsets, cons
   }
 }
 
-// G_k[t_c] += P_{k-1}[parent_c]^T @ dC[c] for every item c at level k (atomics: items share
-// slices).
+// Partial slice gradients of level k: with the level's items sorted by digit (`order`), chunk ch
+// of slice s gets scratch[ch] = sum over its items c of P_{k-1}[parent_c]^T @ dC[c], summed in
+// registers (each element one thread; no atomics). `chunk_offsets[num_slices]` is the number of
+// chunks; the grid strides over them.
 template <typename scalar_t>
-__global__ void slice_grad_kernel(TTDims d, Tables<scalar_t> t, int k, const scalar_t* dC,
-                                  scalar_t* grad_core, int64_t count) {
+__global__ void slice_grad_chunks_kernel(TTDims d, Tables<scalar_t> t, int k, const scalar_t* dC,
+                                         const int64_t* order, const int64_t* seg_offsets,
+                                         const int64_t* chunk_offsets, int64_t num_slices,
+                                         scalar_t* scratch) {
   const int64_t rows = d.prefix_cols[k - 1];
   const int64_t inner = d.r[k];
   const int64_t cols = d.m[k] * d.r[k + 1];
   const int64_t slice = inner * cols;
-  for (int64_t c = blockIdx.x; c < count; c += gridDim.x) {
-    const scalar_t* A = partial_of(t, d, k - 1, t.parent[k][c]);
-    const scalar_t* G = dC + c * rows * cols;
-    scalar_t* dst = grad_core + t.digit[k][c] * slice;
+  const int64_t num_chunks = chunk_offsets[num_slices];
+  for (int64_t ch = blockIdx.x; ch < num_chunks; ch += gridDim.x) {
+    const SliceChunk part = slice_chunk(seg_offsets, chunk_offsets, num_slices, kSliceChunk, ch);
     for (int64_t e = threadIdx.x; e < slice; e += blockDim.x) {
-      atomicAdd(dst + e, tt_matmul_tn_elem(A, G, e / cols, e % cols, rows, inner, cols));
+      const int64_t q = e / cols;
+      const int64_t j = e % cols;
+      scalar_t acc = scalar_t(0);
+      for (int64_t i = part.first; i < part.stop; ++i) {
+        const int64_t c = order[i];
+        acc += tt_matmul_tn_elem(partial_of(t, d, k - 1, t.parent[k][c]), dC + c * rows * cols, q, j,
+                                 rows, inner, cols);
+      }
+      scratch[ch * slice + e] = acc;
+    }
+  }
+}
+
+// grad_core[s] = the sum of slice s's chunk rows in chunk order (zero for a slice no item uses):
+// every element of the core gradient is written once.
+template <typename scalar_t>
+__global__ void slice_grad_reduce_kernel(int64_t slice, const int64_t* chunk_offsets, int64_t num_slices,
+                                         const scalar_t* scratch, scalar_t* grad_core) {
+  for (int64_t s = blockIdx.x; s < num_slices; s += gridDim.x) {
+    const int64_t first = chunk_offsets[s];
+    const int64_t stop = chunk_offsets[s + 1];
+    for (int64_t e = threadIdx.x; e < slice; e += blockDim.x) {
+      scalar_t acc = scalar_t(0);
+      for (int64_t ch = first; ch < stop; ++ch) acc += scratch[ch * slice + e];
+      grad_core[s * slice + e] = acc;
     }
   }
 }
@@ -229,6 +267,25 @@ Tables<scalar_t> make_tables(const std::vector<at::Tensor>& cores, const Levels&
   return t;
 }
 
+// Level k's items grouped by slice: the items in digit order, where each slice's items start in
+// that order, and where each slice's chunks start (int64, on the device).
+struct SliceSegments {
+  at::Tensor order, seg_offsets, chunk_offsets;
+  int64_t max_chunks;  // an upper bound of chunk_offsets[n_k], known on the host
+};
+
+SliceSegments segment_by_slice(const at::Tensor& digits, int64_t num_slices) {
+  SliceSegments seg;
+  at::Tensor sorted;
+  std::tie(sorted, seg.order) = at::sort(digits, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+  const at::Tensor counts = at::bincount(digits, /*weights=*/{}, /*minlength=*/num_slices);
+  seg.seg_offsets = offsets_from_counts(counts);
+  seg.chunk_offsets = offsets_from_counts(at::floor_divide(counts.add(kSliceChunk - 1), kSliceChunk));
+  // sum over slices of ceil(count / chunk) <= ceil(items / chunk) + slices
+  seg.max_chunks = (digits.numel() + kSliceChunk - 1) / kSliceChunk + num_slices;
+  return seg;
+}
+
 template <typename scalar_t>
 void launch_partials(const TTDims& dims, const Tables<scalar_t>& t, const Levels& lv,
                      cudaStream_t stream) {
@@ -293,9 +350,17 @@ std::vector<at::Tensor> tt_lookup_backward_cuda(const at::Tensor& grad_out_in,
         grad_out.const_data_ptr<scalar_t>(), grad_level.mutable_data_ptr<scalar_t>(), unique);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     for (int k = K - 1; k >= 1; --k) {
-      slice_grad_kernel<scalar_t><<<blocks_for(lv.counts[k]), kThreads, 0, stream>>>(
-          dims, t, k, grad_level.const_data_ptr<scalar_t>(), grads[k].mutable_data_ptr<scalar_t>(),
-          lv.counts[k]);
+      const SliceSegments seg = segment_by_slice(lv.digits[k], dims.n[k]);
+      const int64_t slice = dims.slice_size(k);
+      at::Tensor scratch = at::empty({seg.max_chunks, slice}, grad_out.options());
+      slice_grad_chunks_kernel<scalar_t><<<blocks_for(seg.max_chunks), kThreads, 0, stream>>>(
+          dims, t, k, grad_level.const_data_ptr<scalar_t>(), seg.order.const_data_ptr<int64_t>(),
+          seg.seg_offsets.const_data_ptr<int64_t>(), seg.chunk_offsets.const_data_ptr<int64_t>(), dims.n[k],
+          scratch.mutable_data_ptr<scalar_t>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      slice_grad_reduce_kernel<scalar_t><<<blocks_for(dims.n[k]), kThreads, 0, stream>>>(
+          slice, seg.chunk_offsets.const_data_ptr<int64_t>(), dims.n[k], scratch.const_data_ptr<scalar_t>(),
+          grads[k].mutable_data_ptr<scalar_t>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       at::Tensor grad_parent;
       if (k >= 2) grad_parent = at::empty({lv.counts[k - 1], dims.partial_size(k - 1)}, grad_out.options());
