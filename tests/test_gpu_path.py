@@ -95,3 +95,42 @@ def test_trains_on_cuda_with_tensor_layers(planted, tmp_path, mode):
     m = train(_config(tmp_path, mode=mode, gnn_backend="auto"), planted, device=torch.device("cuda"))
     assert m["gnn_backend"] in ("torch", "dgl") and len(m["epochs"]) == 3
     assert "peak_gpu_memory_mib" in m["epochs"][-1]
+
+
+# ---------------------------------------------------------------------- the benchmark and the GPU check
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.data
+def test_backend_epoch_benchmark_prints_both_backends(data_root, tmp_path, capsys):
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("bench_gnn_backend", REPO / "benchmarks" / "bench_gnn_backend.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_gnn_backend"] = bench
+    spec.loader.exec_module(bench)
+    assert bench.main(["--dataset", "cora", "--root", str(data_root), "--models", "sage", "gat", "--hidden", "16",
+                       "--num-layers", "2", "--heads", "2", "--rounds", "1", "--json", str(tmp_path / "rows.json")]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert [(r["model"], r["backend"]) for r in rows] == [("sage", "dgl"), ("sage", "torch"), ("gat", "dgl"),
+                                                          ("gat", "torch")]
+    assert all(r["epoch_s"] > 0 for r in rows) and rows[0]["vs_dgl"] == 1.0
+    assert "vs dgl" in capsys.readouterr().out
+
+
+def test_gpu_check_dry_run_lists_every_step(tmp_path):
+    import subprocess
+
+    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--dry-run", "--out", str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    steps = [line.split(":")[0][3:] for line in result.stdout.splitlines() if line.startswith("== ")]
+    assert steps == ["setup", "kernels", "tests", "lookup", "train-sage-tt", "train-sage-full", "train-gat-tt",
+                     "train-gat-full", "epoch", "torchrun"]
+    out = result.stdout
+    assert "bench_lookup.py --device cuda" in out
+    assert "--nproc-per-node=1" in out and "--mode minibatch --epochs 2" in out
+    assert out.count("--gnn-backend torch") == 5 and "--device cuda" in out
+    bad = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--bogus"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown argument --bogus" in bad.stderr

@@ -1,0 +1,116 @@
+"""Full-graph training epoch of each GNN backend side by side (``--gnn-backend dgl`` vs ``torch``).
+
+For each model, both backends are built from the same seed (same weights) and timed in
+interleaved rounds (each round runs one epoch of each backend), so drifting machine load does not
+enter their ratio. An epoch is what ``ttgnn train --mode full`` does per epoch: forward on the full
+graph, loss on the training nodes, backward, Adam step (:func:`ttgnn.train.train_epoch`). On CUDA
+the time is taken with CUDA events and the peak allocated GPU memory is reported; DGL runs only
+where the installed DGL supports the device (the PyPI wheel: the CPU).
+
+    python benchmarks/bench_gnn_backend.py --root $TTGNN_DATA                      # arxiv, CPU, SAGE and GAT
+    python benchmarks/bench_gnn_backend.py --device cuda --embedding tt full --json out.json
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+from ttgnn.config import TrainConfig
+from ttgnn.data import load_dataset
+from ttgnn.models import dgl_runs_on
+from ttgnn.train import setup_run, train_epoch
+
+TT = dict(rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
+
+
+def _config(args, model: str, embedding: str, backend: str) -> TrainConfig:
+    extra = dict(TT) if embedding == "tt" and args.dataset == "ogbn-arxiv" else {}
+    return TrainConfig(dataset=args.dataset, root=args.root, model=model, embedding=embedding, gnn_backend=backend,
+                       mode="full", order="identity", hidden=args.hidden, num_layers=args.num_layers,
+                       heads=args.heads, progress=False, correct_smooth=False, **extra)
+
+
+def _timed_epoch(run, epoch: int, device: torch.device) -> float:
+    if device.type == "cuda":
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        train_epoch(run, epoch)
+        stop.record()
+        torch.cuda.synchronize(device)
+        return start.elapsed_time(stop) / 1000.0
+    started = time.perf_counter()
+    train_epoch(run, epoch)
+    return time.perf_counter() - started
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--dataset", default="ogbn-arxiv")
+    p.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--models", nargs="+", default=["sage", "gat"], choices=["sage", "gat"])
+    p.add_argument("--embedding", nargs="+", default=["tt"], choices=["tt", "full"])
+    p.add_argument("--backends", nargs="+", default=["dgl", "torch"], choices=["dgl", "torch"])
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--num-layers", type=int, default=3)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=5, help="timed epochs per backend (after one warm-up epoch)")
+    p.add_argument("--num-threads", type=int, default=None)
+    p.add_argument("--json", default=None, help="also write the rows to this file")
+    args = p.parse_args(argv)
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: no CUDA device")
+    backends = [b for b in args.backends if b != "dgl" or dgl_runs_on(str(device))]
+    if len(backends) < len(args.backends):
+        print(f"# dgl skipped: the installed DGL does not run on {device}", file=sys.stderr)
+    dataset = load_dataset(args.dataset, args.root)
+    rows = []
+    print(f"# {args.dataset} full-graph epoch (forward + backward + Adam), {device}, "
+          f"{torch.get_num_threads()} threads, hidden {args.hidden}, {args.num_layers} layers; "
+          f"median of {args.rounds} interleaved rounds")
+    print(f"{'model':>6} {'embedding':>9} {'backend':>8} {'epoch s':>9} {'min s':>8} {'vs dgl':>7} {'peak GPU MiB':>13}")
+    for model in args.models:
+        for embedding in args.embedding:
+            runs = {}
+            for backend in backends:
+                runs[backend] = setup_run(_config(args, model, embedding, backend), dataset, 0, 1, device)
+            times = {backend: [] for backend in backends}
+            for backend, run in runs.items():  # warm-up (allocator, kernels' first launch)
+                _timed_epoch(run, 1, device)
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            peaks = {}
+            for round_ in range(args.rounds):
+                for backend, run in runs.items():
+                    if device.type == "cuda":
+                        torch.cuda.reset_peak_memory_stats(device)
+                    times[backend].append(_timed_epoch(run, 2 + round_, device))
+                    if device.type == "cuda":
+                        peaks[backend] = max(peaks.get(backend, 0.0), torch.cuda.max_memory_allocated(device) / 2**20)
+            base = statistics.median(times["dgl"]) if "dgl" in times else None
+            for backend in backends:
+                median = statistics.median(times[backend])
+                row = dict(model=model, embedding=embedding, backend=backend, device=str(device),
+                           epoch_s=median, min_s=min(times[backend]), vs_dgl=median / base if base else None,
+                           peak_gpu_mib=peaks.get(backend))
+                rows.append(row)
+                ratio = f"{row['vs_dgl']:.2f}" if row["vs_dgl"] else "-"
+                peak = f"{row['peak_gpu_mib']:.0f}" if row["peak_gpu_mib"] else "-"
+                print(f"{model:>6} {embedding:>9} {backend:>8} {median:>9.3f} {row['min_s']:>8.3f} {ratio:>7} {peak:>13}",
+                      flush=True)
+            del runs
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
