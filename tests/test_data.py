@@ -192,3 +192,105 @@ def test_cache_dir_that_is_a_file(tmp_path):
     folder = write_raw_dataset(tmp_path / "g")
     with pytest.raises(ValueError, match="cache directory .* is not a folder"):
         load_dataset(str(folder), cache_dir=tmp_path / "cache")
+
+
+# ----------------------------------------------------------------------------- lean CSR, large layouts
+def _scipy_symmetric(edges: np.ndarray, num_nodes: int):
+    import scipy.sparse as sparse
+
+    src, dst = edges
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    matrix = sparse.csr_matrix((np.ones(2 * src.size), (np.r_[src, dst], np.r_[dst, src])), shape=(num_nodes,) * 2)
+    matrix.sum_duplicates()
+    return matrix.indptr, matrix.indices
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lean_csr_equals_the_scipy_one(seed, monkeypatch):
+    from ttgnn.partition import graph as graph_module
+
+    rng = np.random.default_rng(seed)
+    num_nodes = int(rng.integers(2, 500))
+    edges = rng.integers(0, num_nodes, (2, int(rng.integers(0, 3000))))
+    edges[:, :5] = edges[::-1, :5]  # reversed duplicates
+    monkeypatch.setattr(graph_module, "_EDGE_CHUNK", 97)  # many chunks and row blocks
+    indptr, indices = symmetric_csr(edges, num_nodes)
+    ref_indptr, ref_indices = _scipy_symmetric(edges, num_nodes)
+    np.testing.assert_array_equal(indptr, ref_indptr)
+    np.testing.assert_array_equal(indices, ref_indices)
+    assert indices.dtype == np.int32
+
+
+def test_dgl_graph_from_the_csr_has_self_loops_first_and_all_edges():
+    ds = planted_partition(300, num_classes=3, avg_degree=6, seed=1)
+    indptr, indices = ds.csr()
+    graph = ds.dgl_graph(self_loops=True)
+    assert graph.num_edges() == indices.shape[0] + 300 and graph.idtype == torch.int64
+    src, dst = graph.in_edges(torch.arange(300))
+    pairs = set(zip(src.tolist(), dst.tolist()))
+    assert all((v, v) in pairs for v in range(300))
+    rows = np.repeat(np.arange(300), np.diff(indptr))
+    assert set(zip(indices.tolist(), rows.tolist())) | {(v, v) for v in range(300)} == pairs
+    bare = ds.dgl_graph(self_loops=False, edge_ids=False)
+    assert bare.num_edges() == indices.shape[0]
+
+
+def _write_papers_layout(folder, num_nodes=50, compressed=True, labels=None):
+    rng = np.random.default_rng(0)
+    edges = rng.integers(0, num_nodes, (2, 200)).astype(np.int64)
+    save = np.savez_compressed if compressed else np.savez
+    (folder / "raw").mkdir(parents=True)
+    save(folder / "raw" / "data.npz", edge_index=edges, node_feat=rng.random((num_nodes, 4), dtype=np.float32),
+         node_year=np.zeros((num_nodes, 1), dtype=np.int64), num_nodes_list=np.array([num_nodes]),
+         num_edges_list=np.array([200]))
+    if labels is None:
+        labels = (np.arange(num_nodes) % 5).astype(np.float64)
+        labels[::7] = np.nan  # unlabelled, as most of papers100M
+    save(folder / "raw" / "node-label.npz", node_label=labels.reshape(-1, 1))
+    perm = rng.permutation(np.flatnonzero(~np.isnan(labels)))
+    third = perm.size // 3
+    for key, ids in zip(("train", "valid", "test"), (perm[:third], perm[third:2 * third], perm[2 * third:])):
+        write_csv(folder / "split" / "time" / f"{key}.csv.gz", sorted(ids.tolist()))
+    return edges, labels
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["savez_compressed", "savez"])
+def test_papers100m_binary_layout_loads(tmp_path, monkeypatch, compressed):
+    import ttgnn.data as data_module
+
+    edges, labels = _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=compressed)
+    monkeypatch.setattr(data_module, "_NPZ_CHUNK", 16)  # several chunks from both streams
+    ds = load_dataset("ogbn-papers100M", root=tmp_path, cache_dir=tmp_path / "cache")
+    assert ds.num_nodes == 50 and ds.edge_index is None and ds.features is None
+    ref_indptr, ref_indices = _scipy_symmetric(edges, 50)
+    np.testing.assert_array_equal(ds.csr().indptr, ref_indptr)
+    np.testing.assert_array_equal(ds.csr().indices, ref_indices)
+    assert int((ds.labels == -1).sum()) == int(np.isnan(labels).sum())
+    assert ds.labels[1].item() == 1 and ds.num_classes == 5
+    assert sum(len(v) for v in ds.split.values()) == int((~np.isnan(labels)).sum())
+    assert not (tmp_path / "cache").exists()  # read in place, nothing processed or written
+
+
+def test_papers100m_layout_errors_name_the_file(tmp_path):
+    _write_papers_layout(tmp_path / "ogbn_papers100M")
+    (tmp_path / "ogbn_papers100M" / "raw" / "node-label.npz").unlink()
+    with pytest.raises(FileNotFoundError, match="node-label.npz"):
+        load_dataset("ogbn-papers100M", root=tmp_path)
+    other = tmp_path / "second"
+    _write_papers_layout(other / "ogbn_papers100M")
+    (other / "ogbn_papers100M" / "raw" / "data.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="data.npz"):
+        load_dataset("ogbn-papers100M", root=other)
+
+
+def test_products_csv_layout_loads_through_ogb(tmp_path):
+    folder = tmp_path / "ogbn_products"
+    write_raw_dataset(folder, num_nodes=40, num_classes=4)
+    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
+    (folder / "RELEASE_v1.txt").write_text("test\n")
+    ds = load_dataset("ogbn-products", root=tmp_path, cache_dir=tmp_path / "cache")
+    assert ds.num_nodes == 40 and ds.evaluator_name == "ogbn-products" and ds.num_classes == 47
+    assert sorted(torch.cat(list(ds.split.values())).tolist()) == list(range(40))
+    indptr, indices = ds.csr()
+    assert indices.dtype == np.int32 and indptr[-1] == indices.shape[0] > 0

@@ -2,7 +2,9 @@
 
 Three sources, one result type (:class:`NodeDataset`):
 
-* ``"ogbn-arxiv"``, ``"ogbn-products"``, ``"ogbn-papers100M"`` go through the ``ogb`` package.
+* ``"ogbn-arxiv"``, ``"ogbn-products"``, ``"ogbn-papers100M"`` go through the ``ogb`` package,
+  except a folder in OGB's binary layout (``raw/data.npz``, ``raw/node-label.npz``: how
+  papers100M ships), which is read here lean: its edges streamed into the CSR, features skipped.
   When the dataset folder (``<root>/ogbn_arxiv`` ...) exists it is read offline and never written
   to: its files are mirrored by symlinks into the cache directory, where ``ogb`` keeps its
   ``processed/`` files. When it does not exist, ``ogb`` downloads it into the cache directory.
@@ -372,6 +374,105 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
     return NodeDataset(name, num_nodes, edge_index, labels, split, num_classes, features)
 
 
+# ---------------------------------------------------------------------- OGB binary (papers100M) layout
+_NPZ_CHUNK = 1 << 24
+
+
+def _npy_member(archive, key: str, path: Path):
+    """``(shape, fortran_order, dtype, header_bytes)`` of ``key`` in an open ``.npz`` zip."""
+    try:
+        with archive.open(f"{key}.npy") as fh:
+            version = np.lib.format.read_magic(fh)
+            reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                      else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = reader(fh)
+            return shape, fortran, dtype, fh.tell()
+    except KeyError:
+        raise ValueError(f"corrupted dataset file {path}: no {key!r} array in it") from None
+
+
+def _npz_edge_chunks(path: Path):
+    """A re-iterable of ``(src, dst)`` chunks of ``edge_index`` in ``data.npz``, read without loading it.
+
+    OGB saves papers100M's 1.6 billion edges (26 GB as int64) in one array; reading it in chunks
+    (two streams into the member: sources and destinations) keeps memory at one chunk.
+    """
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        shape, fortran, dtype, header = _npy_member(archive, "edge_index", path)
+    if len(shape) != 2 or shape[0] != 2 or dtype.kind not in "iu":
+        raise ValueError(f"corrupted dataset file {path}: edge_index must be integers of shape (2, E), "
+                         f"got {dtype} {shape}")
+    num_edges = shape[1]
+    item = dtype.itemsize
+
+    def read(fh, count):
+        data = fh.read(count * item)
+        if len(data) != count * item:
+            raise ValueError(f"corrupted dataset file {path}: edge_index ends early")
+        return np.frombuffer(data, dtype=dtype)
+
+    def chunks():
+        with zipfile.ZipFile(path) as archive, archive.open("edge_index.npy") as first, \
+                archive.open("edge_index.npy") as second:
+            first.read(header)
+            if fortran:  # (src, dst) pairs side by side
+                for start in range(0, num_edges, _NPZ_CHUNK):
+                    pairs = read(first, 2 * min(_NPZ_CHUNK, num_edges - start)).reshape(-1, 2)
+                    yield pairs[:, 0], pairs[:, 1]
+                return
+            second.seek(header + num_edges * item)  # a stored member seeks; a deflated one reads through
+            for start in range(0, num_edges, _NPZ_CHUNK):
+                count = min(_NPZ_CHUNK, num_edges - start)
+                yield read(first, count), read(second, count)
+
+    return chunks, num_edges
+
+
+def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
+    """An OGB binary raw folder (``raw/data.npz``, ``raw/node-label.npz``, ``split/<kind>/*.csv.gz``),
+    papers100M's layout, read lean: edges streamed into the symmetric CSR, features not loaded
+    (ttgnn trains featureless; 111M x 128 float32 features alone are 57 GB)."""
+    import zipfile
+
+    from .partition.graph import csr_from_edge_chunks
+
+    raw = folder / "raw"
+    data_path, label_path = raw / "data.npz", raw / "node-label.npz"
+    for path in (data_path, label_path):
+        if not path.is_file():
+            raise FileNotFoundError(f"dataset file not found: {path}")
+    try:
+        with np.load(data_path, allow_pickle=False) as archive:
+            num_nodes = int(np.asarray(archive["num_nodes_list"]).reshape(-1)[0])
+        with np.load(label_path, allow_pickle=False) as archive:
+            label_values = np.asarray(archive["node_label"])
+        chunks, num_edges = _npz_edge_chunks(data_path)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
+        if isinstance(err, ValueError) and "corrupted" in str(err):
+            raise
+        raise ValueError(f"corrupted dataset file {data_path} or {label_path}: {err}") from None
+    if num_nodes < 1:
+        raise ValueError(f"corrupted dataset file {data_path}: num_nodes_list says {num_nodes} nodes")
+
+    def checked():
+        for src, dst in chunks():
+            if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
+                raise ValueError(f"corrupted dataset file {data_path}: edge_index has node ids outside "
+                                 f"[0, {num_nodes})")
+            yield src, dst
+
+    csr = csr_from_edge_chunks(checked, num_nodes)
+    labels = _labels_from(label_values, label_path, num_nodes)
+    split, files = _read_split(folder, None)
+    _check_split(split, num_nodes, files)
+    log.info("%s: %d nodes, %d stored edges read from %s (features not loaded)", name, num_nodes, num_edges,
+             data_path)
+    return NodeDataset(name, num_nodes, None, labels, split, int(labels.max()) + 1, None,
+                       evaluator_name=name, _csr=csr)
+
+
 # ---------------------------------------------------------------------- ogb
 @contextlib.contextmanager
 def _ogb_guards():
@@ -521,6 +622,9 @@ def load_dataset(
         raise ValueError(f"cache directory {cache} exists and is not a folder")
     text = os.fspath(name)
     if text in OGB_NAMES:
+        binary = root_path / text.replace("-", "_")
+        if (binary / "raw" / "data.npz").is_file():  # papers100M's binary layout: read lean, without ogb
+            return _load_npz_folder(binary, text)
         return _load_ogb(text, root_path, cache)
     if text.lower().startswith("ogbn-"):
         raise ValueError(f"unknown OGB dataset {text!r}; supported: {OGB_NAMES}")
