@@ -13,13 +13,22 @@ Two modes:
 
       python benchmarks/bench_partition.py --synthetic-products
 
-The table is printed as Markdown; ``--json PATH`` also writes the figures.
+* ``--synthetic-nested N``: the streaming generator of :mod:`ttgnn.synthetic` (planted nested
+  communities, power-law degrees) with ``N`` nodes, e.g. KaMinPar alone on 10^7 nodes::
+
+      python benchmarks/bench_partition.py --synthetic-nested 10000000 --avg-degree 10 \
+          --methods hierarchical-kaminpar
+
+Peak RSS is the process's (``ru_maxrss``): run one method per invocation for a per-method figure.
+The table is printed as Markdown (every level's shared-prefix fraction); ``--json PATH`` also
+writes the figures.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import resource
 import sys
 import time
@@ -69,10 +78,21 @@ def nested_sbm_edges(num_nodes: int, num_entries: int, num_communities: int, num
     return np.stack([relabel[src], relabel[dst]])
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
     head = "| " + " | ".join(title for _, title, _ in columns) + " |"
     rule = "|" + "|".join("---" for _ in columns) + "|"
-    body = ["| " + " | ".join(fmt.format(row[key]) for key, _, fmt in columns) + " |" for row in rows]
+    body = ["| " + " | ".join(fmt.format(row.get(key, float("nan"))) for key, _, fmt in columns) + " |" for row in rows]
     return "\n".join([head, rule, *body])
 
 
@@ -94,7 +114,7 @@ def run_real(args: argparse.Namespace) -> list[dict]:
 def run_methods(edge_index: np.ndarray, num_nodes: int, row_shape: list[int],
                 args: argparse.Namespace) -> list[dict]:
     started = time.perf_counter()
-    csr = canonical_csr(edge_index, num_nodes)
+    csr = canonical_csr(edge_index, num_nodes)  # a CSRGraph (streamed graphs) passes through
     symmetrise_seconds = time.perf_counter() - started
     log.info("symmetrised: %d nodes, %d symmetric edge entries in %.1f s", csr.num_nodes, csr.num_entries,
              symmetrise_seconds)
@@ -105,13 +125,12 @@ def run_methods(edge_index: np.ndarray, num_nodes: int, row_shape: list[int],
         started = time.perf_counter()
         # The timed call takes the raw edge index, as a user would: symmetrisation is included.
         order = hierarchical_order(edge_index, row_shape, method=method, seed=args.seed, num_nodes=num_nodes,
-                                   progress=args.progress)
+                                   progress=args.progress, num_threads=args.num_threads)
         total = time.perf_counter() - started
         rows.append({"method": method, "row_shape": list(row_shape), "num_nodes": num_nodes,
                      "num_entries": num_entries, "total_seconds": total,
                      "order_seconds": order.quality["seconds"],
-                     "shared_prefix_1": order.quality.get("shared_prefix_1", float("nan")),
-                     "shared_prefix_2": order.quality.get("shared_prefix_2", float("nan")),
+                     **{k: v for k, v in order.quality.items() if k.startswith("shared_prefix")},
                      "peak_rss_gib": peak_rss_gib()})
         log.info("%s done in %.1f s (peak RSS %.2f GiB)", method, total, rows[-1]["peak_rss_gib"])
     return rows
@@ -133,12 +152,30 @@ def main(argv=None) -> int:
                         help="a planted-partition graph of ogbn-products' size instead of a dataset")
     parser.add_argument("--nodes", type=int, default=2_449_029, help="synthetic node count")
     parser.add_argument("--entries", type=int, default=62_000_000, help="synthetic symmetric edge entries")
+    parser.add_argument("--synthetic-nested", type=int, default=None, metavar="N",
+                        help="a streaming nested-community graph of N nodes (ttgnn.synthetic) instead of a dataset")
+    parser.add_argument("--avg-degree", type=float, default=10.0, help="mean degree of --synthetic-nested")
+    parser.add_argument("--num-threads", type=int, default=None, help="KaMinPar threads (default: all cores)")
     parser.add_argument("--progress", action="store_true", help="tqdm progress bars")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from ttgnn.allocator import configure_allocator
 
-    if args.synthetic_products:
+    configure_allocator()
+
+    if args.synthetic_nested:
+        from ttgnn.shapes import TTShape
+        from ttgnn.synthetic import nested_communities
+
+        args.methods = args.methods or ["hierarchical-kaminpar"]
+        started = time.perf_counter()
+        dataset = nested_communities(args.synthetic_nested, args.avg_degree, seed=args.seed, split_sizes=(1, 0, 0))
+        log.info("generated in %.1f s (peak RSS %.2f GiB)", time.perf_counter() - started, peak_rss_gib())
+        row_shape = args.row_shape or list(TTShape.build(args.synthetic_nested, 128, 16, None, None, None).row_shape)
+        rows = run_methods(dataset.csr(), args.synthetic_nested, row_shape, args)
+        title = f"synthetic nested communities, {args.synthetic_nested:,} nodes"
+    elif args.synthetic_products:
         args.methods = args.methods or ["hierarchical-metis", "random"]
         row_shape = args.row_shape or [135, 135, 135]
         started = time.perf_counter()
@@ -155,14 +192,17 @@ def main(argv=None) -> int:
         rows = run_real(args)
         title = args.dataset
 
-    columns = [("method", "method", "{}"), ("shared_prefix_1", "shared 1st digit", "{:.4f}"),
-               ("shared_prefix_2", "shared 1st+2nd digits", "{:.4f}"),
+    levels = sorted({k for row in rows for k in row if k.startswith("shared_prefix")})
+    columns = [("method", "method", "{}")] + [(k, f"shared first {k.rsplit('_', 1)[1]} digit(s)", "{:.4f}")
+                                              for k in levels] + [
                ("order_seconds", "order time (s)", "{:.2f}"),
                ("total_seconds", "with symmetrising (s)", "{:.2f}"),
                ("peak_rss_gib", "peak RSS so far (GiB)", "{:.2f}")]
     print(f"\n{title}: {rows[0]['num_nodes']:,} nodes, {rows[0]['num_entries']:,} symmetric edge entries, "
           f"row shape {rows[0]['row_shape']}\n")
     print(format_table(rows, columns))
+    print(f"\n{cpu_model()}, {args.num_threads or os.cpu_count()} thread(s) for KaMinPar, "
+          f"{time.strftime('%Y-%m-%d')}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)
