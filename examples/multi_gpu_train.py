@@ -29,6 +29,9 @@ DEFAULTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanou
 
 
 def main() -> None:
+    from ttgnn.allocator import configure_allocator
+
+    configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
     add_train_arguments(parser, defaults=DEFAULTS)
     parser.add_argument("--device", choices=DEVICES, default="auto")

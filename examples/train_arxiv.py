@@ -21,6 +21,9 @@ ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_sh
 
 
 def main() -> None:
+    from ttgnn.allocator import configure_allocator
+
+    configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
     add_train_arguments(parser, defaults=ARXIV)
     parser.add_argument("--tiny", action="store_true", help="2 epochs of a small model (smoke test)")
