@@ -466,3 +466,17 @@ def test_build_kernels_command_reports_and_rebuilds(fresh_ext, monkeypatch, caps
     assert build_kernels.main(["--force"]) == 0
     assert children and children[0][0] == sys.executable
     assert "kernels: compiled" in capsys.readouterr().out
+
+
+def test_build_errors_are_summarised_by_their_telling_lines():
+    command = "/usr/bin/c++ " + " ".join(f"-Iinclude{i}" for i in range(60)) + " -Werror -c a.cpp"
+    missing_compiler = RuntimeError(f"Error building extension 'ttgnn_C'\n{command}\n"
+                                    "/bin/sh: 1: /usr/bin/c++: not found\n"
+                                    "ninja: build stopped: subcommand failed.")
+    assert _ext._error_summary(missing_compiler) == (
+        "Error building extension 'ttgnn_C' | /bin/sh: 1: /usr/bin/c++: not found")
+    link = RuntimeError("FAILED: ttgnn_C.so\n/usr/bin/ld: cannot find -lcudart\n"
+                        "collect2: error: ld returned 1 exit status")
+    assert _ext._error_summary(link) == ("/usr/bin/ld: cannot find -lcudart | collect2: error: ld "
+                                         "returned 1 exit status")
+    assert _ext._error_summary(RuntimeError("")) == "RuntimeError"

@@ -27,6 +27,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import sys
 import time
@@ -196,10 +197,14 @@ def _build_environment(cuda: bool) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _error_summary(exc: BaseException, lines: int = 3) -> str:
-    """The last lines of a build error (the compiler's complaint is at the end)."""
+def _error_summary(exc: BaseException, lines: int = 2) -> str:
+    """The telling lines of a build error: the last ones that say "error", "not found" or
+    "cannot find", leaving out compiler command lines (the whole output goes to the log)."""
     text = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return " | ".join(text[-lines:]) if text else type(exc).__name__
+    telling = [line for line in text if len(line) < 300
+               and re.search(r"error|not found|cannot find|no such", line, re.IGNORECASE)]
+    chosen = (telling or text)[-lines:]
+    return " | ".join(chosen) if chosen else type(exc).__name__
 
 
 def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional[str]]:
