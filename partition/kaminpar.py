@@ -86,8 +86,8 @@ class KaMinParSplitter:
 
     Args:
         num_threads (int, optional): KaMinPar's threads. (default: ``os.cpu_count()``)
-        seed (int): KaMinPar's random seed, set before every call (same seed and thread count,
-            same parts). (default: ``0``)
+        seed (int): KaMinPar's random seed, set before every call. With one thread the same
+            seed gives the same parts; with more they vary a little between runs. (default: ``0``)
         preset (str): one of :data:`PRESETS`; on ogbn-arxiv ``fast`` cut as well as ``default``
             in about 60% of the time (docs/scale.md). (default: ``"fast"``)
         compress (bool): let KaMinPar hold the graph compressed (less memory on huge graphs,

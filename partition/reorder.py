@@ -218,7 +218,10 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
 
         # KaMinPar holds a graph of hundreds of millions of entries compressed (TeraPart's
         # representation): a little slower, a fraction of the memory.
-        with KaMinParSplitter(num_threads=num_threads, seed=seed,
+        # One thread unless asked: KaMinPar's parallel runs differ from run to run (0.6767 and
+        # 0.6764 of arxiv's edges inside a part, same seed, 2 threads), and exact resume needs the
+        # same order again; one thread was still faster than METIS on arxiv (docs/scale.md).
+        with KaMinParSplitter(num_threads=num_threads or 1, seed=seed,
                               compress=csr.num_entries >= _KAMINPAR_COMPRESS_ENTRIES,
                               min_nodes=_KAMINPAR_MIN_NODES) as splitter:
             perm = _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
@@ -264,7 +267,10 @@ def hierarchical_order(
             edge index of shape ``(2, E)``. Directed input is symmetrised; self-loops and duplicate
             edges are ignored.
         row_shape (sequence of int): ``(n_1, ..., n_K)`` with product ``>= N``.
-        method (str): one of :data:`METHODS`. (default: ``"hierarchical-metis"``)
+        method (str): one of :data:`METHODS`; ``hierarchical-kaminpar`` kept more edges inside
+            parts than ``hierarchical-metis`` on ogbn-arxiv, in less time (docs/scale.md), and
+            is the training default (:class:`ttgnn.config.TrainConfig`).
+            (default: ``"hierarchical-metis"``)
         seed (int): seed for METIS and the random order; the same seed gives the same order.
             (default: ``0``)
         num_nodes (int, optional): the node count; required for an edge index whose largest ids
@@ -274,8 +280,9 @@ def hierarchical_order(
             recomputed. (default: no caching)
         progress (bool): show a tqdm progress bar over the METIS/KaMinPar calls.
             (default: ``False``)
-        num_threads (int, optional): KaMinPar's threads (the other methods run on one).
-            KaMinPar's parts depend on the seed and on the thread count. (default: all cores)
+        num_threads (int, optional): KaMinPar's threads (the other methods run on one). With
+            one thread the same seed gives the same order; with more, KaMinPar's parts vary a
+            little from run to run (a cached order stays fixed). (default: ``1``)
 
     Returns:
         NodeOrder: ``perm``, ``inv_perm``, ``parts`` and ``quality``.

@@ -142,4 +142,4 @@ def test_python_dash_m_ttgnn_and_help_text():
     for line in text.splitlines():
         assert line.count("default") <= 1, line
     assert "--progress, --no-progress" in text and "--overwrite" in text and "--resume" in text
-    assert "(default: hierarchical-metis)" in text
+    assert "(default: hierarchical-kaminpar)" in text
