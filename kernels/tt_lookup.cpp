@@ -6,12 +6,80 @@
 #include <Python.h>
 
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include <torch/library.h>
 
+#include "cpu/cpu_isa.h"
 #include "tt_lookup.h"
 
-// `import ttgnn._C` loads this library, which registers the ops; the module itself is empty.
+// `import ttgnn._C` loads this library, which registers the ops (torch.ops.ttgnn.*). The module
+// itself has the functions that choose the CPU kernels' instruction-set path (cpu/cpu_isa.h).
+namespace {
+
+PyObject* py_cpu_isa(PyObject*, PyObject*) {
+  try {
+    std::string warning;
+    const ttgnn::CpuIsa isa = ttgnn::cpu_isa_active(&warning);
+    if (!warning.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) < 0) {
+      return nullptr;
+    }
+    return PyUnicode_FromString(ttgnn::cpu_isa_name(isa));
+  } catch (const c10::Error& error) {
+    PyErr_SetString(PyExc_RuntimeError, error.what_without_backtrace());
+    return nullptr;
+  }
+}
+
+PyObject* py_cpu_isas(PyObject*, PyObject*) {
+  const auto isas = ttgnn::cpu_isas_supported();
+  PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(isas.size()));
+  if (names == nullptr) return nullptr;
+  for (size_t i = 0; i < isas.size(); ++i) {
+    PyObject* name = PyUnicode_FromString(ttgnn::cpu_isa_name(isas[i]));
+    if (name == nullptr) {
+      Py_DECREF(names);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), name);
+  }
+  return names;
+}
+
+PyObject* py_set_cpu_isa(PyObject*, PyObject* arg) {
+  if (!PyUnicode_Check(arg)) {
+    PyErr_Format(PyExc_TypeError, "set_cpu_isa expects a str, got %s", Py_TYPE(arg)->tp_name);
+    return nullptr;
+  }
+  const char* name = PyUnicode_AsUTF8(arg);
+  if (name == nullptr) return nullptr;
+  try {
+    return PyUnicode_FromString(ttgnn::cpu_isa_name(ttgnn::cpu_isa_set(name)));
+  } catch (const std::invalid_argument& error) {
+    PyErr_SetString(PyExc_ValueError, error.what());
+  } catch (const std::exception& error) {
+    PyErr_SetString(PyExc_RuntimeError, error.what());
+  }
+  return nullptr;
+}
+
+PyMethodDef module_methods[] = {
+    {"cpu_isa", py_cpu_isa, METH_NOARGS,
+     "cpu_isa() -> str: the instruction-set path the CPU kernels run ('avx512', 'avx2', "
+     "'baseline' or 'native'). The first call (or lookup) settles it from TTGNN_CPU_ISA, else "
+     "the best path this CPU runs."},
+    {"cpu_isas", py_cpu_isas, METH_NOARGS,
+     "cpu_isas() -> tuple[str, ...]: the paths this build has that this CPU runs, best first."},
+    {"set_cpu_isa", py_set_cpu_isa, METH_O,
+     "set_cpu_isa(name: str) -> str: run the path `name` ('auto' for the best) from the next "
+     "lookup on; ValueError for an unknown name, RuntimeError for a path this CPU or build "
+     "lacks."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
 extern "C" {
 PyObject* PyInit__C(void) {
   static struct PyModuleDef module_def = {
@@ -19,7 +87,7 @@ PyObject* PyInit__C(void) {
       "_C",
       "Compiled TT-lookup kernels; the ops live in torch.ops.ttgnn.",
       -1,
-      nullptr,
+      module_methods,
   };
   return PyModule_Create(&module_def);
 }

@@ -19,6 +19,10 @@
 // output gradients a block of unique rows needs are scattered over the batch: they are gathered
 // (and summed per row) first, in a loop of loads alone that keeps many in flight, and the walk
 // then reads them from the cache.
+//
+// The walks are compiled once per instruction-set path (cpu_isa.h): each path's entry functions
+// carry its target flags and inline the walk and its products, with block sizes and distances
+// of that path (tt_lookup_cpu_tuning.h); a call runs the entries of the active path.
 
 #include <omp.h>
 
@@ -38,18 +42,39 @@
 #endif
 
 #include "../tt_lookup.h"
-
-// Portable builds compile the hot loops once per x86-64 level (AVX-512, AVX2+FMA, baseline)
-// and pick one at load time; TTGNN_NATIVE=1 builds for the build machine only.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
-    !defined(TTGNN_NATIVE_BUILD)
-#define TT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TT_CPU_CLONES
-#endif
+#include "cpu_isa.h"
+#include "tt_lookup_cpu_math.h"
+#include "tt_lookup_cpu_tuning.h"
 
 namespace ttgnn {
+namespace cpu {
+
+// The row combinations of each path (see path_row_combinations in tt_lookup_cpu_math.h).
+#define TT_DEFINE_PATH_ROW_COMBINATIONS(ISA, TARGET, T)                                          \
+  template <>                                                                                   \
+  TARGET __attribute__((noinline)) void path_row_combinations<ISA, T>(                         \
+      const T* X, const T* M, T* out, int64_t rows, int64_t terms, int64_t width, int64_t xr,    \
+      int64_t xk, bool accumulate) {                                                            \
+    row_combinations<ISA>(X, M, out, rows, terms, width, xr, xk, accumulate);                   \
+  }
+
+#if TT_CPU_MULTI_ISA
+TT_DEFINE_PATH_ROW_COMBINATIONS(IsaAvx512, TT_TARGET_AVX512, float)
+TT_DEFINE_PATH_ROW_COMBINATIONS(IsaAvx512, TT_TARGET_AVX512, double)
+TT_DEFINE_PATH_ROW_COMBINATIONS(IsaAvx2, TT_TARGET_AVX2, float)
+TT_DEFINE_PATH_ROW_COMBINATIONS(IsaAvx2, TT_TARGET_AVX2, double)
+#endif
+TT_DEFINE_PATH_ROW_COMBINATIONS(IsaBaseline, , float)
+TT_DEFINE_PATH_ROW_COMBINATIONS(IsaBaseline, , double)
+
+}  // namespace cpu
+
 namespace {
+
+using cpu::matmul;
+using cpu::matmul_nt_acc;
+using cpu::matmul_tn_acc;
+using cpu::matmul_tn_acc_transposed;
 
 // Fewest unique rows worth a thread of its own.
 constexpr int64_t kMinRowsPerThread = 256;
@@ -189,15 +214,12 @@ inline void split_range(int64_t total, int64_t part, int64_t parts, int64_t* beg
   *end = total * (part + 1) / parts;
 }
 
-// How many positions ahead the backward's gather prefetches output gradients.
-constexpr int64_t kPrefetchAhead = 6;
-
-// The last core is tiled (see tt_lookup_math.h) unless its tiles would exceed this many
+// The last core is tiled (see tt_lookup_cpu_math.h) unless its tiles would exceed this many
 // scalars; past it the last step falls back to the plain product.
 constexpr int64_t kMaxTileScalars = int64_t(1) << 22;
 
 // Depth-first walk state of one thread: the current row's digits and its prefix products.
-template <typename scalar_t>
+template <class Isa, typename scalar_t>
 struct PrefixWalk {
   const TTDims& dims;
   const scalar_t* const* cores;
@@ -239,8 +261,8 @@ struct PrefixWalk {
   TT_INLINE void recompute(int level) {
     if (level == 0) partial[0] = slice(0, digits[0]);
     for (int k = std::max(level, 1); k + 1 < dims.num_cores; ++k) {
-      tt_matmul_rows(partial[k - 1], slice(k, digits[k]), partial_buf[k],
-                     dims.prefix_cols[k - 1], dims.r[k], dims.m[k] * dims.r[k + 1]);
+      matmul<Isa>(partial[k - 1], slice(k, digits[k]), partial_buf[k], dims.prefix_cols[k - 1],
+                  dims.r[k], dims.m[k] * dims.r[k + 1]);
       partial[k] = partial_buf[k];
     }
   }
@@ -253,7 +275,7 @@ struct LastStep {
   int64_t inner;  // r_{K-1}
   int64_t cols;   // m_{K-1}
   int64_t dim;    // D
-  int64_t period; // of the last core's tiles (tt_tile_period)
+  int64_t period; // of the last core's tiles (cpu::tile_period)
   bool tiled;     // use the tiled form (tiles of the last core are given)
   explicit LastStep(const TTDims& dims)
       : last(dims.num_cores - 1),
@@ -261,7 +283,7 @@ struct LastStep {
         inner(dims.r[dims.num_cores - 1]),
         cols(dims.m[dims.num_cores - 1]),
         dim(dims.dim),
-        period(tt_tile_period(cols, dim)),
+        period(cpu::tile_period(cols, dim)),
         tiled(dims.n[dims.num_cores - 1] * inner * period <= kMaxTileScalars) {}
   int64_t tile_size() const { return inner * period; }
   int64_t spread_size() const { return inner * dim; }
@@ -314,12 +336,12 @@ inline void stream_fence() {
 #endif
 }
 
-template <typename scalar_t>
-TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* cores,
-                                 const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,
-                                 bool stream, int64_t begin, int64_t end) {
+template <class Isa, typename scalar_t>
+TT_INLINE void forward_range(const TTDims& dims, const scalar_t* const* cores,
+                             const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,
+                             bool stream, int64_t begin, int64_t end) {
   const LastStep step(dims);
-  PrefixWalk<scalar_t> walk(dims, cores);
+  PrefixWalk<Isa, scalar_t> walk(dims, cores);
   std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
   // When streaming, each row is computed here (in cache) and then streamed to its positions.
   std::vector<scalar_t> row_buf(stream ? step.dim : 0);
@@ -333,14 +355,14 @@ TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* core
     const int64_t digit = walk.digits[step.last];
     if (step.tiled) {
       if (level < step.last) {
-        tt_spread_rows(walk.partial[step.last - 1], spread.data(), step.rows, step.inner,
-                       step.cols);
+        cpu::spread_rows(walk.partial[step.last - 1], spread.data(), step.rows, step.inner,
+                         step.cols);
       }
-      tt_tiled_product(spread.data(), tiles + digit * step.tile_size(), dst, step.inner,
-                       step.dim, step.period);
+      cpu::tiled_product<Isa>(spread.data(), tiles + digit * step.tile_size(), dst, step.inner,
+                              step.dim, step.period);
     } else {
-      tt_matmul_rows(walk.partial[step.last - 1], walk.slice(step.last, digit), dst, step.rows,
-                     step.inner, step.cols);
+      matmul<Isa>(walk.partial[step.last - 1], walk.slice(step.last, digit), dst, step.rows,
+                  step.inner, step.cols);
     }
     if (stream) {
       for (int64_t s = first; s < stop; ++s) {
@@ -355,11 +377,11 @@ TT_CPU_CLONES void forward_range(const TTDims& dims, const scalar_t* const* core
   if (stream) stream_fence();
 }
 
-template <typename scalar_t>
-struct BackwardWalk : PrefixWalk<scalar_t> {
-  using PrefixWalk<scalar_t>::dims;
-  using PrefixWalk<scalar_t>::partial;
-  using PrefixWalk<scalar_t>::prev_digits;
+template <class Isa, typename scalar_t>
+struct BackwardWalk : PrefixWalk<Isa, scalar_t> {
+  using PrefixWalk<Isa, scalar_t>::dims;
+  using PrefixWalk<Isa, scalar_t>::partial;
+  using PrefixWalk<Isa, scalar_t>::prev_digits;
   const scalar_t* const* cores_t;  // slices transposed: (m_k r_{k+1}, r_k)
   scalar_t* const* grads;          // this thread's dense core gradients
   std::vector<scalar_t> grad_storage;
@@ -367,7 +389,7 @@ struct BackwardWalk : PrefixWalk<scalar_t> {
 
   BackwardWalk(const TTDims& d, const scalar_t* const* c, const scalar_t* const* ct,
                scalar_t* const* g)
-      : PrefixWalk<scalar_t>(d, c), cores_t(ct), grads(g) {
+      : PrefixWalk<Isa, scalar_t>(d, c), cores_t(ct), grads(g) {
     int64_t total = 0;
     for (int k = 0; k + 1 < dims.num_cores; ++k) total += dims.partial_size(k);
     grad_storage.assign(total, scalar_t(0));
@@ -386,28 +408,25 @@ struct BackwardWalk : PrefixWalk<scalar_t> {
     scalar_t* g = grad_partial[level];
     if (level == 0) {
       scalar_t* dst = grads[0] + digit * dims.slice_size(0);
-      for (int64_t j = 0; j < size; ++j) dst[j] += g[j];
+      cpu::add_row<Isa>(dst, g, size);
     } else {
       const int64_t rows = dims.prefix_cols[level - 1];
       const int64_t inner = dims.r[level];
       const int64_t cols = dims.m[level] * dims.r[level + 1];
       const int64_t offset = digit * dims.slice_size(level);
-      tt_matmul_tn_acc_rows(partial[level - 1], g, grads[level] + offset, rows, inner, cols);
-      tt_matmul_nt_acc_rows(g, cores_t[level] + offset, grad_partial[level - 1], rows, inner,
-                            cols);
+      matmul_tn_acc<Isa>(partial[level - 1], g, grads[level] + offset, rows, inner, cols);
+      matmul_nt_acc<Isa>(g, cores_t[level] + offset, grad_partial[level - 1], rows, inner, cols);
     }
     std::fill(g, g + size, scalar_t(0));
   }
 };
 
-// Unique rows whose output gradients the backward gathers at a time, before computing with them.
-constexpr int64_t kGatherRows = 128;
-
 // dst[i] = the sum of the output gradients of every position holding unique row begin + i, for
 // the unique rows [begin, end): rows of `dim` scalars. The output gradients are scattered over
 // the batch: gathering them in a loop of loads alone keeps many of them in flight, and positions
-// a little ahead are prefetched; the computation then reads them from the cache.
-template <typename scalar_t>
+// a little ahead (Isa::kPrefetchAhead) are prefetched; the computation then reads them from the
+// cache.
+template <class Isa, typename scalar_t>
 TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sorted, int64_t begin,
                                 int64_t end, int64_t dim, scalar_t* TT_RESTRICT dst) {
   const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
@@ -416,36 +435,34 @@ TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sort
   for (int64_t u = begin; u < end; ++u, dst += dim) {
     const int64_t first = sorted.offsets[u];
     const int64_t stop = sorted.offsets[u + 1];
-    const int64_t horizon = std::min(stop + kPrefetchAhead, last_position);
+    const int64_t horizon = std::min(stop + Isa::kPrefetchAhead, last_position);
     for (; prefetched < horizon; ++prefetched) {
       prefetch_bytes(grad_out + sorted.positions[prefetched] * dim, row_bytes);
     }
     std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
     for (int64_t s = first + 1; s < stop; ++s) {
-      const scalar_t* TT_RESTRICT src = grad_out + sorted.positions[s] * dim;
-      TT_SIMD
-      for (int64_t j = 0; j < dim; ++j) dst[j] += src[j];
+      cpu::add_row<Isa>(dst, grad_out + sorted.positions[s] * dim, dim);
     }
   }
 }
 
 // `grad_last_t`: this thread's gradient of the last core, each slice transposed to
-// (m_{K-1}, r_{K-1}) (see tt_matmul_tn_acc_transposed), zeroed lazily: `touched[t]` says whether
+// (m_{K-1}, r_{K-1}) (see cpu::matmul_tn_acc_transposed), zeroed lazily: `touched[t]` says whether
 // slice t holds data.
-template <typename scalar_t>
-TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cores,
-                                  const scalar_t* const* cores_t,
-                                  const SortedRows& sorted, const scalar_t* grad_out,
-                                  scalar_t* const* grads, scalar_t* grad_last_t, char* touched,
-                                  int64_t begin, int64_t end) {
+template <class Isa, typename scalar_t>
+TT_INLINE void backward_range(const TTDims& dims, const scalar_t* const* cores,
+                              const scalar_t* const* cores_t, const SortedRows& sorted,
+                              const scalar_t* grad_out, scalar_t* const* grads,
+                              scalar_t* grad_last_t, char* touched, int64_t begin, int64_t end) {
+  constexpr int64_t kGatherRows = Isa::kGatherRows;
   const LastStep step(dims);
-  BackwardWalk<scalar_t> walk(dims, cores, cores_t, grads);
+  BackwardWalk<Isa, scalar_t> walk(dims, cores, cores_t, grads);
   const int64_t slice = dims.slice_size(step.last);
   std::vector<scalar_t> gathered(kGatherRows * step.dim);
   for (int64_t u = begin; u < end; ++u) {
     if ((u - begin) % kGatherRows == 0) {
-      gather_grad_rows(grad_out, sorted, u, std::min(u + kGatherRows, end), step.dim,
-                       gathered.data());
+      gather_grad_rows<Isa>(grad_out, sorted, u, std::min(u + kGatherRows, end), step.dim,
+                            gathered.data());
     }
     const int level = walk.advance(sorted.unique_rows[u]);
     if (u > begin && level < step.last) {
@@ -460,14 +477,80 @@ TT_CPU_CLONES void backward_range(const TTDims& dims, const scalar_t* const* cor
       touched[digit] = 1;
     }
     const scalar_t* prefix = walk.partial[step.last - 1];
-    tt_matmul_tn_acc_transposed(prefix, g, grad_slice_t, step.rows, step.inner, step.cols);
-    tt_matmul_nt_acc_rows(g, cores_t[step.last] + digit * slice, walk.grad_partial[step.last - 1],
-                          step.rows, step.inner, step.cols);
+    matmul_tn_acc_transposed<Isa>(prefix, g, grad_slice_t, step.rows, step.inner, step.cols);
+    matmul_nt_acc<Isa>(g, cores_t[step.last] + digit * slice, walk.grad_partial[step.last - 1],
+                       step.rows, step.inner, step.cols);
   }
   if (end > begin) {
     // The last row's prefixes are complete at every level.
     for (int k = 0; k < dims.num_cores; ++k) walk.prev_digits[k] = walk.digits[k];
     for (int k = step.last - 1; k >= 0; --k) walk.flush(k);
+  }
+}
+
+// ------------------------------------------------------------------ per-path entry points
+//
+// One set per path, each function compiled with the path's target flags (everything it calls
+// above is forced inline, so it is vectorised for that path).
+
+template <typename scalar_t>
+using ForwardRangeFn = void (*)(const TTDims&, const scalar_t* const*, const scalar_t*,
+                                const SortedRows&, scalar_t*, bool, int64_t, int64_t);
+template <typename scalar_t>
+using BackwardRangeFn = void (*)(const TTDims&, const scalar_t* const*, const scalar_t* const*,
+                                 const SortedRows&, const scalar_t*, scalar_t* const*, scalar_t*,
+                                 char*, int64_t, int64_t);
+
+template <class Isa>
+struct PathEntries;
+
+#define TT_DEFINE_PATH_ENTRIES(ISA, TARGET)                                                     \
+  template <>                                                                                   \
+  struct PathEntries<ISA> {                                                                     \
+    template <typename scalar_t>                                                                \
+    TARGET static void forward(const TTDims& dims, const scalar_t* const* cores,               \
+                               const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,  \
+                               bool stream, int64_t begin, int64_t end) {                       \
+      forward_range<ISA>(dims, cores, tiles, sorted, out, stream, begin, end);                  \
+    }                                                                                           \
+    template <typename scalar_t>                                                                \
+    TARGET static void backward(const TTDims& dims, const scalar_t* const* cores,              \
+                                const scalar_t* const* cores_t, const SortedRows& sorted,       \
+                                const scalar_t* grad_out, scalar_t* const* grads,               \
+                                scalar_t* grad_last_t, char* touched, int64_t begin,            \
+                                int64_t end) {                                                  \
+      backward_range<ISA>(dims, cores, cores_t, sorted, grad_out, grads, grad_last_t, touched,  \
+                          begin, end);                                                          \
+    }                                                                                           \
+  };
+
+#if TT_CPU_MULTI_ISA
+TT_DEFINE_PATH_ENTRIES(IsaAvx512, TT_TARGET_AVX512)
+TT_DEFINE_PATH_ENTRIES(IsaAvx2, TT_TARGET_AVX2)
+#endif
+TT_DEFINE_PATH_ENTRIES(IsaBaseline, )
+
+// The range functions of the active path.
+template <typename scalar_t>
+struct RangeFns {
+  ForwardRangeFn<scalar_t> forward;
+  BackwardRangeFn<scalar_t> backward;
+};
+
+template <class Isa, typename scalar_t>
+RangeFns<scalar_t> range_fns_of() {
+  return {&PathEntries<Isa>::template forward<scalar_t>,
+          &PathEntries<Isa>::template backward<scalar_t>};
+}
+
+template <typename scalar_t>
+RangeFns<scalar_t> active_range_fns() {
+  switch (cpu_isa_active()) {
+#if TT_CPU_MULTI_ISA
+    case CpuIsa::kAvx512: return range_fns_of<IsaAvx512, scalar_t>();
+    case CpuIsa::kAvx2: return range_fns_of<IsaAvx2, scalar_t>();
+#endif
+    default: return range_fns_of<IsaBaseline, scalar_t>();
   }
 }
 
@@ -482,6 +565,7 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const LastStep step(dims);
   const bool stream =
       can_stream(out_ptr, static_cast<int64_t>(sorted.positions.size()), dims.dim);
+  const ForwardRangeFn<scalar_t> forward_range_fn = active_range_fns<scalar_t>().forward;
   auto& tiles = workspace<scalar_t, 10>();
   tiles.resize(step.tiled ? dims.n[step.last] * step.tile_size() : 0);
 #pragma omp parallel num_threads(threads)
@@ -490,8 +574,8 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       const int64_t slice = dims.slice_size(step.last);
 #pragma omp for
       for (int64_t t = 0; t < dims.n[step.last]; ++t) {
-        tt_tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
-                     step.inner, step.cols, step.period);
+        cpu::tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
+                       step.inner, step.cols, step.period);
       }
     }
     const int64_t chunks = chunks_for(num_unique, threads);
@@ -499,8 +583,7 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      forward_range<scalar_t>(dims, core_ptrs.data(), tiles.data(), sorted, out_ptr, stream, begin,
-                              end);
+      forward_range_fn(dims, core_ptrs.data(), tiles.data(), sorted, out_ptr, stream, begin, end);
     }
   }
 }
@@ -550,6 +633,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   std::vector<std::vector<scalar_t*>> grad_ptrs(threads);
   for (int k = 0; k < num_cores; ++k) grad_ptrs[0].push_back(grads[k].mutable_data_ptr<scalar_t>());
   const scalar_t* grad_out_ptr = grad_out.const_data_ptr<scalar_t>();
+  const BackwardRangeFn<scalar_t> backward_range_fn = active_range_fns<scalar_t>().backward;
 
 #pragma omp parallel num_threads(threads)
   {
@@ -575,9 +659,8 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      backward_range<scalar_t>(dims, core_ptrs.data(), core_t_ptrs.data(), sorted,
-                               grad_out_ptr, grad_ptrs[tid].data(), grad_last_t[tid], touched[tid],
-                               begin, end);
+      backward_range_fn(dims, core_ptrs.data(), core_t_ptrs.data(), sorted, grad_out_ptr,
+                        grad_ptrs[tid].data(), grad_last_t[tid], touched[tid], begin, end);
     }
     // Transpose the touched slices' gradients back into the core's layout, (r_{K-1}, m_{K-1}).
     for (int64_t t = 0; t < last_slices; ++t) {
