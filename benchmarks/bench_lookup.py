@@ -1,9 +1,12 @@
 """TT lookup, side by side: the compiled kernel, the pure-PyTorch reference, tensorly-torch's
 FactorizedEmbedding, and dense nn.Embedding (dense and sparse gradients).
 
-Prints one table from one run: forward, and forward + backward (gradients of every parameter),
-per table shape, TT rank and batch size, with the kernel's speed-up over each alternative
-(``time of the method / time of the kernel``; above 1 means the kernel is faster).
+Prints one table from one run: forward; forward + backward (gradients of every parameter); and the
+whole table step, forward + backward + the optimiser's ``step()`` (Adam for the TT methods and the
+dense table, SparseAdam for ``nn.Embedding(sparse=True)``, the optimiser each needs), per table
+shape, TT rank and batch size, with the kernel's speed-up over each alternative (``time of the
+method / time of the kernel``; above 1 means the kernel is faster). The table's caption names the
+CPU model, the CPU kernels' instruction-set path and the allocator regime it was measured with.
 
 Indices are drawn with repeats as a neighbour sampler draws them: a node's chance of being drawn
 is proportional to its degree, and degrees follow a power law with exponent 2.5 (the node of
@@ -26,6 +29,7 @@ Usage::
     python benchmarks/bench_lookup.py --quick         # arxiv, rank 16, 100,000 indices
     python benchmarks/bench_lookup.py --threads 2 --json results.json
     python benchmarks/bench_lookup.py --device cuda   # on a GPU (times after torch.cuda.synchronize)
+    python benchmarks/bench_lookup.py --quick --cpu-isa baseline   # another instruction-set path
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ import argparse
 import itertools
 import json
 import math
+import platform
 import statistics
 import sys
 import time
@@ -63,6 +68,7 @@ class Result:
     method: str
     forward_ms: float
     fwd_bwd_ms: float
+    step_ms: float  # forward + backward + optimiser step
 
 
 def sample_rows(num_rows: int, batch: int, generator: torch.Generator) -> torch.Tensor:
@@ -107,6 +113,37 @@ def set_malloc_regime(regime: str) -> None:
         ok = mallopt(M_MMAP_MAX, 0) and mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
     if not ok:
         raise SystemExit(f"mallopt refused --malloc {regime}")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), or what the platform module knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def select_cpu_isa(name: str) -> str:
+    """Makes the CPU kernels run the instruction-set path ``name`` (``auto``: the best this CPU
+    runs) and returns the path; raises SystemExit naming the paths this CPU runs otherwise."""
+    try:
+        from ttgnn import _C
+    except ImportError:
+        if name != "auto":
+            raise SystemExit(f"--cpu-isa {name}: the compiled kernels (ttgnn._C) are not built") from None
+        return "none (no compiled kernels)"
+    if not hasattr(_C, "set_cpu_isa"):  # a build older than the per-path kernels
+        if name != "auto":
+            raise SystemExit(f"--cpu-isa {name}: this build of ttgnn._C has one path") from None
+        return "the build's own (no per-path choice)"
+    try:
+        return _C.set_cpu_isa(name)
+    except (ValueError, RuntimeError) as exc:
+        raise SystemExit(f"--cpu-isa {name}: {exc}") from None
 
 
 def _sync(device: torch.device) -> None:
@@ -188,8 +225,16 @@ def build_method(name: str, spec: dict, rank: int, generator: torch.Generator,
     return list(module.parameters()), module
 
 
+def make_optimizer(name: str, params: list) -> torch.optim.Optimizer:
+    """The optimiser a user pairs with each method: SparseAdam for sparse gradients, else Adam."""
+    if name == "dense-sparse":
+        return torch.optim.SparseAdam(params, lr=1e-3)
+    return torch.optim.Adam(params, lr=1e-3)
+
+
 def method_runs(name, spec, rank, batches, grad_out, generator):
-    """(forward, forward + backward) closures of ``name``, or None when it does not apply.
+    """(forward, forward + backward, forward + backward + optimiser step) closures of ``name``, or
+    None when it does not apply.
     Successive calls take the ``batches`` in turn, so no run sees the batch of the run before it
     (as in training, where every step has new rows; the CPU kernel's backward reuses its own
     forward's sort, never the last step's)."""
@@ -212,12 +257,19 @@ def method_runs(name, spec, rank, batches, grad_out, generator):
             p.grad = None
         lookup(next_batch()).backward(grad_out)
 
-    return forward, forward_backward
+    optimizer = make_optimizer(name, params)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        lookup(next_batch()).backward(grad_out)
+        optimizer.step()
+
+    return forward, forward_backward, step
 
 
 def bench_config(methods, spec, rank, batches, grad_out, seed, budget_s, max_repeats, warmup):
-    """{method: (forward ms, forward + backward ms)} for one shape, rank and batch: every method
-    timed in the same rounds (time_interleaved)."""
+    """{method: (forward ms, forward + backward ms, step ms)} for one shape, rank and batch: every
+    method timed in the same rounds (time_interleaved)."""
     runs = {}
     for name in methods:
         built = method_runs(name, spec, rank, batches, grad_out, torch.Generator().manual_seed(seed))
@@ -228,7 +280,9 @@ def bench_config(methods, spec, rank, batches, grad_out, seed, budget_s, max_rep
                                device, warmup)
     forward_backward = time_interleaved({name: r[1] for name, r in runs.items()}, budget_s,
                                         max_repeats, device, warmup)
-    return {name: (forward[name], forward_backward[name]) for name in runs}
+    step = time_interleaved({name: r[2] for name, r in runs.items()}, budget_s, max_repeats, device,
+                            warmup)
+    return {name: (forward[name], forward_backward[name], step[name]) for name in runs}
 
 
 def main(argv: Optional[list[str]] = None) -> list[Result]:
@@ -251,6 +305,8 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
     parser.add_argument("--malloc", choices=["fresh", "reuse", "default"], default="fresh",
                         help="large CPU allocations: fresh pages every call, reused pages, or glibc's "
                         "own history-dependent choice (see set_malloc_regime)")
+    parser.add_argument("--cpu-isa", default="auto", choices=["auto", "avx512", "avx2", "baseline", "native"],
+                        help="instruction-set path of the CPU kernels (auto: the best this CPU runs)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -260,6 +316,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
 
     torch.set_num_threads(args.threads)
     set_malloc_regime(args.malloc)
+    cpu_isa = select_cpu_isa(args.cpu_isa)
     backend = lookup_backend(device.type)
     if backend != f"{device.type}-kernel":
         print(f"warning: ttgnn._C has no {device.type} kernel; 'kernel' rows time the "
@@ -271,7 +328,7 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
               "(pip install tensorly tensorly-torch)", file=sys.stderr)
 
     where = (torch.cuda.get_device_name(device) if device.type == "cuda"
-             else f"{torch.get_num_threads()} threads")
+             else f"{cpu_model()}, {torch.get_num_threads()} threads, CPU path {cpu_isa}")
     print(f"# torch {torch.__version__}, {where}, lookup backend {backend}, malloc {args.malloc}, "
           "times are medians of repeated runs")
     results: list[Result] = []
@@ -291,7 +348,13 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
                 for method, timing in timings.items():
                     results.append(Result(shape_name, rank, batch, unique, method, *timing))
                     print(f"  {shape_name} r{rank} B{batch} {method}: fwd {timing[0]:.1f} ms, "
-                          f"fwd+bwd {timing[1]:.1f} ms", file=sys.stderr, flush=True)
+                          f"fwd+bwd {timing[1]:.1f} ms, step {timing[2]:.1f} ms", file=sys.stderr,
+                          flush=True)
+    print()
+    print(f"CPU {cpu_model()}, {torch.get_num_threads()} threads, CPU path {cpu_isa}, "
+          f"malloc {args.malloc}" if device.type == "cpu" else
+          f"{torch.cuda.get_device_name(device)}, host CPU {cpu_model()}")
+    print()
     print_table(results)
     if args.json:
         with open(args.json, "w") as f:
@@ -299,18 +362,23 @@ def main(argv: Optional[list[str]] = None) -> list[Result]:
     return results
 
 
+STEP_OPTIMIZER = {"dense-sparse": "SparseAdam"}
+
+
 def print_table(results: list[Result]) -> None:
     kernel = {(r.shape, r.rank, r.batch): r for r in results if r.method == "kernel"}
-    header = ("| shape | rank | batch | unique | method | fwd ms | fwd+bwd ms "
-              "| kernel speed-up fwd | kernel speed-up fwd+bwd |")
+    header = ("| shape | rank | batch | unique | method | fwd ms | fwd+bwd ms | step ms "
+              "| kernel speed-up fwd | fwd+bwd | step |")
     print(header)
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
         k = kernel.get((r.shape, r.rank, r.batch))
-        fwd_ratio = f"{r.forward_ms / k.forward_ms:.2f}x" if k else "-"
-        fb_ratio = f"{r.fwd_bwd_ms / k.fwd_bwd_ms:.2f}x" if k else "-"
-        print(f"| {r.shape} | {r.rank} | {r.batch:,} | {r.unique:,} | {r.method} | "
-              f"{r.forward_ms:.1f} | {r.fwd_bwd_ms:.1f} | {fwd_ratio} | {fb_ratio} |")
+        ratios = [f"{mine / theirs:.2f}x" if k else "-" for mine, theirs in
+                  ((r.forward_ms, k and k.forward_ms), (r.fwd_bwd_ms, k and k.fwd_bwd_ms),
+                   (r.step_ms, k and k.step_ms))]
+        method = f"{r.method} + {STEP_OPTIMIZER.get(r.method, 'Adam')}"
+        print(f"| {r.shape} | {r.rank} | {r.batch:,} | {r.unique:,} | {method} | "
+              f"{r.forward_ms:.1f} | {r.fwd_bwd_ms:.1f} | {r.step_ms:.1f} | {' | '.join(ratios)} |")
 
 
 if __name__ == "__main__":

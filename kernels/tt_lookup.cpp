@@ -89,7 +89,19 @@ PyObject* PyInit__C(void) {
       -1,
       module_methods,
   };
-  return PyModule_Create(&module_def);
+  PyObject* module = PyModule_Create(&module_def);
+  if (module == nullptr) return nullptr;
+  // Settle the CPU path now, so that a TTGNN_CPU_ISA naming a path this CPU lacks is reported as
+  // a Python warning at import. (An unknown name is left unsettled: every lookup raises.)
+  try {
+    std::string warning;
+    ttgnn::cpu_isa_active(&warning);
+    if (!warning.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) < 0) {
+      PyErr_Clear();  // warnings turned into errors: importing must not fail on this
+    }
+  } catch (const c10::Error&) {
+  }
+  return module;
 }
 }
 

@@ -1,10 +1,13 @@
 """The compiled TT-lookup kernels (ttgnn._C) against the pure-PyTorch reference.
 
 Kernel tests fail (not skip) when ``$CI`` is set and the extension did not build. CUDA cases run
-only where a GPU is present.
+only where a GPU is present. The CPU kernels' instruction-set paths (avx512, avx2, baseline) are
+each compared with the reference where the CPU runs them, and skipped with a reason elsewhere.
 """
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -395,3 +398,162 @@ def test_random_shapes_match_reference(data):
     assert_close_f(out, expected, torch.float64)
     for grad, want in zip(tt_lookup_backward_kernel(grad_out, cores, rows), expected_grads):
         assert_close_f(grad, want, torch.float64)
+
+
+# ------------------------------------------------------------------ instruction-set paths
+
+CPU_PATHS = ("avx512", "avx2", "baseline")
+
+
+def _cpu_paths() -> tuple:
+    _require_kernels("cpu")
+    from ttgnn import _C
+
+    return _C.cpu_isas()
+
+
+@pytest.fixture(params=CPU_PATHS)
+def cpu_path(request):
+    """Runs the test with the CPU kernels on one instruction-set path, then restores the path."""
+    runnable = _cpu_paths()
+    if request.param not in runnable:
+        pytest.skip(f"this CPU (or build) cannot run the {request.param} path; it runs {runnable}")
+    from ttgnn import _C
+
+    previous = _C.cpu_isa()
+    assert _C.set_cpu_isa(request.param) == request.param
+    try:
+        yield request.param
+    finally:
+        _C.set_cpu_isa(previous)
+
+
+PATH_CASES = [
+    # (row_shape, col_shape, rank, batch): the arxiv-like case at ranks 8, 16, 32 (row widths
+    # m_k r_k of 32, 64, 128: one block, and panels of a block); a wide first core (width 64);
+    # widths outside the fixed set (3, 5, 6: the generic loop); 4 cores; duplicate-heavy batches
+    # (the backward's gather sums them); outputs past the streaming size.
+    pytest.param((5, 6, 7), (8, 4, 4), 8, 600, id="3cores-r8"),
+    pytest.param((5, 6, 7), (8, 4, 4), 16, 600, id="3cores-r16"),
+    pytest.param((5, 6, 7), (8, 4, 4), 32, 600, id="3cores-r32"),
+    pytest.param((9, 8), (64, 2), 16, 500, id="2cores-wide"),
+    pytest.param((4, 5, 6), (3, 5, 2), 6, 400, id="odd-widths"),
+    pytest.param((3, 4, 2, 5), (2, 4, 2, 2), 4, 300, id="4cores"),
+    pytest.param((3, 3, 3), (4, 4, 4), 16, 5000, id="duplicate-heavy"),
+    pytest.param((30, 31, 32), (8, 4, 4), 8, 40_000, id="streamed-output"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("row_shape,col_shape,rank,batch", PATH_CASES)
+def test_every_cpu_path_matches_reference(cpu_path, row_shape, col_shape, rank, batch, dtype):
+    cores = make_cores(row_shape, col_shape, rank, dtype, seed=11)
+    rows = draw_rows(math.prod(row_shape), batch, seed=12)
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(13))
+    expected, expected_grads = reference_grads(cores, rows, grad_out)
+    assert_close_f(out, expected, dtype)
+    grads = tt_lookup_backward_kernel(grad_out, cores, rows)
+    if batch <= 1000:
+        for grad, want in zip(grads, expected_grads):
+            assert_close_f(grad, want, dtype)
+    else:
+        # Gradients sum thousands of terms: compare with the float64 result to within rounding
+        # of the sum of the terms' magnitudes (see test_thread_counts_agree).
+        cores64 = [c.double() for c in cores]
+        _, exact = reference_grads(cores64, rows, grad_out.double())
+        _, magnitude = reference_grads([c.abs() for c in cores64], rows, grad_out.double().abs())
+        eps = 1e-5 if dtype == torch.float32 else 1e-12
+        for grad, want, bound in zip(grads, exact, magnitude):
+            assert ((grad.double() - want).abs() <= eps * bound + eps).all()
+
+
+def test_cpu_paths_agree_with_each_other():
+    # Each path sums in the same order; they differ only in whether products and sums are fused
+    # (FMA), so their results agree to float32 rounding.
+    runnable = _cpu_paths()
+    if len(runnable) < 2:
+        pytest.skip(f"only one CPU path runs here: {runnable}")
+    from ttgnn import _C
+
+    cores = make_cores((11, 12, 13), (8, 4, 4), 16, seed=21)
+    rows = draw_rows(11 * 12 * 13, 3000, seed=22)
+    grad_out = torch.randn(3000, 128, generator=torch.Generator().manual_seed(23))
+    previous = _C.cpu_isa()
+    results = {}
+    try:
+        for path in runnable:
+            _C.set_cpu_isa(path)
+            results[path] = (tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows))
+    finally:
+        _C.set_cpu_isa(previous)
+    first_out, first_grads = results[runnable[0]]
+    for path in runnable[1:]:
+        out, grads = results[path]
+        torch.testing.assert_close(out, first_out, rtol=1e-5, atol=1e-5)
+        for grad, want in zip(grads, first_grads):
+            torch.testing.assert_close(grad, want, rtol=1e-4, atol=1e-3)
+
+
+def test_set_cpu_isa_rejects_bad_names():
+    _require_kernels("cpu")
+    from ttgnn import _C
+
+    previous = _C.cpu_isa()
+    assert previous in _C.cpu_isas()
+    with pytest.raises(ValueError, match=r"unknown CPU path 'sse9'; valid: auto, avx512, avx2, baseline"):
+        _C.set_cpu_isa("sse9")
+    with pytest.raises(TypeError, match=r"set_cpu_isa expects a str, got int"):
+        _C.set_cpu_isa(2)
+    missing = [p for p in CPU_PATHS + ("native",) if p not in _C.cpu_isas()]
+    if missing:
+        with pytest.raises(RuntimeError, match=rf"cannot run the '{missing[0]}' path|has no '{missing[0]}' path"):
+            _C.set_cpu_isa(missing[0])
+    assert _C.cpu_isa() == previous  # a refused choice changes nothing
+    assert _C.set_cpu_isa("auto") == _C.cpu_isas()[0]
+    _C.set_cpu_isa(previous)
+
+
+def _run_with_cpu_isa(value: str, code: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TTGNN_CPU_ISA=value)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+
+
+_LOOKUP_AND_REPORT = (
+    "import warnings, torch\n"
+    "with warnings.catch_warnings(record=True) as caught:\n"
+    "    warnings.simplefilter('always')\n"
+    "    from ttgnn import _C\n"
+    "    from ttgnn.ops import tt_lookup_kernel\n"
+    "    cores = [torch.randn(3, 1, 2, 2), torch.randn(4, 2, 2, 1)]\n"
+    "    tt_lookup_kernel(cores, torch.tensor([0, 11]))\n"
+    "print('PATH', _C.cpu_isa())\n"
+    "print('WARNINGS', [str(w.message) for w in caught if 'TTGNN_CPU_ISA' in str(w.message)])\n"
+)
+
+
+def test_env_variable_picks_the_path():
+    runnable = _cpu_paths()
+    for path in runnable:
+        proc = _run_with_cpu_isa(path, _LOOKUP_AND_REPORT)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert f"PATH {path}" in proc.stdout
+        assert "WARNINGS []" in proc.stdout
+
+
+def test_env_variable_with_a_path_the_cpu_lacks_warns_and_falls_back():
+    runnable = _cpu_paths()
+    missing = [p for p in CPU_PATHS + ("native",) if p not in runnable]
+    if not missing:
+        pytest.skip("this CPU and build run every path")
+    proc = _run_with_cpu_isa(missing[0], _LOOKUP_AND_REPORT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"PATH {runnable[0]}" in proc.stdout
+    assert f"TTGNN_CPU_ISA={missing[0]}" in proc.stdout and f"run the '{runnable[0]}' path instead" in proc.stdout
+
+
+def test_env_variable_with_an_unknown_name_fails_the_lookup():
+    _require_kernels("cpu")
+    proc = _run_with_cpu_isa("avx1024", _LOOKUP_AND_REPORT)
+    assert proc.returncode != 0
+    assert "TTGNN_CPU_ISA: unknown CPU path 'avx1024'; valid: auto, avx512, avx2, baseline" in proc.stderr
