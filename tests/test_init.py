@@ -149,3 +149,62 @@ def test_ortho_every_rank_channel_learns(row_shape, col_shape, ranks, effective)
         per_output = core.grad.abs().sum(dim=(0, 1, 2))
         assert torch.all(per_input > 0), f"core {k}: input channels without gradient {per_input}"
         assert torch.all(per_output > 0), f"core {k}: output channels without gradient {per_output}"
+
+
+def test_tt_svd_pads_ranks_above_what_the_previous_rank_allows():
+    # With r_1 = 1 the second unfolding has only n_2 m_2 = 4 rows, so a requested r_2 = 16 gets 4
+    # singular vectors and 12 zero channels: the same table as ranks (1, 1, 4, 4, 1), in the
+    # requested core shapes, and trainable in every channel.
+    row_shape, col_shape = [2, 2, 2, 2], [2, 2, 2, 2]
+    weight = torch.randn(16, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    padded = TTNodeEmbedding.from_pretrained(weight, ranks=[1, 1, 16, 4, 1], row_shape=row_shape, col_shape=col_shape)
+    plain = TTNodeEmbedding.from_pretrained(weight, ranks=[1, 1, 4, 4, 1], row_shape=row_shape, col_shape=col_shape)
+    assert [tuple(c.shape) for c in padded.cores] == [(2, 1, 2, 1), (2, 1, 2, 16), (2, 16, 2, 4), (2, 4, 2, 1)]
+    assert padded.svd_relative_error == pytest.approx(plain.svd_relative_error, rel=1e-12)
+    torch.testing.assert_close(padded.full_weight(), plain.full_weight(), rtol=1e-12, atol=1e-12)
+    assert torch.count_nonzero(padded.cores[1][..., 4:]) == 0 and torch.count_nonzero(padded.cores[2][:, 4:]) == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_tt_svd_of_a_cuda_table_equals_the_cpu_one():
+    weight = torch.randn(240, 12, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    shape = TTShape.build(240, 12, 4, row_shape=[4, 6, 10], col_shape=[2, 3, 2])
+    cpu_cores, cpu_error = tt_svd(weight, shape)
+    cuda_cores, cuda_error = tt_svd(weight.cuda(), shape)
+    assert all(c.device.type == "cuda" for c in cuda_cores)
+    assert cuda_error == pytest.approx(cpu_error, rel=1e-9)
+    for a, b in zip(cpu_cores, cuda_cores):  # singular vectors agree up to sign: compare the tables
+        assert a.shape == b.shape
+    from ttgnn.ops import tt_lookup_reference
+
+    rows = torch.arange(240)
+    torch.testing.assert_close(tt_lookup_reference([c.cuda() for c in cpu_cores], rows.cuda()).cpu(),
+                               tt_lookup_reference(cuda_cores, rows.cuda()).cpu(), rtol=1e-9, atol=1e-9)
+
+
+def test_gaussian_draws_from_its_generator_with_std_one_by_default():
+    from ttgnn.init import gaussian_
+
+    shapes = [(4, 1, 2, 3), (5, 3, 2, 1)]
+
+    def draw(**kwargs):
+        cores = [torch.empty(s, dtype=torch.float64) for s in shapes]
+        torch.manual_seed(kwargs.pop("global_seed"))  # the global stream must not matter
+        gaussian_(cores, generator=torch.Generator().manual_seed(7), **kwargs)
+        return cores
+
+    first, second = draw(global_seed=1), draw(global_seed=2)
+    assert all(torch.equal(a, b) for a, b in zip(first, second))
+    explicit = draw(global_seed=3, std=1.0)
+    assert all(torch.equal(a, b) for a, b in zip(first, explicit))
+    sigma = gaussian_core_std([1, 3, 1], 1.0)
+    expected = torch.empty(shapes[0], dtype=torch.float64).normal_(0.0, sigma, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(first[0], expected)
+
+
+@pytest.mark.parametrize("std", [0.0, -1.0])
+def test_gaussian_rejects_a_non_positive_std(std):
+    from ttgnn.init import gaussian_
+
+    with pytest.raises(ValueError, match=f"std must be > 0, got {std}"):
+        gaussian_([torch.empty(2, 1, 2, 1)], std=std)
