@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import platform
 import sys

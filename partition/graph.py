@@ -102,7 +102,8 @@ def _check_ids(name: str, ids: np.ndarray, num_nodes: int) -> None:
 _EDGE_CHUNK = 1 << 24
 
 
-def csr_from_edge_chunks(chunks, num_nodes: int) -> CSRGraph:
+def csr_from_edge_chunks(chunks, num_nodes: int, num_chunks: Optional[int] = None,
+                         progress: bool = False) -> CSRGraph:
     """The canonical symmetric CSR of a graph given as a re-iterable of edge chunks, built lean.
 
     Two passes over ``chunks()`` (a callable returning a fresh iterator of ``(src, dst)`` integer
@@ -115,13 +116,17 @@ def csr_from_edge_chunks(chunks, num_nodes: int) -> CSRGraph:
         chunks (callable): returns an iterator of ``(src, dst)`` arrays; self-loops are dropped,
             duplicates (in either direction) merged.
         num_nodes (int): ``N``; every id must lie in ``[0, N)`` (the caller checks).
+        num_chunks (int, optional): how many chunks ``chunks()`` yields (for the progress bar).
+        progress (bool): tqdm bars over both passes. (default: ``False``)
 
     Returns:
         CSRGraph: sorted, duplicate-free rows.
     """
+    from tqdm.auto import tqdm
+
     dtype = _index_dtype(num_nodes)
     degree = np.zeros(num_nodes, dtype=np.int64)
-    for src, dst in chunks():
+    for src, dst in tqdm(chunks(), total=num_chunks, desc="CSR: degrees", unit="chunk", disable=not progress):
         keep = src != dst
         degree += np.bincount(src[keep], minlength=num_nodes)
         degree += np.bincount(dst[keep], minlength=num_nodes)
@@ -131,7 +136,7 @@ def csr_from_edge_chunks(chunks, num_nodes: int) -> CSRGraph:
     # Slots left empty (scipy merges a chunk's duplicates) hold the out-of-range id N, dropped below.
     indices = np.full(int(indptr[-1]), num_nodes, dtype=dtype)
     cursor = indptr[:-1].copy()
-    for src, dst in chunks():
+    for src, dst in tqdm(chunks(), total=num_chunks, desc="CSR: placing", unit="chunk", disable=not progress):
         keep = src != dst
         src = src[keep].astype(dtype, copy=False)
         dst = dst[keep].astype(dtype, copy=False)

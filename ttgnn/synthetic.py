@@ -115,7 +115,7 @@ def nested_communities(
             random without overlap. (default: half, a quarter, a quarter)
         seed (int, optional): the seed; the same arguments and seed give the same graph.
             (default: ``0``)
-        progress (bool, optional): log each phase. (default: ``False``)
+        progress (bool, optional): log each phase, tqdm bars over the edge chunks. (default: ``False``)
 
     Returns:
         NodeDataset: ``edge_index=None``; its symmetric CSR in ``dataset.csr()``.
@@ -179,7 +179,7 @@ def nested_communities(
     if progress:
         log.info("drawing %d edges of %d nodes in %d chunks (branching %s)", num_edges, num_nodes, num_chunks,
                  list(branching))
-    csr = csr_from_edge_chunks(chunks, num_nodes)
+    csr = csr_from_edge_chunks(chunks, num_nodes, num_chunks=num_chunks, progress=progress)
 
     # Labels by planted position, then scattered to node ids.
     labels = np.empty(num_nodes, dtype=np.int64)
