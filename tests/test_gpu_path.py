@@ -46,13 +46,14 @@ def test_full_graph_mode_keeps_index_tensors(planted, tmp_path):
 
 @pytest.mark.parametrize("model,mode", [("sage", "minibatch"), ("gat", "full"), ("gat", "minibatch")])
 def test_both_backends_train_alike(planted, tmp_path, model, mode):
-    # Same seed, same initial weights, same sampled batches: the epochs agree to float rounding.
+    # Same seed, same initial weights, same sampled batches: the epochs agree up to float rounding,
+    # which Adam's steps carry forward (exact equality of one forward/backward: test_models.py).
     runs = {backend: train(_config(tmp_path / backend, model=model, mode=mode, gnn_backend=backend, heads=2),
                            planted) for backend in ("dgl", "torch")}
     assert runs["torch"]["gnn_backend"] == "torch" and runs["dgl"]["gnn_backend"] == "dgl"
     assert json.loads((tmp_path / "torch" / METRICS_NAME).read_text())["gnn_backend"] == "torch"
     for ref, ours in zip(runs["dgl"]["epochs"], runs["torch"]["epochs"]):
-        assert ours["loss"] == pytest.approx(ref["loss"], rel=1e-4)
+        assert ours["loss"] == pytest.approx(ref["loss"], rel=5e-3)
         assert abs(ours["valid_acc"] - ref["valid_acc"]) <= 0.02
     assert runs["torch"]["epochs"][-1]["loss"] < runs["torch"]["epochs"][0]["loss"] - 0.1  # it trains
 
@@ -65,7 +66,7 @@ def test_resume_across_backends(planted, tmp_path):
     assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3, 4]
     assert resumed["epochs"][:2] == first["epochs"]
     for ref, ours in zip(whole["epochs"][2:], resumed["epochs"][2:]):
-        assert ours["loss"] == pytest.approx(ref["loss"], rel=1e-4)
+        assert ours["loss"] == pytest.approx(ref["loss"], rel=5e-3)
     state = load_checkpoint(tmp_path / "run" / CHECKPOINT_NAME)["model"]
     assert any(key.startswith("gnn.convs.0.fc_self") for key in state)
 

@@ -179,9 +179,12 @@ class _Aggregate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph: SparseGraph, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         heads = x.shape[1]
-        out = x.new_empty(graph.num_dst, heads, x.shape[2])
-        for head in range(heads):
-            out[:, head] = _spmm(graph.csr(weight[:, head]), x[:, head].contiguous())
+        if heads == 1:  # no per-head copies
+            out = _spmm(graph.csr(weight[:, 0]), x[:, 0]).unsqueeze(1)
+        else:
+            out = x.new_empty(graph.num_dst, heads, x.shape[2])
+            for head in range(heads):
+                out[:, head] = _spmm(graph.csr(weight[:, head]), x[:, head].contiguous())
         ctx.graph = graph
         ctx.save_for_backward(weight, x)
         return out
@@ -192,7 +195,9 @@ class _Aggregate(torch.autograd.Function):
         weight, x = ctx.saved_tensors
         grad_weight = grad_x = None
         heads = x.shape[1]
-        if ctx.needs_input_grad[2]:
+        if ctx.needs_input_grad[2] and heads == 1:
+            grad_x = _spmm(graph.csr_t(weight[:, 0]), grad_out[:, 0].contiguous()).unsqueeze(1)
+        elif ctx.needs_input_grad[2]:
             grad_x = x.new_empty(x.shape)
             for head in range(heads):
                 grad_x[:, head] = _spmm(graph.csr_t(weight[:, head]), grad_out[:, head].contiguous())
