@@ -208,3 +208,18 @@ def test_gaussian_rejects_a_non_positive_std(std):
 
     with pytest.raises(ValueError, match=f"std must be > 0, got {std}"):
         gaussian_([torch.empty(2, 1, 2, 1)], std=std)
+
+
+def test_ortho_float64_is_orthonormal_to_float64_rounding_and_follows_its_generator():
+    # The orthonormal factors are computed in float64: a float64 table is exact to ~1e-15,
+    # and the values depend on the generator alone, not on the global random stream.
+    def build(global_seed):
+        torch.manual_seed(global_seed)
+        return TTNodeEmbedding(8 * 9 * 10, 16, ranks=6, row_shape=[8, 9, 10], col_shape=[2, 4, 2], init="ortho",
+                               dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+
+    first, second = build(1), build(2)
+    assert all(torch.equal(a, b) for a, b in zip(first.cores, second.cores))
+    with torch.no_grad():
+        weight = first.full_weight()
+    torch.testing.assert_close(weight.T @ weight, torch.eye(16, dtype=torch.float64), rtol=0, atol=1e-12)
