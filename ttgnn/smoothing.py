@@ -18,17 +18,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
-__all__ = ["normalized_adjacency", "propagate", "correct_and_smooth", "tune_correct_and_smooth", "SmoothingResult"]
+__all__ = ["normalized_adjacency", "normalized_adjacency_values", "propagate", "correct_and_smooth", "tune_correct_and_smooth", "SmoothingResult"]
 
 
-def normalized_adjacency(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> torch.Tensor:
-    r"""``D^{-1/2} A D^{-1/2}`` of a symmetric graph as a sparse CSR tensor (isolated nodes give zero rows).
-
-    Args:
-        indptr (ndarray): ``(N + 1,)`` CSR row pointers.
-        indices (ndarray): ``(nnz,)`` CSR column indices.
-        num_nodes (int): ``N``.
-    """
+def normalized_adjacency_values(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> tuple:
+    r"""``(indptr, indices, values)`` int64/int64/float64 of ``D^{-1/2} A D^{-1/2}`` for a symmetric CSR
+    graph (isolated nodes give zero rows); shared by :func:`normalized_adjacency` and :mod:`ttgnn.spectral`."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices, dtype=np.int64)
     if indptr.shape != (num_nodes + 1,):
@@ -37,11 +32,22 @@ def normalized_adjacency(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     inv_sqrt = np.zeros_like(degree)
     np.divide(1.0, np.sqrt(degree), out=inv_sqrt, where=degree > 0)
     rows = np.repeat(np.arange(num_nodes), np.diff(indptr))
-    values = (inv_sqrt[rows] * inv_sqrt[indices]).astype(np.float32)
+    return indptr, indices, inv_sqrt[rows] * inv_sqrt[indices]
+
+
+def normalized_adjacency(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> torch.Tensor:
+    r"""``D^{-1/2} A D^{-1/2}`` of a symmetric graph as a float32 sparse CSR tensor (isolated nodes give zero rows).
+
+    Args:
+        indptr (ndarray): ``(N + 1,)`` CSR row pointers.
+        indices (ndarray): ``(nnz,)`` CSR column indices.
+        num_nodes (int): ``N``.
+    """
+    indptr, indices, values = normalized_adjacency_values(indptr, indices, num_nodes)
     with warnings.catch_warnings():  # "sparse CSR support is in beta"
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(torch.from_numpy(indptr), torch.from_numpy(indices),
-                                       torch.from_numpy(values), size=(num_nodes, num_nodes))
+                                       torch.from_numpy(values.astype(np.float32)), size=(num_nodes, num_nodes))
 
 
 def propagate(adjacency: torch.Tensor, signal: torch.Tensor, alpha: float, num_iterations: int,

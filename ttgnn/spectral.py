@@ -31,18 +31,12 @@ _FORMAT_VERSION = 1
 
 
 def normalized_adjacency_scipy(indptr: np.ndarray, indices: np.ndarray, num_nodes: int):
-    """``D^-1/2 A D^-1/2`` of a symmetric CSR graph as a SciPy CSR matrix (isolated nodes: zero rows)."""
+    """``D^-1/2 A D^-1/2`` of a symmetric CSR graph as a float64 SciPy CSR matrix (isolated nodes: zero rows)."""
     import scipy.sparse as sp
 
-    indptr = np.asarray(indptr, dtype=np.int64)
-    indices = np.asarray(indices, dtype=np.int64)
-    if indptr.shape != (num_nodes + 1,):
-        raise ValueError(f"indptr must have shape ({num_nodes + 1},), got {indptr.shape}")
-    degree = np.diff(indptr).astype(np.float64)
-    scale = np.zeros(num_nodes)
-    scale[degree > 0] = degree[degree > 0] ** -0.5
-    rows = np.repeat(np.arange(num_nodes), np.diff(indptr))
-    values = scale[rows] * scale[indices]
+    from .smoothing import normalized_adjacency_values
+
+    indptr, indices, values = normalized_adjacency_values(indptr, indices, num_nodes)
     return sp.csr_matrix((values, indices, indptr), shape=(num_nodes, num_nodes))
 
 
