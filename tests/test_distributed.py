@@ -473,7 +473,7 @@ def test_multi_gpu_example_tiny_on_two_cpu_ranks(tmp_path):
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and len(metrics["epochs"]) == 6
     assert metrics["best_valid_acc"] > 0.7  # 8 classes (chance 0.125); 0.92 measured
-    assert "2 rank(s): best valid" in log
+    assert "2 rank(s): planted-2000 sage+tt: best valid" in log
 
 
 def test_ttgnn_train_under_torchrun_with_tensor_layers(two_rank_run, toy_folder, tmp_path):
