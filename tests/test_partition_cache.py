@@ -86,3 +86,45 @@ def test_cache_keeps_one_entry_per_seed_and_method(tmp_path, monkeypatch, caplog
             np.testing.assert_array_equal(again.perm, first.perm)
             assert (again.method, again.seed) == (method, seed)
     assert not caplog.records
+
+
+def test_cache_file_name_spells_out_its_key(tmp_path):
+    graph_hash = "0123456789abcdef" * 3
+    path = cache_file(tmp_path, graph_hash, (4, 4, 8), "random", 3)
+    assert path == tmp_path / "order-0123456789abcdef01234567-4x4x8-random-seed3.npz"
+
+
+def test_cache_file_format(tmp_path):
+    # The on-disk format is a contract with files written earlier: perm as int64 and a JSON meta
+    # record holding the key, a 16-byte blake2b checksum of perm, and the quality figures.
+    import hashlib
+    import json
+
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    order = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, method="random", seed=3)
+    (path,) = tmp_path.glob("*.npz")
+    with np.load(path, allow_pickle=False) as archive:
+        perm = archive["perm"]
+        meta = json.loads(str(archive["meta"][()]))
+    np.testing.assert_array_equal(perm, order.perm)
+    assert perm.dtype == np.int64
+    assert meta["format_version"] == 1
+    assert meta["graph_hash"] == canonical_csr(edge_index).content_hash()
+    assert (meta["row_shape"], meta["method"], meta["seed"]) == ([4, 4, 8], "random", 3)
+    assert meta["perm_checksum"] == hashlib.blake2b(perm.tobytes(), digest_size=16).hexdigest()
+    assert meta["quality"] == pytest.approx({k: float(v) for k, v in order.quality.items() if k != "seconds"}
+                                            | {"seconds": meta["quality"]["seconds"]})
+
+
+def test_cache_file_with_pickled_objects_is_not_loaded(tmp_path, caplog):
+    # A cache file is data: one holding a pickled object array is rejected, never unpickled.
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    expected = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    (path,) = tmp_path.glob("*.npz")
+    with np.load(path) as archive:
+        perm, meta = archive["perm"], archive["meta"]
+    np.savez(path, perm=perm, meta=np.array([str(meta[()])], dtype=object).reshape(()))
+    with caplog.at_level(logging.WARNING, logger="ttgnn.partition.cache"):
+        again = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    assert any("corrupted or mismatched" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(again.perm, expected.perm)
