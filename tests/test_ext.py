@@ -19,6 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels"
 
 
+def _cpu_sources():
+    """The CPU sources of the checkout: kernels/*.cpp and kernels/cpu/*.cpp."""
+    return list(KERNELS.glob("*.cpp")) + list(KERNELS.glob("cpu/*.cpp"))
+
+
 def _tag(**changes):
     tag = _build.torch_tag()
     tag.update(changes)
@@ -162,6 +167,23 @@ def test_matching_prebuilt_is_imported(fresh_ext, monkeypatch, tmp_path):
     assert fresh_ext.compiles == []
 
 
+def test_prebuilt_from_other_sources_is_loaded_with_one_warning_to_rebuild(fresh_ext, monkeypatch,
+                                                                         tmp_path):
+    """A checkout whose kernels changed since `make setup`: same torch, so it still loads."""
+    library = tmp_path / "_C.so"
+    library.write_bytes(b"")
+    _build.write_record(library.with_name(_build.RECORD_NAME), _build.make_record(
+        _tag(), "digest-of-older-sources", cuda_kernels=False, cuda_skipped=None, flags=[],
+        built_by="setup.py"))
+    imported = []
+    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
+    monkeypatch.setattr(_ext, "_import_prebuilt", lambda: imported.append(True))
+    info, caught = _load_collecting_warnings()
+    assert (info.origin, imported, fresh_ext.compiles) == ("prebuilt", [True], [])
+    assert len(caught) == 1 and "make setup" in str(caught[0].message)
+    assert "kernel sources changed" in info.notes[0]
+
+
 def test_this_checkout_loads_its_prebuilt_library():
     """`make setup` builds ttgnn._C and records the torch; importing ttgnn loads it, no compile."""
     info = _ext.info()
@@ -221,14 +243,15 @@ def test_first_use_compiles_once_then_loads_from_the_cache(fresh_ext, caplog):
     (call,) = fresh_ext.compiles
     assert call["build_directory"] == str(build_dir) and call["with_cuda"] is False
     assert call["is_python_module"] is False
-    assert sorted(Path(s).name for s in call["sources"]) == ["tt_lookup.cpp", "tt_lookup_cpu.cpp"]
+    assert sorted(call["sources"]) == sorted(str(p) for p in _cpu_sources())
     assert call["extra_cflags"][:len(_build.cxx_flags())] == _build.cxx_flags()
     record = _build.read_record(build_dir / "build.json")
     assert record["built_by"] == "jit" and record["torch"] == torch.__version__
 
     info, caught = _load_collecting_warnings()  # a second process
     assert (info.origin, info.path, caught) == ("cache", str(build_dir / "ttgnn_C.so"), [])
-    assert len(fresh_ext.compiles) == 1 and fresh_ext.loaded == [build_dir / "ttgnn_C.so"]
+    # Loaded as the module ttgnn._C both times: after compiling, and from the cache.
+    assert len(fresh_ext.compiles) == 1 and fresh_ext.loaded == [build_dir / "ttgnn_C.so"] * 2
 
 
 def test_cache_of_another_torch_is_not_used(fresh_ext, monkeypatch):
@@ -237,7 +260,7 @@ def test_cache_of_another_torch_is_not_used(fresh_ext, monkeypatch):
     monkeypatch.setattr(_build, "torch_tag", lambda: dict(real_tag(), torch="2.14.1+cpu"))
     info, _ = _load_collecting_warnings()
     assert info.origin == "compiled" and len(fresh_ext.compiles) == 2
-    assert "torch2.14.1+cpu" in info.path and fresh_ext.loaded == []
+    assert "torch2.14.1+cpu" in info.path and len(fresh_ext.loaded) == 2  # each after compiling
 
 
 def test_failed_build_falls_back_to_the_reference_with_one_warning(fresh_ext):
@@ -433,8 +456,9 @@ def test_setup_and_first_use_compile_the_same_sources_with_the_same_flags():
     setup = _setup_module()
     assert setup.recipe.CPU_SOURCES == _build.CPU_SOURCES
     assert setup.recipe.cxx_flags() == _build.cxx_flags()
-    assert sorted(p.name for p in _build.sources(KERNELS, cuda=True)) == [
-        "tt_lookup.cpp", "tt_lookup_cpu.cpp", "tt_lookup_cuda.cu"]
+    cpu = _cpu_sources()
+    assert KERNELS / "tt_lookup.cpp" in cpu and any(p.parent.name == "cpu" for p in cpu)
+    assert sorted(_build.sources(KERNELS, cuda=True)) == sorted(cpu + list(KERNELS.glob("cuda/*.cu")))
     assert _build.kernel_dir(ROOT / "ttgnn") == KERNELS  # a checkout: kernels/ beside the package
 
 

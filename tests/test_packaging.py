@@ -188,11 +188,13 @@ def test_wheel_installs_into_a_fresh_venv_with_the_pinned_torch_and_runs(dists, 
         "rows = torch.tensor([0, 7, 29, 7])\n"
         "same = torch.allclose(torch.ops.ttgnn.tt_lookup(cores, rows), "
         "tt_lookup_reference(cores, rows), rtol=1e-5, atol=1e-6)\n"
+        "from ttgnn import _C\n"
         "print(info.origin, info.path, ttgnn.__file__, ttgnn.partition.__file__, "
-        "_ext.backend('cpu'), same, sep='\\n')\n")], cwd=tmp_path, env=env)
-    origin, path, package, partition, backend, same = check.stdout.split()
+        "_ext.backend('cpu'), same, _C.__file__, sep='\\n')\n")], cwd=tmp_path, env=env)
+    origin, path, package, partition, backend, same, module = check.stdout.split()
     assert (origin, backend, same) == ("cache", "cpu-kernel", "True"), check.stderr
-    assert Path(path) == build_dir / "ttgnn_C.so"
+    # The cached library is the module ttgnn._C, as a prebuilt one would be.
+    assert Path(path) == Path(module) == build_dir / "ttgnn_C.so"
     assert Path(package).is_relative_to(site) and Path(partition).is_relative_to(site)
     assert "ExtensionWarning" not in check.stderr and "compiling" not in check.stderr
 

@@ -5,8 +5,9 @@ changes between versions), so the kernels are taken from the first of:
 
 1. **prebuilt**: ``ttgnn._C``, built ahead of time by ``setup.py`` when torch was importable at
    build time (``pip install --no-build-isolation``, ``make setup``), if its build record
-   (``ttgnn/_C.build.json``) names the running Python, torch, CUDA and C++ ABI and the kernel
-   sources on disk;
+   (``ttgnn/_C.build.json``) names the running Python, torch (version and commit), CUDA and
+   C++ ABI. (Built from other kernel sources than those on disk, in a checkout whose kernels
+   were edited since: loaded, with one warning to rebuild.)
 2. **cache**: a build for this torch compiled on an earlier first use, under
    ``~/.cache/ttgnn/ext/<python>-torch<version>-cxx11abi<0|1>-<cpu|cuXYZ>/`` (``$TTGNN_CACHE``
    moves it);
@@ -112,7 +113,16 @@ def _import_prebuilt() -> None:
 
 
 def _load_library(path: Path) -> None:
-    torch.ops.load_library(str(path))
+    """Loads a first-use build as ``import ttgnn._C`` loads the prebuilt one: as the extension
+    module ``ttgnn._C`` (its ops register on load; its Python functions come with it)."""
+    name = f"{__package__}._C"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a loadable extension module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    setattr(sys.modules[__package__], "_C", module)
 
 
 def _cpp_extension_load(**kwargs) -> str:
@@ -153,11 +163,7 @@ def _prebuilt() -> tuple[Optional[ExtensionInfo], tuple[str, ...]]:
     if library is None:
         return None, ()
     record = _build.read_record(library.with_name(_build.RECORD_NAME))
-    kernels = _build.kernel_dir(_package_dir())
-    digest = None  # sources not installed: not compared
-    if kernels is not None and record is not None:
-        digest = _build.source_digest(kernels, cuda=bool(record.get("cuda_kernels")))
-    reasons = _build.stale_reasons(record, _build.torch_tag(), digest)
+    reasons = _build.stale_reasons(record, _build.torch_tag(), None)
     if reasons:
         note = f"{library} was not built for this torch: {'; '.join(reasons)}"
         log.info("%s; using a build for this torch instead", note)
@@ -171,7 +177,22 @@ def _prebuilt() -> tuple[Optional[ExtensionInfo], tuple[str, ...]]:
     if not _ops_registered():
         return ExtensionInfo("unavailable", str(library), "ttgnn._C loaded but did not register the "
                              "ttgnn ops"), ()
-    return ExtensionInfo("prebuilt", str(library), cuda_skipped=record.get("cuda_skipped")), ()
+    notes = ()
+    kernels = _build.kernel_dir(_package_dir())
+    if kernels is not None:
+        # Built for this torch from other sources: a checkout whose kernels were edited since
+        # `make setup`. Still compatible; compiling in the background of every import until the
+        # developer rebuilds would cost more than it saves, so say it once instead.
+        changed = _build.stale_reasons(record, _build.torch_tag(),
+                                       _build.source_digest(kernels, cuda=bool(record.get("cuda_kernels"))))
+        if changed:
+            notes = (f"{library}: {changed[0]}",)
+            warnings.warn(f"ttgnn: {library} was built from other kernel sources than those in "
+                          f"{kernels}; rebuild it (`make setup`, or `pip install "
+                          f"--no-build-isolation -e .`) to run the current kernels",
+                          ExtensionWarning, stacklevel=5)
+    return ExtensionInfo("prebuilt", str(library), cuda_skipped=record.get("cuda_skipped"),
+                         notes=notes), ()
 
 
 @contextlib.contextmanager
@@ -276,7 +297,7 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
     if record is not None and library.is_file() and not _build.stale_reasons(record, tag, digest):
         try:
             _load_library(library)
-        except (OSError, RuntimeError) as exc:
+        except (ImportError, OSError, RuntimeError) as exc:
             return ExtensionInfo("unavailable", str(library), f"{library} failed to load "
                                  f"({type(exc).__name__}: {exc})", notes=notes)
         return _checked(ExtensionInfo("cache", str(library), cuda_skipped=record.get("cuda_skipped"),
@@ -288,6 +309,7 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
     build_dir.mkdir(parents=True, exist_ok=True)
     try:
         library, cuda_skipped = _compile(build_dir, kernels, cuda)
+        _load_library(library)
     except Exception as exc:
         failure_log.write_text(f"torch {torch.__version__}, sources {kernels}\n\n{exc}\n")
         return ExtensionInfo("unavailable", error=f"compiling them failed: {_error_summary(exc)} "
