@@ -128,3 +128,49 @@ def test_cache_file_with_pickled_objects_is_not_loaded(tmp_path, caplog):
         again = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
     assert any("corrupted or mismatched" in r.getMessage() for r in caplog.records)
     np.testing.assert_array_equal(again.perm, expected.perm)
+
+
+@pytest.mark.parametrize("damage,reason", [
+    ("out_of_range", r"perm leaves the row range \[0, 128\)"),
+    ("negative", r"perm leaves the row range \[0, 128\)"),
+    ("duplicate", "perm maps two nodes to one row"),
+    ("int32", r"perm has dtype int32 and shape \(120,\), expected int64 \(120,\)"),
+    ("short", r"perm has dtype int64 and shape \(119,\), expected int64 \(120,\)"),
+])
+def test_cache_file_with_a_consistent_checksum_but_a_bad_perm_is_recomputed(tmp_path, caplog, damage, reason):
+    # The checksum only proves the file is the one written; the perm itself is checked too.
+    import json
+
+    from ttgnn.partition.cache import _checksum
+
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    expected = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    (path,) = tmp_path.glob("*.npz")
+    with np.load(path) as archive:
+        perm, meta = archive["perm"].copy(), json.loads(str(archive["meta"][()]))
+    if damage == "out_of_range":
+        perm[0] = 128
+    elif damage == "negative":
+        perm[0] = -1
+    elif damage == "duplicate":
+        perm[0] = perm[1]
+    elif damage == "int32":
+        perm = perm.astype(np.int32)
+    else:
+        perm = perm[:-1]
+    meta["perm_checksum"] = _checksum(perm)
+    np.savez(path, perm=perm, meta=np.array(json.dumps(meta)))
+    with caplog.at_level(logging.WARNING, logger="ttgnn.partition.cache"):
+        again = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"cache file {path} is corrupted or mismatched (ValueError: " in m for m in messages), messages
+    assert any(__import__("re").search(reason, m) for m in messages), messages
+    np.testing.assert_array_equal(again.perm, expected.perm)
+
+
+def test_cache_hit_restores_integer_counts(tmp_path):
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    hit = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
+    assert type(hit.quality["num_nodes"]) is int and type(hit.quality["num_edges"]) is int
+    assert hit.quality["num_nodes"] == 120
