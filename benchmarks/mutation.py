@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import json
 import os
 import shutil
@@ -147,7 +148,7 @@ def read_results(copy: Path, patterns: list[str]) -> dict[str, str]:
 
 
 def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: int,
-               timeout_multiplier: float) -> dict:
+               timeout_multiplier: float, only: list[str]) -> dict:
     patterns, tests = MODULES[name]
     shutil.rmtree(copy / "mutants", ignore_errors=True)
     (copy / "mutants").mkdir()
@@ -164,10 +165,12 @@ def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: 
     started = time.perf_counter()
     log_path = workdir / f"mutmut-{name}.log"
     with open(log_path, "w") as log:
-        proc = subprocess.run([mutmut, "run", "--max-children", str(max_children)], cwd=copy, env=env,
+        proc = subprocess.run([mutmut, "run", "--max-children", str(max_children), *only], cwd=copy, env=env,
                               stdout=log, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - started
     statuses = read_results(copy, patterns)
+    if only:
+        statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in only)}
     counts = {}
     for status in statuses.values():
         counts[status] = counts.get(status, 0) + 1
@@ -195,6 +198,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested in parallel")
     parser.add_argument("--timeout-multiplier", type=float, default=10.0,
                         help="a mutant times out (and counts as killed) after this many times its tests' clean duration")
+    parser.add_argument("--only", nargs="+", default=[], metavar="GLOB",
+                        help="mutate only the functions whose mutant names match, e.g. 'ttgnn.partition.split.*' "
+                             "(with one module)")
     parser.add_argument("--summarize", action="store_true",
                         help="only count the results mutmut has recorded so far in the copy (of one module: give "
                              "the one whose run was cut off) and print them; nothing is run")
@@ -203,6 +209,8 @@ def main(argv=None) -> int:
         copy = args.workdir / "tree"
         for name in args.modules:
             statuses = read_results(copy, MODULES[name][0])
+            if args.only:
+                statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in args.only)}
             counts = {}
             for status in statuses.values():
                 counts[status] = counts.get(status, 0) + 1
@@ -218,7 +226,8 @@ def main(argv=None) -> int:
     header = f"{'module':<12} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'score':>7} {'minutes':>8}"
     print(header, flush=True)
     for name in args.modules:
-        row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier)
+        row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier, args.only)
+        row["only"] = args.only
         row["commit"] = _git("rev-parse", "--short", "HEAD")
         results[name] = row
         results_path.write_text(json.dumps(results, indent=2))

@@ -223,3 +223,18 @@ def test_ortho_float64_is_orthonormal_to_float64_rounding_and_follows_its_genera
     with torch.no_grad():
         weight = first.full_weight()
     torch.testing.assert_close(weight.T @ weight, torch.eye(16, dtype=torch.float64), rtol=0, atol=1e-12)
+
+
+def test_orthogonal_default_gain_is_one_and_impossible_shapes_name_the_rows_needed():
+    shape = TTShape.build(8 * 9 * 10, 16, 4, row_shape=[8, 9, 10], col_shape=[2, 4, 2])
+    cores = [torch.empty(s, dtype=torch.float64) for s in shape.core_shapes]
+    orthogonal_(cores, generator=torch.Generator().manual_seed(0))
+    weight = TTNodeEmbedding(8 * 9 * 10, 16, ranks=4, row_shape=[8, 9, 10], col_shape=[2, 4, 2], dtype=torch.float64)
+    with torch.no_grad():
+        for param, core in zip(weight.cores, cores):
+            param.copy_(core)
+        table = weight.full_weight()
+    torch.testing.assert_close(table.T @ table, torch.eye(16, dtype=torch.float64), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"core 0 of shape \(4, 1, 8, 2\): its unfolding has 4 rows but needs at "
+                                         r"least 8 \(m_k \* r_k\)"):
+        orthogonal_([torch.empty(4, 1, 8, 2), torch.empty(5, 2, 8, 1)])
