@@ -23,10 +23,13 @@ barriers. Rank 0 reads the checkpoint on resume and broadcasts it; an elastic re
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import logging
 import resource
+import signal
+import threading
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -411,10 +414,30 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
              result["test"], metrics["best_valid_acc"], metrics["test_acc"], metrics["best_epoch"], train_time,
              record["eval_time"], record["peak_memory_mib"])
     if run.out_dir is not None:
-        save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
-                        optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings())
-        run.saved_epoch = epoch
-        atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
+        with _deferred_interrupt():  # Ctrl-C waits until the checkpoint and its metrics are both written
+            save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
+                            optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings())
+            run.saved_epoch = epoch
+            atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """Hold back SIGINT (Ctrl-C) for the duration of the block, then raise it as ``KeyboardInterrupt``.
+
+    Only in the main thread (where Python delivers signals); elsewhere the block runs as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if received:
+        raise KeyboardInterrupt
 
 
 def finish_run(run: RunState) -> dict:
