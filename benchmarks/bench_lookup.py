@@ -37,7 +37,6 @@ import argparse
 import itertools
 import json
 import math
-import platform
 import statistics
 import sys
 import time
@@ -49,6 +48,7 @@ from torch import nn
 
 from ttgnn.ops import lookup_backend, tt_lookup_kernel, tt_lookup_reference
 from ttgnn.shapes import TTShape
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
 SHAPES = {
     "arxiv": dict(num_rows=169_343, dim=128, row_shape=[55, 55, 56], col_shape=[8, 4, 4], dense=True),
@@ -113,18 +113,6 @@ def set_malloc_regime(regime: str) -> None:
         ok = mallopt(M_MMAP_MAX, 0) and mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
     if not ok:
         raise SystemExit(f"mallopt refused --malloc {regime}")
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux), or what the platform module knows."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def select_cpu_isa(name: str) -> str:

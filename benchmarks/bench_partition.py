@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from ttgnn.partition import METHODS, canonical_csr, hierarchical_order
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
 log = logging.getLogger("bench_partition")
 
@@ -76,17 +77,6 @@ def nested_sbm_edges(num_nodes: int, num_entries: int, num_communities: int, num
     del sub, kind, inside_sub, inside_comm, lo, hi, comm
     relabel = rng.permutation(num_nodes).astype(np.int32)
     return np.stack([relabel[src], relabel[dst]])
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:

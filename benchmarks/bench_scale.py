@@ -26,12 +26,12 @@ import argparse
 import json
 import logging
 import os
-import platform
 import sys
 import threading
 import time
 
 import numpy as np
+from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
 log = logging.getLogger("bench_scale")
 
@@ -84,17 +84,6 @@ def try_full_table(num_nodes: int, dim: int) -> dict:
         return {"bytes": size, "allocated": True, "error": None}
     except RuntimeError as err:
         return {"bytes": size, "allocated": False, "error": str(err).splitlines()[0]}
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def train_steps(dataset, graph, embedding: str, args, memory: PhaseMemory, result: dict) -> None:
