@@ -118,7 +118,7 @@ def plot_epoch_time(table: dict, path: Path) -> None:
     ax.bar([x + 0.2 for x in xs], full_times, width=0.4, label="full table", color="gray")
     ax.set_xticks(list(xs), labels, fontsize=7)
     ax.set_ylabel("training epoch (s, median per run)")
-    ax.set_title("epoch time, TT against full table (same runs as the accuracy plot)", fontsize=9)
+    ax.set_title("training epoch, TT vs full table\n(the runs of the accuracy plot; not interleaved)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
