@@ -57,7 +57,7 @@ def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
               "--row-shape", "55,55,56", "--col-shape", "8,4,4", "--epochs", "3", "--hidden", "64",
               "--num-layers", "2"], tmp_path, data_root)
     assert m["compression_ratio"] == pytest.approx(169_343 * 128 / 19_392, rel=1e-6)
-    assert m["order"] == "hierarchical-metis" and m["rank"] == 8
+    assert m["order"] == "hierarchical-kaminpar" and m["rank"] == 8
     assert m["test_acc"] > 0.15  # chance (the largest class) is below 0.07 on the test split
     # Correct and Smooth propagates the training labels of the real graph: far above the 3-epoch GNN
     # (measured: 0.293 -> 0.644 test with these settings)
