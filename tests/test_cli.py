@@ -122,9 +122,14 @@ def test_ctrl_c_prints_one_line_naming_the_checkpoint_and_exits_130(graph_root, 
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "ttgnn", *_train_args(graph_root, out), "--epochs", "100000"],
                             stderr=subprocess.PIPE, text=True)
-    _wait_for(out / "checkpoint.pt", proc)
-    proc.send_signal(signal.SIGINT)
-    err = proc.communicate(timeout=120)[1]
+    try:
+        _wait_for(out / "checkpoint.pt", proc)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:  # never leave a 100,000-epoch run behind when the test fails
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130
     last = err.strip().splitlines()[-1]
     assert last.startswith("ttgnn train: interrupted; the last complete checkpoint is ")
