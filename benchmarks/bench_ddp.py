@@ -11,7 +11,7 @@ On one CPU machine the ranks share its cores; ``--configs`` sets ranks and OpenM
 
 Usage::
 
-    TTGNN_DATA=/path/to/datasets python benchmarks/bench_ddp.py --dataset ogbn-arxiv --configs 1:1 1:2 2:1
+    python benchmarks/bench_ddp.py --dataset ogbn-arxiv --configs 1:1 1:2 2:1
     python benchmarks/bench_ddp.py --dataset synthetic --configs 1:1 2:1 --steps 5   # no data needed
 """
 from __future__ import annotations

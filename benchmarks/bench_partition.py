@@ -5,7 +5,7 @@ Two modes:
 * a real graph (default ogbn-arxiv at row shape 55,55,56): for every method, the fraction of edges
   whose endpoints share the first TT digit and the first two digits, and the time::
 
-      TTGNN_DATA=/path/to/datasets python benchmarks/bench_partition.py
+      python benchmarks/bench_partition.py                      # data from $TTGNN_DATA
 
 * ``--synthetic-products``: a planted-partition graph of ogbn-products' size (2,449,029 nodes,
   about 62M symmetric edge entries, nested communities) generated in a few seconds, reporting the

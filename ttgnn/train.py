@@ -261,13 +261,18 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
                     out_dir=Path(config.output_dir) if config.output_dir else None)
 
 
+def _elastic_restart(world_size: int) -> bool:
+    """Whether this process is a restart of an elastic data-parallel job (it then resumes by itself)."""
+    return world_size > 1 and tdist.detect().restart_count > 0
+
+
 def restore_run(run: RunState) -> None:
     """Step 2: continue from ``checkpoint.pt`` (rank 0 reads it and broadcasts it), when resuming.
 
     An elastic restart (``torchrun --max-restarts``) resumes from the last complete checkpoint too.
     """
     ckpt_path = run.path(CHECKPOINT_NAME)
-    restarted = run.world_size > 1 and tdist.detect().restart_count > 0
+    restarted = _elastic_restart(run.world_size)
     resume = (run.config.resume or restarted) and ckpt_path is not None
     state = load_checkpoint(ckpt_path) if resume and run.is_main and ckpt_path.exists() else None
     if run.world_size > 1:
@@ -488,7 +493,7 @@ def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int, stack
     """Rank 0 locks the run folder and checks it may write there; every rank raises the same error."""
     error = None
     if is_main and config.output_dir:
-        restarted = world_size > 1 and tdist.detect().restart_count > 0
+        restarted = _elastic_restart(world_size)
         try:
             stack.enter_context(RunFolder(config.output_dir, resume=config.resume or restarted,
                                           overwrite=config.overwrite))
