@@ -4,9 +4,12 @@ Loading and compiling are replaced by fakes here (a process can load the kernels
 once, and a real compile takes minutes); tests/test_packaging.py loads a real library from the
 first-use cache in a fresh virtual environment.
 """
+import fcntl
 import importlib.util
 import os
+import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -261,6 +264,53 @@ def test_cache_of_another_torch_is_not_used(fresh_ext, monkeypatch):
     info, _ = _load_collecting_warnings()
     assert info.origin == "compiled" and len(fresh_ext.compiles) == 2
     assert "torch2.14.1+cpu" in info.path and len(fresh_ext.loaded) == 2  # each after compiling
+
+
+def test_a_build_killed_midway_does_not_block_the_next_one(fresh_ext, caplog):
+    """A killed build leaves torch's ``lock`` file and its own lock held by a dead process; the
+    next process compiles at once (flock is released by the kernel when its holder dies)."""
+    build_dir = _ext.jit_build_dir(cuda=False)
+    build_dir.mkdir(parents=True)
+    (build_dir / "lock").write_text("")  # torch's baton, as a killed build leaves it
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               f"fd = os.open({str(build_dir / 'build.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+                               "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+    finally:
+        holder.kill()
+        holder.wait()
+    with caplog.at_level("WARNING", logger="ttgnn._ext"):
+        info, _ = _load_collecting_warnings()
+    assert info.origin == "compiled" and len(fresh_ext.compiles) == 1
+    assert not (build_dir / "lock").exists()
+    assert any("did not finish" in r.getMessage() for r in caplog.records)
+
+
+def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, caplog):
+    build_dir = _ext.jit_build_dir(cuda=False)
+    build_dir.mkdir(parents=True)
+    fd = os.open(build_dir / "build.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process is compiling (a second open file holds it)
+    result = []
+    with caplog.at_level("WARNING", logger="ttgnn._ext"):
+        waiter = threading.Thread(target=lambda: result.append(_load_collecting_warnings()[0]))
+        waiter.start()
+        waiter.join(timeout=2)
+        assert waiter.is_alive() and not fresh_ext.compiles  # waits, does not compile beside it
+        library = build_dir / "ttgnn_C.so"  # what the other process leaves when it finishes
+        library.write_bytes(b"fake library")
+        record = _build.make_record(_build.torch_tag(), _build.source_digest(KERNELS, cuda=False),
+                                    cuda_kernels=False, cuda_skipped=None, flags=_build.cxx_flags(),
+                                    built_by="jit")
+        record["library"] = library.name
+        _build.write_record(build_dir / "build.json", record)
+        os.close(fd)
+        waiter.join(timeout=60)
+    assert not waiter.is_alive()
+    assert result[0].origin == "cache" and fresh_ext.compiles == [] and fresh_ext.loaded == [library]
+    assert any("waiting for another process" in r.getMessage() for r in caplog.records)
 
 
 def test_failed_build_falls_back_to_the_reference_with_one_warning(fresh_ext):

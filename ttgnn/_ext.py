@@ -24,6 +24,7 @@ builds the CPU kernels only. Importing ttgnn never fails because of the extensio
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import importlib.util
 import logging
@@ -61,8 +62,9 @@ _OPS = ("tt_lookup", "tt_lookup_backward")
 REBUILD_COMMAND = "python -m ttgnn.build_kernels"
 #: Base name of the first-use library in its cache folder.
 _JIT_NAME = "ttgnn_C"
-#: A lock left by a build that was killed is removed after this long (a build takes minutes).
-_STALE_LOCK_SECONDS = 2 * 3600
+#: Held (``flock``) by the process compiling into a first-use build folder; the kernel releases it
+#: when that process dies, so a killed build never blocks the next one.
+_BUILD_LOCK_NAME = "build.lock"
 
 
 class ExtensionWarning(UserWarning):
@@ -241,10 +243,10 @@ def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional
             cuda = False
             warnings.warn(f"ttgnn: building the CPU kernels only: the CUDA kernels cannot be built "
                           f"here: {cuda_skipped}", ExtensionWarning, stacklevel=3)
-    lock = build_dir / "lock"
-    if lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK_SECONDS:
-        log.warning("ttgnn: removing %s, left by a build that did not finish", lock)
-        lock.unlink(missing_ok=True)
+    baton = build_dir / "lock"  # torch's own build lock: only a build that was killed leaves it
+    if baton.exists():  # (we hold the build lock, so no live ttgnn build is using it)
+        log.warning("ttgnn: removing %s, left by a build that did not finish", baton)
+        baton.unlink(missing_ok=True)
     flags = _build.cxx_flags()
     while True:
         log.warning("ttgnn: compiling the TT-lookup kernels (%s) for torch %s into %s; this "
@@ -290,10 +292,22 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
     flags = _build.cxx_flags()
     build_dir = _build.jit_build_dir(tag, digest, cuda=cuda, flags=flags)
     record_path = build_dir / "build.json"
-    failure_log = build_dir / "failed.log"
+    cached = _from_cache(record_path, tag, digest, notes)
+    if cached is not None:
+        return cached
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(build_dir):
+        cached = _from_cache(record_path, tag, digest, notes)  # built by the process we waited for
+        if cached is not None:
+            return cached
+        return _build_now(build_dir, kernels, cuda, tag, digest, flags, notes)
 
+
+def _from_cache(record_path: Path, tag: dict, digest: str, notes: tuple[str, ...]) -> Optional[ExtensionInfo]:
+    """The finished first-use build recorded at ``record_path`` (or the failure of an earlier one),
+    ``None`` if there is neither."""
     record = _build.read_record(record_path)
-    library = build_dir / Path(str((record or {}).get("library", f"{_JIT_NAME}.so"))).name
+    library = record_path.with_name(Path(str((record or {}).get("library", f"{_JIT_NAME}.so"))).name)
     if record is not None and library.is_file() and not _build.stale_reasons(record, tag, digest):
         try:
             _load_library(library)
@@ -302,11 +316,33 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
                                  f"({type(exc).__name__}: {exc})", notes=notes)
         return _checked(ExtensionInfo("cache", str(library), cuda_skipped=record.get("cuda_skipped"),
                                       notes=notes))
+    failure_log = record_path.with_name("failed.log")
     if failure_log.is_file():
         return ExtensionInfo("unavailable", error=f"an earlier build for this torch failed "
                              f"(log: {failure_log})", notes=notes)
+    return None
 
-    build_dir.mkdir(parents=True, exist_ok=True)
+
+@contextlib.contextmanager
+def _build_lock(build_dir: Path) -> Iterator[None]:
+    """Holds ``build_dir/build.lock`` (``flock``): one build per folder at a time, across processes."""
+    fd = os.open(build_dir / _BUILD_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("ttgnn: waiting for another process that is compiling the kernels into %s", build_dir)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _build_now(build_dir: Path, kernels: Path, cuda: bool, tag: dict, digest: str, flags: list,
+               notes: tuple[str, ...]) -> ExtensionInfo:
+    """Compiles and loads the kernels into ``build_dir`` (under its build lock) and records the build."""
+    record_path = build_dir / "build.json"
+    failure_log = build_dir / "failed.log"
     try:
         library, cuda_skipped = _compile(build_dir, kernels, cuda)
         _load_library(library)
