@@ -118,19 +118,30 @@ def test_concurrent_runs_into_one_folder(graph_root, tmp_path):
     assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3, 4, 5, 6, 7]
 
 
+# `python -m ttgnn`, with a SIGUSR1 handler that prints every thread's stack (for a child that hangs).
+_MAIN_WITH_STACK_DUMPS = ("import faulthandler, runpy, signal; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+                          "runpy.run_module('ttgnn', run_name='__main__', alter_sys=True)")
+
+
 def test_ctrl_c_prints_one_line_naming_the_checkpoint_and_exits_130(graph_root, tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "ttgnn", *_train_args(graph_root, out), "--epochs", "100000"],
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_for(out / "checkpoint.pt", proc)
-        proc.send_signal(signal.SIGINT)
-        err = proc.communicate(timeout=120)[1]
-    finally:
-        if proc.poll() is None:  # never leave a 100,000-epoch run behind when the test fails
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130
+    with open(tmp_path / "stderr.txt", "w+") as err_file:  # a file: a pipe left unread would fill
+        proc = subprocess.Popen([sys.executable, "-c", _MAIN_WITH_STACK_DUMPS, *_train_args(graph_root, out),
+                                 "--epochs", "100000"], stderr=err_file, text=True)
+        try:
+            _wait_for(out / "checkpoint.pt", proc)
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=180)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)  # where it hangs, into the file
+            time.sleep(5)
+        finally:
+            if proc.poll() is None:  # never leave a 100,000-epoch run behind when the test fails
+                proc.kill()
+                proc.wait()
+        err_file.seek(0)
+        err = err_file.read()
+    assert proc.returncode == 130, f"exit {proc.returncode} after SIGINT; its stderr ends with:\n{err[-4000:]}"
     last = err.strip().splitlines()[-1]
     assert last.startswith("ttgnn train: interrupted; the last complete checkpoint is ")
     assert str(out / "checkpoint.pt") in last and "--resume" in last
