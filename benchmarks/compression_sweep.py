@@ -1,23 +1,48 @@
 """Test accuracy against compression: TT at several ranks and the full table, over seeds.
 
-One ``ttgnn train`` run per (dataset, model, embedding/rank, seed), each writing
+One training run per (dataset, model, embedding/rank, seed), each writing
 ``<out>/<dataset>/<model>-<tt-r<rank>|full>/seed<k>/metrics.json``; finished runs are reused.
-``benchmarks/plot_results.py`` draws the result.
+Every run is the ``ttgnn train`` command printed before it (run in this process, with the dataset
+loaded once, so a small graph costs seconds rather than the command's start-up). At the end the
+mean ± std of the best validation accuracy and of the test accuracy at that epoch are printed per
+configuration. ``benchmarks/plot_results.py`` draws the result.
 
     python benchmarks/compression_sweep.py --root $TTGNN_DATA                 # cora and citeseer, SAGE
     python benchmarks/compression_sweep.py --datasets cora --models sage gat --ranks 4 16 --seeds 5
+    python benchmarks/compression_sweep.py --settings cli --init spectral --spectral-vectors 8 \\
+        --datasets cora citeseer pubmed --ranks 4 8 --seeds 5 --out runs/sweep-cli-spectral8
 """
 import argparse
+import json
+import logging
 import shlex
-import subprocess
+import statistics
 import sys
 from pathlib import Path
 
 # Small-graph settings (two layers, no normalisation, dropout and weight decay as in the
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
-SETTINGS = ["--mode", "full", "--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5",
-            "--weight-decay", "5e-4", "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01",
-            "--order", "hierarchical-metis", "--no-progress", "--no-correct-smooth"]
+SMALL = ["--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5", "--weight-decay", "5e-4",
+         "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01", "--order", "hierarchical-metis"]
+# --settings: "small" (the above) or "cli" (the command line's defaults).
+SETTINGS = {"small": SMALL, "cli": []}
+COMMON = ["--mode", "full", "--no-progress", "--no-correct-smooth"]
+
+
+def run_args(args, dataset: str, model: str, embedding: str, rank, seed: int, folder: Path) -> list:
+    """The ``ttgnn train`` arguments of one run."""
+    cmd = ["train", "--dataset", dataset, "--model", model, "--embedding", embedding, *COMMON,
+           *SETTINGS[args.settings], "--epochs", str(args.epochs), "--seed", str(seed),
+           "--num-threads", str(args.num_threads), "--output-dir", str(folder), "--overwrite"]
+    if args.init is not None:
+        cmd += ["--init", args.init]
+    if args.spectral_vectors is not None:
+        cmd += ["--spectral-vectors", str(args.spectral_vectors)]
+    if rank is not None:
+        cmd += ["--rank", str(rank)]
+    if args.root:
+        cmd += ["--root", args.root]
+    return cmd
 
 
 def main() -> int:
@@ -29,28 +54,52 @@ def main() -> int:
     parser.add_argument("--ranks", nargs="+", type=int, default=[2, 4, 8, 16, 32], help="TT ranks (plus the full table)")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1")
     parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--settings", choices=sorted(SETTINGS), default="small",
+                        help="small: Planetoid-style settings; cli: the command line's defaults")
+    parser.add_argument("--init", choices=["ortho", "gaussian", "spectral"], default=None,
+                        help="table init of every run (default: the settings')")
+    parser.add_argument("--spectral-vectors", type=int, default=None, help="with --init spectral")
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
+
+    import torch
+
+    from ttgnn.allocator import configure_allocator
+    from ttgnn.cli import build_parser, config_from_args
+    from ttgnn.data import load_dataset
+    from ttgnn.train import train
+
+    configure_allocator()
+    logging.basicConfig(level=logging.WARNING)
+    torch.set_num_threads(args.num_threads)
+    cli = build_parser()
     out = Path(args.out)
     inputs = [("tt", rank) for rank in args.ranks] + [("full", None)]
     for dataset in args.datasets:
+        data = None
         for model in args.models:
             for embedding, rank in inputs:
                 name = f"{model}-tt-r{rank}" if embedding == "tt" else f"{model}-full"
+                runs = []
                 for seed in range(args.seeds):
                     folder = out / dataset / name / f"seed{seed}"
-                    if (folder / "metrics.json").exists():
-                        continue
-                    cmd = [sys.executable, "-m", "ttgnn", "train", "--dataset", dataset, "--model", model,
-                           "--embedding", embedding, *SETTINGS, "--epochs", str(args.epochs), "--seed", str(seed),
-                           "--num-threads", str(args.num_threads), "--output-dir", str(folder), "--overwrite"]
-                    if rank is not None:
-                        cmd += ["--rank", str(rank)]
-                    if args.root:
-                        cmd += ["--root", args.root]
-                    print("$ " + shlex.join(cmd[1:]), flush=True)
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                    if not (folder / "metrics.json").exists():
+                        cmd = run_args(args, dataset, model, embedding, rank, seed, folder)
+                        print("$ ttgnn " + shlex.join(cmd), flush=True)
+                        if data is None:
+                            data = load_dataset(dataset, root=args.root)
+                        train(config_from_args(cli.parse_args(cmd)), dataset=data)
+                    runs.append(json.loads((folder / "metrics.json").read_text()))
+                print(f"{dataset:<10} {name:<14} {runs[0]['compression_ratio']:>8.1f}x  "
+                      f"valid {_mean_std([r['best_valid_acc'] for r in runs])}  "
+                      f"test {_mean_std([r['test_acc'] for r in runs])}  ({len(runs)} seeds)", flush=True)
     return 0
+
+
+def _mean_std(values) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ from ttgnn.partition import METHODS
     (dict(order="spectral"), "order must be one of"),
     (dict(model="gcn"), "model must be one of"),
     (dict(init="xavier"), "init must be one of"),
+    (dict(init="spectral", spectral_vectors=0), "spectral_vectors must be an integer >= 1, got 0"),
+    (dict(init="spectral", dim=16, spectral_vectors=17), "spectral_vectors must be at most dim=16, got 17"),
+    (dict(spectral_vectors=8), "spectral_vectors needs init='spectral'"),
     (dict(resume=True), "resume needs output_dir"),
     (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
 ])

@@ -56,6 +56,21 @@ def test_table_scale_sign_and_tt_svd_exact_at_full_rank(graph):
     torch.testing.assert_close(tt.full_weight(), table.double(), rtol=1e-9, atol=1e-9)
 
 
+def test_fewer_vectors_fill_the_first_columns_and_zeros_the_rest(graph):
+    indptr, indices, n = graph
+    all8 = spectral_table(indptr, indices, n, 8, std=0.5)
+    three = spectral_table(indptr, indices, n, 8, std=0.5, vectors=3)
+    assert three.shape == (n, 8) and three.dtype == torch.float32
+    assert not three[:, 3:].any()
+    torch.testing.assert_close(three[:, :3].pow(2).mean(0).sqrt(), torch.full((3,), 0.5), rtol=1e-4, atol=0)
+    # the same three leading eigenvectors as in the full table (the solver's start differs with k)
+    overlap = (three[:, :3].double().T @ all8[:, :3].double()) / (0.25 * n)
+    torch.testing.assert_close(overlap.abs(), torch.eye(3, dtype=torch.float64), atol=1e-4, rtol=0)
+    for bad in (0, 9, 2.5, True):
+        with pytest.raises(ValueError, match="vectors must be an integer in"):
+            spectral_table(indptr, indices, n, 8, vectors=bad)
+
+
 def test_bad_k(graph):
     indptr, indices, n = graph
     with pytest.raises(ValueError, match=r"k must be in \[1, 300\)"):

@@ -224,16 +224,17 @@ def test_examples_run_tiny(data_root, tmp_path, script):
     assert len(m["epochs"]) >= 1 and 0.0 <= m["test_acc"] <= 1.0
 
 
-@pytest.mark.parametrize("embedding", ["tt", "full"])
-def test_spectral_init_starts_from_the_eigenvector_table(tmp_path, planted, embedding):
+@pytest.mark.parametrize("embedding,vectors", [("tt", None), ("full", None), ("tt", 4)])
+def test_spectral_init_starts_from_the_eigenvector_table(tmp_path, planted, embedding, vectors):
     from ttgnn.spectral import spectral_table
     from ttgnn.train import build_classifier
 
     # rank 64 is full rank for this shape: the TT table equals the eigenvector table
     config = _tiny_config(tmp_path, embedding=embedding, init="spectral", init_scale=0.1, rank=64,
-                          order="hierarchical-metis", cache_dir=str(tmp_path / "cache"))
+                          order="hierarchical-metis", cache_dir=str(tmp_path / "cache"), spectral_vectors=vectors)
     model = build_classifier(config, planted)
-    expected = spectral_table(*planted.csr(), planted.num_nodes, 16, std=0.1)
+    expected = spectral_table(*planted.csr(), planted.num_nodes, 16, std=0.1, vectors=vectors)
+    assert bool(expected[:, 4:].any()) == (vectors is None)
     torch.testing.assert_close(model.node_input(None).detach(), expected, rtol=1e-4, atol=1e-5)
     assert list((tmp_path / "cache").glob("spectral-*.npz"))  # cached like node orders
     m = train(dataclasses_replace(config, epochs=2), planted)

@@ -115,6 +115,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    "this many parameters instead of --rank")
     p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "
                    "spectral: Laplacian eigenvectors, TT by TT-SVD)")
+    p.add_argument("--spectral-vectors", type=int, default=d.spectral_vectors, metavar="K",
+                   help="with --init spectral: the K leading eigenvectors, other columns zero (default: --dim)")
     p.add_argument("--init-scale", type=float, default=d.init_scale,
                    help="std of the initial table entries (ortho TT: gain init_scale*sqrt(rows))")
     p.add_argument("--hidden", type=int, default=d.hidden)

@@ -40,6 +40,9 @@ class TrainConfig:
             ``"gaussian"`` for TT tables (a full table starts normal with std ``init_scale``), or
             ``"spectral"``: the leading Laplacian eigenvectors scaled to std ``init_scale``, for a
             full table directly and for a TT table by TT-SVD in TT-row order.
+        spectral_vectors (int, optional): with ``init="spectral"``, how many eigenvectors fill the
+            first columns (the rest start at zero); on Cora and CiteSeer 8 did better than ``dim``
+            (docs/results.md). (default: ``dim``)
         init_scale (float): std of the initial table entries, for every embedding kind: the
             ``"gaussian"`` TT std, the ``"full"`` table's normal std, and for ``"ortho"`` the gain
             ``init_scale * sqrt(padded rows)`` (so ``W^T W = init_scale^2 * rows * I``).
@@ -84,6 +87,7 @@ class TrainConfig:
     order: str = "hierarchical-kaminpar"
     init: str = "ortho"
     init_scale: float = 1.0
+    spectral_vectors: Optional[int] = None
     hidden: int = 128
     num_layers: int = 3
     heads: int = 4
@@ -140,6 +144,12 @@ class TrainConfig:
                 _check_int(f"every entry of {key}", value, 1)
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
+        if self.spectral_vectors is not None:
+            _check_int("spectral_vectors", self.spectral_vectors, 1)
+            if self.spectral_vectors > self.dim:
+                raise ValueError(f"spectral_vectors must be at most dim={self.dim}, got {self.spectral_vectors}")
+            if self.init != "spectral":
+                raise ValueError(f"spectral_vectors needs init='spectral', got init={self.init!r}")
         if self.compression is not None and self.max_params is not None:
             raise ValueError("give at most one of compression and max_params")
         if self.compression is not None:

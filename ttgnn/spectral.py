@@ -103,17 +103,25 @@ def _load(path: Path, key: dict, num_nodes: int) -> Optional[np.ndarray]:
 
 
 def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim: int, std: float = 1.0, *,
-                   seed: int = 0, cache_dir: Optional[Union[str, Path]] = None):
-    """An ``(N, dim)`` float32 torch table of the ``dim`` leading eigenvectors, entries of std ``std``.
+                   vectors: Optional[int] = None, seed: int = 0, cache_dir: Optional[Union[str, Path]] = None):
+    """An ``(N, dim)`` float32 torch table whose first ``vectors`` columns are the leading eigenvectors.
 
     Each eigenvector has unit norm, so its entries have a root mean square of ``1/sqrt(N)``; they
     are multiplied by ``std * sqrt(N)``. The sign of each eigenvector is fixed (largest entry
-    positive) so the table does not depend on the solver's sign choice.
+    positive) so the table does not depend on the solver's sign choice. Columns past ``vectors``
+    are zero (they start untrained: only the smoothest eigenvectors are given).
+
+    Args:
+        vectors (int, optional): number of eigenvectors, ``1 <= vectors <= dim``. (default: ``dim``)
     """
     import torch
 
-    vectors = leading_eigenvectors(indptr, indices, num_nodes, dim, seed=seed, cache_dir=cache_dir)
-    signs = np.sign(vectors[np.abs(vectors).argmax(axis=0), np.arange(dim)])
+    k = dim if vectors is None else vectors
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
+        raise ValueError(f"vectors must be an integer in [1, dim={dim}], got {vectors!r}")
+    eigenvectors = leading_eigenvectors(indptr, indices, num_nodes, k, seed=seed, cache_dir=cache_dir)
+    signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(k)])
     signs[signs == 0] = 1.0
-    table = vectors * signs * (std * np.sqrt(num_nodes))
-    return torch.from_numpy(table.astype(np.float32))
+    table = np.zeros((num_nodes, dim), dtype=np.float32)
+    table[:, :k] = eigenvectors * signs * (std * np.sqrt(num_nodes))
+    return torch.from_numpy(table)

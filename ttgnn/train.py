@@ -173,8 +173,8 @@ def _spectral_init(node_input, config: TrainConfig, dataset: NodeDataset) -> Non
     from .data import default_cache_dir
     from .spectral import spectral_table
 
-    table = spectral_table(*dataset.csr(), dataset.num_nodes, config.dim, std=config.init_scale, seed=config.seed,
-                           cache_dir=default_cache_dir(config.cache_dir))
+    table = spectral_table(*dataset.csr(), dataset.num_nodes, config.dim, std=config.init_scale,
+                           vectors=config.spectral_vectors, seed=config.seed, cache_dir=default_cache_dir(config.cache_dir))
     if node_input.kind == "full":
         node_input.table.weight.copy_(table)
         return
