@@ -3,7 +3,7 @@
 Launch one process per GPU with torchrun; every rank holds the whole (small) TT table and the GNN,
 samples its own shard of the training nodes, and DDP averages the gradients of both:
 
-    # one machine, 4 GPUs (needs a CUDA build of DGL)
+    # one machine, 4 GPUs
     torchrun --standalone --nproc-per-node=4 examples/multi_gpu_train.py --dataset ogbn-products --device cuda
 
     # two machines with 8 GPUs each: run on both, --node-rank 0 on the one at $HEAD
@@ -14,14 +14,12 @@ samples its own shard of the training nodes, and DDP averages the gradients of b
     torchrun --standalone --nproc-per-node=2 examples/multi_gpu_train.py --tiny
 
 ``--max-restarts=N`` makes torchrun restart all ranks when one dies; they resume by themselves from
-the last checkpoint in ``--output-dir``. The same runs work with the CLI: ``torchrun ... -m ttgnn.cli train ...``.
+the last checkpoint in ``--output-dir``. The same runs work with the CLI: ``torchrun ... -m ttgnn train ...``.
 """
-import argparse
-import logging
 
 from ttgnn import distributed as tdist
 from ttgnn.choices import DEVICES
-from ttgnn.cli import HelpFormatter, add_train_arguments, config_from_args, format_summary
+from ttgnn.cli import format_summary, script_parser, start_script
 from ttgnn.train import TrainConfig, train
 
 DEFAULTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanouts=[15, 10, 5], epochs=20,
@@ -29,17 +27,11 @@ DEFAULTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanou
 
 
 def main() -> None:
-    from ttgnn.allocator import configure_allocator
-
-    configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
-    add_train_arguments(parser, defaults=DEFAULTS)
+    parser = script_parser(__doc__.splitlines()[0], DEFAULTS)
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("--tiny", action="store_true",
                         help="6 epochs on a synthetic 2,000-node graph (valid accuracy about 0.9 on 2 ranks)")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    config = config_from_args(args)
+    args, config = start_script(parser)
     config.num_layers = len(config.fanouts)
     dataset = None
     if args.tiny:

@@ -10,10 +10,8 @@ ogbn-arxiv has 169,343 nodes; its node features are not used. The TT table (rank
 After training, the best epoch's model is also scored after Correct and Smooth (label
 propagation from the training nodes). Every ``ttgnn train`` option applies (``--help``).
 """
-import argparse
-import logging
 
-from ttgnn.cli import HelpFormatter, add_train_arguments, config_from_args, format_summary
+from ttgnn.cli import format_summary, script_parser, start_script
 from ttgnn.train import TrainConfig, train
 
 ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4], epochs=200,
@@ -21,15 +19,9 @@ ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_sh
 
 
 def main() -> None:
-    from ttgnn.allocator import configure_allocator
-
-    configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
-    add_train_arguments(parser, defaults=ARXIV)
+    parser = script_parser(__doc__.splitlines()[0], ARXIV)
     parser.add_argument("--tiny", action="store_true", help="2 epochs of a small model (smoke test)")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    config = config_from_args(args)
+    args, config = start_script(parser)
     if args.tiny:
         config.epochs, config.hidden, config.num_layers, config.progress = 2, 32, 2, False
         config.correct_smooth = False

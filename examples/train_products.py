@@ -8,10 +8,8 @@ ogbn-products has 2,449,029 nodes; a full 128-d table needs 1.25 GB, the TT tabl
 15,10,5 and layer-wise full-neighbour inference for evaluation. The node features are not used
 (``--embedding features`` trains on them for comparison). Every ``ttgnn train`` option applies.
 """
-import argparse
-import logging
 
-from ttgnn.cli import HelpFormatter, add_train_arguments, config_from_args, format_summary
+from ttgnn.cli import format_summary, script_parser, start_script
 from ttgnn.data import planted_partition
 from ttgnn.train import TrainConfig, train
 
@@ -20,15 +18,9 @@ PRODUCTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanou
 
 
 def main() -> None:
-    from ttgnn.allocator import configure_allocator
-
-    configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
-    add_train_arguments(parser, defaults=PRODUCTS)
+    parser = script_parser(__doc__.splitlines()[0], PRODUCTS)
     parser.add_argument("--tiny", action="store_true", help="1 epoch on a 5,000-node synthetic graph")
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    config = config_from_args(args)
+    args, config = start_script(parser)
     config.num_layers = len(config.fanouts)
     dataset = None
     if args.tiny:

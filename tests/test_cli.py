@@ -159,3 +159,23 @@ def test_python_dash_m_ttgnn_and_help_text():
         assert line.count("default") <= 1, line
     assert "--progress, --no-progress" in text and "--overwrite" in text and "--resume" in text
     assert "(default: hierarchical-kaminpar)" in text
+
+
+def test_script_helpers_take_the_scripts_defaults_and_the_command_line():
+    from ttgnn.cli import script_parser, start_script
+    from ttgnn.config import TrainConfig
+
+    parser = script_parser("a script", TrainConfig(dataset="ogbn-products", rank=16, epochs=20))
+    parser.add_argument("--tiny", action="store_true")
+    args, config = start_script(parser, ["--epochs", "3", "--tiny"])
+    assert args.tiny and isinstance(config, TrainConfig)
+    assert (config.dataset, config.rank, config.epochs, config.model) == ("ogbn-products", 16, 3, "sage")
+
+
+def test_products_example_runs_on_its_synthetic_stand_in(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "examples" / "train_products.py"
+    proc = subprocess.run([sys.executable, str(script), "--tiny", "--num-threads", "1", "--output-dir",
+                           str(tmp_path / "run")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "planted-5000 sage+tt" in proc.stdout
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["epochs"]

@@ -166,6 +166,32 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
 
 
+def script_parser(description: str, defaults: TrainConfig) -> argparse.ArgumentParser:
+    """An argument parser with every ``ttgnn train`` option, its defaults from ``defaults``: the
+    start of a training script (``examples/``); add the script's own options, then call
+    :func:`start_script`."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
+    add_train_arguments(parser, defaults=defaults)
+    return parser
+
+
+def start_script(parser: argparse.ArgumentParser,
+                 argv: Optional[Sequence[str]] = None) -> tuple[argparse.Namespace, TrainConfig]:
+    """Parses the command line of a training script and prepares the process as ``ttgnn train``
+    does: freed memory kept (:func:`ttgnn.allocator.configure_allocator`), INFO logs on stderr.
+
+    Returns:
+        ``(args, config)``: every parsed option, and the :class:`~ttgnn.config.TrainConfig` of the
+        ``ttgnn train`` ones.
+    """
+    from .allocator import configure_allocator
+
+    args = parser.parse_args(argv)
+    configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    return args, config_from_args(args)
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     import datetime
 
