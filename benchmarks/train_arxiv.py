@@ -45,6 +45,10 @@ CONFIGS["gat-tt-labels"] = (["--model", "gat", *TT, "--order", "hierarchical-met
 CONFIGS["sage-full-labels-dropout"] = (["--model", "sage", "--embedding", "full", "--label-input", "--dropout", "0.5"],
                                       "labels")
 CONFIGS["gat-full-labels"] = (["--model", "gat", "--embedding", "full", "--label-input"], "labels")
+# Spectral initialisation (--init spectral): the 8 leading Laplacian eigenvectors in the first columns.
+SPECTRAL = ["--init", "spectral", "--spectral-vectors", "8"]
+CONFIGS["sage-tt-labels-dropout-spectral8"] = (CONFIGS["sage-tt-labels-dropout"][0] + SPECTRAL, "spectral")
+CONFIGS["sage-full-labels-dropout-spectral8"] = (CONFIGS["sage-full-labels-dropout"][0] + SPECTRAL, "spectral")
 for _order in ("identity", "random", "rcm", "metis-flat", "hierarchical-metis"):
     CONFIGS[f"sage-tt-{_order}"] = (["--model", "sage", *TT, "--order", _order], "ablation")
 
@@ -225,7 +229,7 @@ def main() -> int:
         running = _reap(running)
     header = ("| model | embedding | order | rank | compression | seeds | valid acc | test acc | C&S valid | C&S test | "
               "best epochs | epoch time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for group in ("main", "labels", "ablation"):
+    for group in ("main", "labels", "spectral", "ablation"):
         lines = []
         for name in (n for n in names if CONFIGS[n][1] == group):
             runs = [json.loads(p.read_text()) for p in sorted((out / name).glob("seed*/metrics.json"))]
@@ -233,6 +237,7 @@ def main() -> int:
                 lines.append(row(name, runs))
         if lines:
             title = {"main": "main", "labels": "with known training labels as inputs (--label-input)",
+                     "spectral": "label input, spectral init (--init spectral --spectral-vectors 8)",
                      "ablation": f"node-order ablation (GraphSAGE + TT, {args.ablation_epochs} epochs)"}[group]
             print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
     print("\ncommands:")
