@@ -30,8 +30,17 @@ def _panel_key(m: dict) -> tuple:
     return m["dataset"], m["model"], bool(m.get("label_input"))
 
 
+def _series(m: dict) -> str:
+    """The initialisation a run started from: runs with different ones are drawn as separate series."""
+    settings = m["settings"]
+    if settings.get("init") != "spectral":
+        return "default init"
+    vectors = settings.get("spectral_vectors")
+    return f"spectral init ({vectors or settings.get('dim')} vectors)"
+
+
 def _point_key(m: dict) -> tuple:
-    return (m["embedding"], m.get("rank"), m["settings"].get("dropout"))
+    return (m["embedding"], m.get("rank"), m["settings"].get("dropout"), _series(m))
 
 
 def aggregate(runs) -> dict:
@@ -69,18 +78,22 @@ def plot_accuracy(table: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     for ax, panel in zip(axes[0], panels):
         points = table[panel]
-        tt = sorted(((k, v) for k, v in points.items() if k[0] == "tt"), key=lambda kv: kv[1]["compression"])
-        if tt:
-            ax.errorbar([v["compression"] for _, v in tt], [v["acc_mean"] for _, v in tt],
-                        yerr=[v["acc_std"] for _, v in tt], marker="o", capsize=3, label="TT (rank shown)")
-            for (_, rank, _), v in tt:
-                ax.annotate(f"r{rank}", (v["compression"], v["acc_mean"]), textcoords="offset points",
-                            xytext=(4, -10), fontsize=7)
-        for key, v in points.items():
-            if key[0] == "full":
-                ax.errorbar([1.0], [v["acc_mean"]], yerr=[v["acc_std"]], marker="s", color="black", capsize=3,
-                            linestyle="none", label="full table")
-                ax.axhline(v["acc_mean"], color="black", linewidth=0.6, linestyle=":")
+        for color, series in zip(("tab:blue", "tab:orange", "tab:green", "tab:red"),
+                                 sorted({k[3] for k in points})):
+            tt = sorted(((k, v) for k, v in points.items() if k[0] == "tt" and k[3] == series),
+                        key=lambda kv: kv[1]["compression"])
+            if tt:
+                ax.errorbar([v["compression"] for _, v in tt], [v["acc_mean"] for _, v in tt],
+                            yerr=[v["acc_std"] for _, v in tt], marker="o", capsize=3, color=color,
+                            label=f"TT, {series} (rank shown)")
+                for (_, rank, _, _), v in tt:
+                    ax.annotate(f"r{rank}", (v["compression"], v["acc_mean"]), textcoords="offset points",
+                                xytext=(4, -10), fontsize=7)
+            for key, v in points.items():
+                if key[0] == "full" and key[3] == series:
+                    ax.errorbar([1.0], [v["acc_mean"]], yerr=[v["acc_std"]], marker="s", color=color, capsize=3,
+                                linestyle="none", label=f"full table, {series}")
+                    ax.axhline(v["acc_mean"], color=color, linewidth=0.6, linestyle=":")
         ax.set_xscale("log")
         ax.set_xlabel("compression (dense parameters / input parameters)")
         ax.set_ylabel("test accuracy (best validation epoch)")
@@ -142,7 +155,7 @@ def main() -> int:
     for panel in sorted(table):
         for key, v in sorted(table[panel].items(), key=lambda kv: -kv[1]["compression"]):
             name = f"tt r{key[1]}" if key[0] == "tt" else key[0]
-            print(f"{_title(panel):<28} {name:<8} {v['compression']:>9,.1f}x  test {v['acc_mean']:.4f} ± "
+            print(f"{_title(panel):<28} {key[3]:<28} {name:<8} {v['compression']:>9,.1f}x  test {v['acc_mean']:.4f} ± "
                   f"{v['acc_std']:.4f} ({v['seeds']} seeds)  epoch {v['time_mean']:.2f} s")
     print(f"wrote {out / 'accuracy_vs_compression.png'} and {out / 'epoch_time.png'}")
     return 0

@@ -1,6 +1,6 @@
-"""Smoke test of the lookup benchmark: it runs in every allocation regime and reports sane rows.
-
-In a subprocess, since the regimes change how the process allocates (glibc ``mallopt``)."""
+"""Benchmarks' own logic: the lookup benchmark runs in every allocation regime and reports sane rows
+(in a subprocess, since the regimes change how the process allocates with glibc ``mallopt``), and
+the results plot groups runs by initialisation and averages over seeds."""
 import json
 import subprocess
 import sys
@@ -24,3 +24,31 @@ def test_bench_lookup_small_run(regime, tmp_path):
     assert all(r["batch"] == 2000 and 0 < r["unique"] <= 2000 for r in results)
     assert all(r["forward_ms"] > 0 and r["fwd_bwd_ms"] > 0 for r in results)
     assert f"malloc {regime}" in proc.stdout and "| arxiv | 4 | 2,000 |" in proc.stdout
+
+
+def _plot_results():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plot_results", REPO / "benchmarks" / "plot_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(embedding, rank, test_acc, init="ortho", vectors=None):
+    return {"dataset": "cora", "model": "sage", "label_input": False, "embedding": embedding, "rank": rank,
+            "test_acc": test_acc, "compression_ratio": 100.0 if rank else 1.0, "epoch_time": 0.1,
+            "settings": {"dropout": 0.2, "init": init, "spectral_vectors": vectors, "dim": 128}}
+
+
+def test_results_plot_keeps_initialisations_apart_and_averages_seeds():
+    plot = _plot_results()
+    runs = [_run("tt", 4, 0.5), _run("tt", 4, 0.7), _run("tt", 4, 0.9, "spectral", 8), _run("full", None, 0.6),
+            _run("full", None, 0.8, "spectral")]
+    (panel,) = plot.aggregate(runs).values()
+    assert set(panel) == {("tt", 4, 0.2, "default init"), ("tt", 4, 0.2, "spectral init (8 vectors)"),
+                          ("full", None, 0.2, "default init"), ("full", None, 0.2, "spectral init (128 vectors)")}
+    two_seeds = panel[("tt", 4, 0.2, "default init")]
+    assert two_seeds["seeds"] == 2 and two_seeds["acc_mean"] == pytest.approx(0.6)
+    assert two_seeds["acc_std"] == pytest.approx(0.1414, abs=1e-4)
+    assert panel[("tt", 4, 0.2, "spectral init (8 vectors)")]["acc_std"] == 0.0
