@@ -100,8 +100,9 @@ def plot_accuracy(table: dict, path: Path) -> None:
         seeds = sorted({v["seeds"] for v in points.values()})
         ax.set_title(f"{_title(panel)}\n(mean ± std over {'/'.join(map(str, seeds))} seeds)", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.045 * (1 + (len(labels) + 1) // 2), 1, 1))  # room for the legend below
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=7)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
