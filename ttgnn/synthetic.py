@@ -181,22 +181,32 @@ def nested_communities(
                  list(branching))
     csr = csr_from_edge_chunks(chunks, num_nodes, num_chunks=num_chunks, progress=progress)
 
-    # Labels by planted position, then scattered to node ids.
-    labels = np.empty(num_nodes, dtype=np.int64)
-    top_of_leaf = np.arange(num_leaves, dtype=np.int64) // span[0] % num_classes
-    labels[relabel] = np.repeat(top_of_leaf, np.diff(bounds))
-    label_rng = np.random.default_rng([seed, 2])
-    noisy = np.flatnonzero(label_rng.random(num_nodes) < label_noise)
-    labels[noisy] = label_rng.integers(0, num_classes, noisy.shape[0])
-    del relabel, noisy
-    chosen = label_rng.permutation(num_nodes)[:sum(split_sizes)]
-    train_end, valid_end = split_sizes[0], split_sizes[0] + split_sizes[1]
-    split = {"train": torch.from_numpy(np.sort(chosen[:train_end])),
-             "valid": torch.from_numpy(np.sort(chosen[train_end:valid_end])),
-             "test": torch.from_numpy(np.sort(chosen[valid_end:]))}
-    del chosen
+    labels, split = _planted_labels(relabel, bounds, span[0], num_classes, label_noise, split_sizes, seed)
+    del relabel
     if progress:
         log.info("graph ready: %d nodes, %d symmetric entries (mean degree %.2f)", num_nodes, csr.num_entries,
                  csr.num_entries / num_nodes)
     return NodeDataset(f"nested-{num_nodes}", num_nodes, None, torch.from_numpy(labels), split, num_classes,
                        _csr=csr)
+
+
+def _planted_labels(relabel: np.ndarray, bounds: np.ndarray, top_span: int, num_classes: int, label_noise: float,
+                    split_sizes: tuple, seed: int) -> tuple[np.ndarray, dict]:
+    """Labels of :func:`nested_communities` (top community modulo ``num_classes`` by planted
+    position, scattered to node ids, a ``label_noise`` share redrawn) and a random split of sizes
+    ``split_sizes``; ``top_span`` is the number of leaves under one top-level community."""
+    num_nodes = relabel.shape[0]
+    num_leaves = bounds.shape[0] - 1
+    labels = np.empty(num_nodes, dtype=np.int64)
+    top_of_leaf = np.arange(num_leaves, dtype=np.int64) // top_span % num_classes
+    labels[relabel] = np.repeat(top_of_leaf, np.diff(bounds))
+    label_rng = np.random.default_rng([seed, 2])
+    noisy = np.flatnonzero(label_rng.random(num_nodes) < label_noise)
+    labels[noisy] = label_rng.integers(0, num_classes, noisy.shape[0])
+    del noisy
+    chosen = label_rng.permutation(num_nodes)[:sum(split_sizes)]
+    train_end, valid_end = split_sizes[0], split_sizes[0] + split_sizes[1]
+    split = {"train": torch.from_numpy(np.sort(chosen[:train_end])),
+             "valid": torch.from_numpy(np.sort(chosen[train_end:valid_end])),
+             "test": torch.from_numpy(np.sort(chosen[valid_end:]))}
+    return labels, split
