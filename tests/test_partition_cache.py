@@ -61,6 +61,9 @@ def test_corrupted_or_mismatched_cache_is_reported_and_recomputed(tmp_path, capl
         again = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
     assert any("corrupted or mismatched" in r.getMessage() and str(path) in r.getMessage()
                for r in caplog.records)
+    why = {"tampered_perm": "(ValueError: the perm checksum does not match)",
+           "other_key": "(ValueError: it was computed for {"}.get(damage, "")
+    assert any(why in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
     np.testing.assert_array_equal(again.perm, expected.perm)
     # The file was rewritten: the next call is a clean hit without a warning.
     caplog.clear()
@@ -174,3 +177,16 @@ def test_cache_hit_restores_integer_counts(tmp_path):
     hit = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path)
     assert type(hit.quality["num_nodes"]) is int and type(hit.quality["num_edges"]) is int
     assert hit.quality["num_nodes"] == 120
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_saved_perm_of_any_integer_dtype_loads_back_as_int64(tmp_path, dtype):
+    from ttgnn.partition.cache import load_cached, save_cached
+
+    perm = np.random.default_rng(0).permutation(100).astype(dtype)
+    path = tmp_path / "order.npz"
+    save_cached(path, perm, {"num_nodes": 100}, "0" * 32, (4, 5, 5), "random", 0)
+    loaded = load_cached(path, "0" * 32, (4, 5, 5), "random", 0, 100)
+    assert loaded is not None, "a perm saved as int32 must be stored as int64 and its checksum match"
+    assert loaded[0].dtype == np.int64
+    np.testing.assert_array_equal(loaded[0], perm)
