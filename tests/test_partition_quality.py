@@ -22,3 +22,37 @@ def test_one_node_csr_and_empty_quality():
     order = hierarchical_order((np.array([0, 0]), np.array([], dtype=np.int64)), (1, 1))
     np.testing.assert_array_equal(order.perm, [0])
     assert math.isnan(order.quality["shared_prefix_1"])
+
+
+def _brute_force(edge_index, perm, strides):
+    pairs = {(min(u, v), max(u, v)) for u, v in edge_index.T.tolist() if u != v}
+    return [np.mean([perm[u] // s == perm[v] // s for u, v in pairs]) for s in strides]
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64])
+def test_edges_counted_once_across_blocks(monkeypatch, block):
+    """The CSR is walked in blocks of about ``_BLOCK`` entries; small blocks make every boundary
+    case (a row longer than a block, isolated rows, the last row) happen on a small graph."""
+    from ttgnn.partition import quality
+    from ttgnn.partition.graph import canonical_csr
+
+    monkeypatch.setattr(quality, "_BLOCK", block)
+    rng = np.random.default_rng(block)
+    edge_index = rng.integers(0, 70, size=(2, 300))
+    edge_index[:, :20] = [[5] * 20, list(range(40, 60))]  # node 5: a row longer than the blocks
+    perm = rng.permutation(5 * 4 * 6)[:90]  # nodes 70-89 have no edges
+    expected = _brute_force(edge_index, perm, (24, 6))
+    for graph in (edge_index, canonical_csr(edge_index, 90)):
+        got = shared_prefix_fractions(graph, perm, (5, 4, 6), num_nodes=90)
+        assert [got["shared_prefix_1"], got["shared_prefix_2"]] == pytest.approx(expected, abs=1e-12)
+
+
+def test_graph_without_edges_gives_nan_and_bad_perms_are_named():
+    empty = np.zeros((2, 0), dtype=np.int64)
+    got = shared_prefix_fractions(empty, np.arange(4), (2, 2), num_nodes=4)
+    assert list(got) == ["shared_prefix_1"] and math.isnan(got["shared_prefix_1"])
+    edges = np.array([[0, 1], [1, 2]])
+    with pytest.raises(ValueError, match=r"perm must have shape \(3,\), got \(2,\)"):
+        shared_prefix_fractions(edges, np.arange(2), (2, 2), num_nodes=3)
+    with pytest.raises(TypeError, match="perm must hold integers, got dtype float64"):
+        shared_prefix_fractions(edges, np.arange(3.0), (2, 2), num_nodes=3)
