@@ -21,6 +21,7 @@ def test_info_bad_shape_is_a_clear_error(capsys):
 
 
 # ---------------------------------------------------------------------- errors, exit codes, help
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
@@ -126,8 +127,11 @@ _MAIN_WITH_STACK_DUMPS = ("import faulthandler, runpy, signal; faulthandler.regi
 def test_ctrl_c_prints_one_line_naming_the_checkpoint_and_exits_130(graph_root, tmp_path):
     out = tmp_path / "run"
     with open(tmp_path / "stderr.txt", "w+") as err_file:  # a file: a pipe left unread would fill
+        # SIGINT as at a terminal: a test run started in the background (`make test &`, nohup)
+        # passes SIGINT ignored to its children, and Python then keeps ignoring it.
         proc = subprocess.Popen([sys.executable, "-c", _MAIN_WITH_STACK_DUMPS, *_train_args(graph_root, out),
-                                 "--epochs", "100000"], stderr=err_file, text=True)
+                                 "--epochs", "100000"], stderr=err_file, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             _wait_for(out / "checkpoint.pt", proc)
             proc.send_signal(signal.SIGINT)
@@ -179,3 +183,23 @@ def test_products_example_runs_on_its_synthetic_stand_in(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "planted-5000 sage+tt" in proc.stdout
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["epochs"]
+
+
+@pytest.mark.parametrize("disposition", ["default", "ignored"])
+def test_ctrl_c_during_a_checkpoint_write_waits_for_it_unless_sigint_is_ignored(disposition):
+    from ttgnn.train import _deferred_interrupt
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler if disposition == "default" else signal.SIG_IGN)
+    finished = []
+    try:
+        with pytest.raises(KeyboardInterrupt) if disposition == "default" else contextlib.nullcontext():
+            with _deferred_interrupt():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler has run by now (main thread, between bytecodes)
+                finished.append(True)  # the block is not cut short
+        assert finished == [True]
+        # The disposition is as before: a background run keeps ignoring Ctrl-C.
+        expected = signal.default_int_handler if disposition == "default" else signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is expected
+    finally:
+        signal.signal(signal.SIGINT, before)

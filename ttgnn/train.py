@@ -430,9 +430,12 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
 def _deferred_interrupt():
     """Hold back SIGINT (Ctrl-C) for the duration of the block, then raise it as ``KeyboardInterrupt``.
 
-    Only in the main thread (where Python delivers signals); elsewhere the block runs as is.
+    Only in the main thread (where Python delivers signals), and only where SIGINT interrupts at
+    all: a process started with SIGINT ignored (a shell's background job, ``nohup``) keeps
+    ignoring it. Elsewhere the block runs as is.
     """
-    if threading.current_thread() is not threading.main_thread():
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
         yield
         return
     received = []
