@@ -62,16 +62,13 @@ def main() -> int:
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
 
-    import torch
-
     from ttgnn.allocator import configure_allocator
     from ttgnn.cli import build_parser, config_from_args
     from ttgnn.data import load_dataset
     from ttgnn.train import train
 
     configure_allocator()
-    logging.basicConfig(level=logging.WARNING)
-    torch.set_num_threads(args.num_threads)
+    logging.basicConfig(level=logging.WARNING)  # (each run sets its threads from --num-threads)
     cli = build_parser()
     out = Path(args.out)
     inputs = [("tt", rank) for rank in args.ranks] + [("full", None)]

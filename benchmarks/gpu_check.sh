@@ -2,7 +2,7 @@
 # The GPU check: one command, from a bare checkout, on one GPU (about 10 minutes).
 #
 #   bash benchmarks/gpu_check.sh                     # data: $TTGNN_DATA, else ./dataset
-#   bash benchmarks/gpu_check.sh --root /data --out gpu_check
+#   bash benchmarks/gpu_check.sh --root DIR --out gpu_check
 #   bash benchmarks/gpu_check.sh --dry-run           # print the steps only
 #
 # Steps (each logged to OUT/<step>.log; a failing step is reported and the next ones still run):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import fnmatch
 import json
 import os
@@ -134,8 +135,9 @@ def write_config(copy: Path, patterns: list[str], tests: list[str], timeout_mult
     )
 
 
-def read_results(copy: Path, patterns: list[str]) -> dict[str, str]:
-    """Status of every mutant, from mutmut's ``.meta`` files."""
+def read_results(copy: Path, patterns: list[str], only: list[str]) -> dict[str, str]:
+    """Status of every mutant (of those whose names match a glob of ``only``, when given), from
+    mutmut's ``.meta`` files."""
     statuses = {}
     for meta in sorted((copy / "mutants").rglob("*.py.meta")):
         relative = meta.relative_to(copy / "mutants").as_posix()[: -len(".meta")]
@@ -143,7 +145,8 @@ def read_results(copy: Path, patterns: list[str]) -> dict[str, str]:
             continue
         data = json.loads(meta.read_text())
         for key, code in data["exit_code_by_key"].items():
-            statuses[key] = STATUS_BY_EXIT_CODE.get(code, "suspicious")
+            if not only or any(fnmatch.fnmatch(key, p) for p in only):
+                statuses[key] = STATUS_BY_EXIT_CODE.get(code, "suspicious")
     return statuses
 
 
@@ -168,12 +171,8 @@ def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: 
         proc = subprocess.run([mutmut, "run", "--max-children", str(max_children), *only], cwd=copy, env=env,
                               stdout=log, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - started
-    statuses = read_results(copy, patterns)
-    if only:
-        statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in only)}
-    counts = {}
-    for status in statuses.values():
-        counts[status] = counts.get(status, 0) + 1
+    statuses = read_results(copy, patterns, only)
+    counts = dict(collections.Counter(statuses.values()))
     killed = sum(counts.get(s, 0) for s in KILLED)
     not_run = sum(counts.get(s, 0) for s in NOT_RUN)
     survivors = sorted(k for k, s in statuses.items() if s not in KILLED and s not in NOT_RUN)
@@ -208,13 +207,8 @@ def main(argv=None) -> int:
     if args.summarize:
         copy = args.workdir / "tree"
         for name in args.modules:
-            statuses = read_results(copy, MODULES[name][0])
-            if args.only:
-                statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in args.only)}
-            counts = {}
-            for status in statuses.values():
-                counts[status] = counts.get(status, 0) + 1
-            print(name, json.dumps(counts))
+            statuses = read_results(copy, MODULES[name][0], args.only)
+            print(name, json.dumps(dict(collections.Counter(statuses.values()))))
         return 0
 
     mutmut = ensure_mutmut()

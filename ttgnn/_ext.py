@@ -65,6 +65,8 @@ _JIT_NAME = "ttgnn_C"
 #: Held (``flock``) by the process compiling into a first-use build folder; the kernel releases it
 #: when that process dies, so a killed build never blocks the next one.
 _BUILD_LOCK_NAME = "build.lock"
+#: In a first-use build folder: the build record, and the log a failed build leaves.
+_RECORD_NAME, _FAILURE_LOG_NAME = "build.json", "failed.log"
 
 
 class ExtensionWarning(UserWarning):
@@ -291,23 +293,22 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
     digest = _build.source_digest(kernels, cuda=cuda)
     flags = _build.cxx_flags()
     build_dir = _build.jit_build_dir(tag, digest, cuda=cuda, flags=flags)
-    record_path = build_dir / "build.json"
-    cached = _from_cache(record_path, tag, digest, notes)
+    cached = _from_cache(build_dir, tag, digest, notes)
     if cached is not None:
         return cached
     build_dir.mkdir(parents=True, exist_ok=True)
     with _build_lock(build_dir):
-        cached = _from_cache(record_path, tag, digest, notes)  # built by the process we waited for
+        cached = _from_cache(build_dir, tag, digest, notes)  # built by the process we waited for
         if cached is not None:
             return cached
         return _build_now(build_dir, kernels, cuda, tag, digest, flags, notes)
 
 
-def _from_cache(record_path: Path, tag: dict, digest: str, notes: tuple[str, ...]) -> Optional[ExtensionInfo]:
-    """The finished first-use build recorded at ``record_path`` (or the failure of an earlier one),
-    ``None`` if there is neither."""
-    record = _build.read_record(record_path)
-    library = record_path.with_name(Path(str((record or {}).get("library", f"{_JIT_NAME}.so"))).name)
+def _from_cache(build_dir: Path, tag: dict, digest: str, notes: tuple[str, ...]) -> Optional[ExtensionInfo]:
+    """The finished first-use build in ``build_dir`` (or the failure of an earlier one), ``None``
+    if there is neither."""
+    record = _build.read_record(build_dir / _RECORD_NAME)
+    library = build_dir / Path(str((record or {}).get("library", f"{_JIT_NAME}.so"))).name
     if record is not None and library.is_file() and not _build.stale_reasons(record, tag, digest):
         try:
             _load_library(library)
@@ -316,7 +317,7 @@ def _from_cache(record_path: Path, tag: dict, digest: str, notes: tuple[str, ...
                                  f"({type(exc).__name__}: {exc})", notes=notes)
         return _checked(ExtensionInfo("cache", str(library), cuda_skipped=record.get("cuda_skipped"),
                                       notes=notes))
-    failure_log = record_path.with_name("failed.log")
+    failure_log = build_dir / _FAILURE_LOG_NAME
     if failure_log.is_file():
         return ExtensionInfo("unavailable", error=f"an earlier build for this torch failed "
                              f"(log: {failure_log})", notes=notes)
@@ -341,8 +342,7 @@ def _build_lock(build_dir: Path) -> Iterator[None]:
 def _build_now(build_dir: Path, kernels: Path, cuda: bool, tag: dict, digest: str, flags: list,
                notes: tuple[str, ...]) -> ExtensionInfo:
     """Compiles and loads the kernels into ``build_dir`` (under its build lock) and records the build."""
-    record_path = build_dir / "build.json"
-    failure_log = build_dir / "failed.log"
+    failure_log = build_dir / _FAILURE_LOG_NAME
     try:
         library, cuda_skipped = _compile(build_dir, kernels, cuda)
         _load_library(library)
@@ -353,7 +353,7 @@ def _build_now(build_dir: Path, kernels: Path, cuda: bool, tag: dict, digest: st
     record = _build.make_record(tag, digest, cuda_kernels=cuda and cuda_skipped is None,
                                 cuda_skipped=cuda_skipped, flags=flags, built_by="jit")
     record["library"] = library.name
-    _build.write_record(record_path, record)
+    _build.write_record(build_dir / _RECORD_NAME, record)
     return _checked(ExtensionInfo("compiled", str(library), cuda_skipped=cuda_skipped, notes=notes))
 
 

@@ -604,7 +604,7 @@ def load_dataset(
     Args:
         name (str or path): ``"ogbn-arxiv"``, ``"ogbn-products"``, ``"ogbn-papers100M"`` (through
             ``ogb``), the name of a folder under ``root`` in OGB's raw layout (``"cora"``...), or
-            a path to such a folder (with a separator: ``"./cora"``, ``"/data/cora"``).
+            a path to such a folder (with a separator: ``"./cora"``, ``"DIR/cora"``).
         root (str, optional): datasets root; when given, the only place a name is looked up, and
             it must exist. (default: ``$TTGNN_DATA``, else ``./dataset``)
         cache_dir (str, optional): where ``ogb``'s processed files (and downloads) go; the dataset

@@ -31,7 +31,6 @@ import resource
 import signal
 import threading
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -492,7 +491,7 @@ def summarize(metrics: dict) -> dict:
 
 
 # ---------------------------------------------------------------------- the run
-def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int, stack: ExitStack) -> None:
+def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int, stack: contextlib.ExitStack) -> None:
     """Rank 0 locks the run folder and checks it may write there; every rank raises the same error."""
     error = None
     if is_main and config.output_dir:
@@ -534,7 +533,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError(f"world_size={world_size} needs an initialised process group of that size (launch with "
                          f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
     device = torch.device("cpu") if device is None else torch.device(device)
-    with ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         _claim_run_folder(config, process_rank == 0, world_size, stack)
         run = setup_run(config, dataset, process_rank, world_size, device)
         restore_run(run)
