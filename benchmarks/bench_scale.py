@@ -184,6 +184,8 @@ def main(argv=None) -> int:
     parser.add_argument("--emb-lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", default=None, help="order cache (default: ~/.cache/ttgnn)")
+    parser.add_argument("--num-threads", type=int, default=os.cpu_count(),
+                        help="KaMinPar's threads for the order (one thread repeats an order exactly)")
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
@@ -219,8 +221,8 @@ def main(argv=None) -> int:
         shape = TTShape.build(args.nodes, args.dim, args.rank, None, None, None)
         started = memory.start("order")
         order = hierarchical_order(csr, shape.row_shape, method=args.order, seed=args.seed,
-                                   cache_dir=args.cache_dir,
-                                   progress=args.progress)
+                                   cache_dir=args.cache_dir, progress=args.progress,
+                                   num_threads=args.num_threads)
         memory.stop("order", started)
         result["order"] = {"method": args.order, "row_shape": list(shape.row_shape),
                            "seconds": order.quality["seconds"], **{k: v for k, v in order.quality.items()
