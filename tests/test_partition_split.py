@@ -85,3 +85,129 @@ def test_rebalance_moves_exactly_the_excess_on_random_skewed_labellings():
         assert np.all(before[out[moved]] < capacity)
         overfull += excess > 0
     assert overfull >= 300  # the precondition: most labellings do need rebalancing
+
+
+def test_rebalance_sends_a_node_along_its_only_edge():
+    # Part 0 holds one node too many; node 3's one edge leads into part 1, which has room for
+    # exactly one node. Node 3 must go there, not to the emptier part 2.
+    csr = canonical_csr(np.array([[3], [4]]), 6)
+    labels = np.array([0, 0, 0, 0, 1, 1])
+    out = rebalance(csr.indptr, csr.indices, labels, nparts=3, capacity=3)
+    np.testing.assert_array_equal(out, [0, 0, 0, 1, 1, 1])
+
+
+def _er_graph(num_nodes=300, num_edges=900):
+    rng = np.random.default_rng(0)
+    return canonical_csr(rng.integers(0, num_nodes, size=(2, num_edges)), num_nodes)
+
+
+def test_metis_split_small_or_edgeless_graphs_are_cut_into_chunks():
+    edgeless = canonical_csr(np.zeros((2, 0), dtype=np.int64), 10)
+    np.testing.assert_array_equal(metis_split(edgeless.indptr, edgeless.indices, 3, 4),
+                                  [0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
+    path = canonical_csr(np.array([[0, 1, 2, 3, 4], [1, 2, 3, 4, 5]]), 6)
+    np.testing.assert_array_equal(metis_split(path.indptr, path.indices, 6, 2), np.arange(6))  # n == nparts
+    np.testing.assert_array_equal(metis_split(path.indptr[:5], path.indices[:6], 6, 2), np.arange(4))  # n < nparts
+    one = metis_split(path.indptr, path.indices, 1, 6)
+    assert one.dtype == np.int64
+    np.testing.assert_array_equal(one, np.zeros(6))
+
+
+def test_metis_split_seed_reaches_metis():
+    csr = _er_graph()
+    first, again = (metis_split(csr.indptr, csr.indices, 4, 80, seed=2) for _ in range(2))
+    np.testing.assert_array_equal(first, again)
+    assert np.count_nonzero(first != metis_split(csr.indptr, csr.indices, 4, 80, seed=3)) > 50
+    np.testing.assert_array_equal(metis_split(csr.indptr, csr.indices, 4, 80),
+                                  metis_split(csr.indptr, csr.indices, 4, 80, seed=0))
+    assert np.count_nonzero(first != metis_split(csr.indptr, csr.indices, 4, 80)) > 50
+
+
+def test_metis_split_reads_32_bit_labels(monkeypatch):
+    # pymetis built with 32-bit idx_t hands back an array('i'); the labels must be the same.
+    import array
+
+    import pymetis
+
+    csr = _er_graph()
+    expected = metis_split(csr.indptr, csr.indices, 4, 80, seed=2)
+    real = pymetis.part_graph
+
+    def part_graph_32(*args, **kwargs):
+        result = real(*args, **kwargs)
+        return type(result)(result.edge_cuts, array.array("i", result.vertex_part))
+
+    monkeypatch.setattr(pymetis, "part_graph", part_graph_32)
+    labels = metis_split(csr.indptr, csr.indices, 4, 80, seed=2)
+    assert labels.dtype == np.int64
+    np.testing.assert_array_equal(labels, expected)
+
+
+def test_metis_failure_falls_back_to_chunks_with_a_warning(monkeypatch, caplog):
+    import pymetis
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("METIS ran out of memory")
+
+    monkeypatch.setattr(pymetis, "part_graph", out_of_memory)
+    csr = _er_graph()
+    with caplog.at_level("WARNING", logger="ttgnn.partition.split"):
+        labels = metis_split(csr.indptr, csr.indices, 4, 80)
+    np.testing.assert_array_equal(labels, np.repeat(np.arange(4), 75))
+    (record,) = caplog.records
+    message = record.getMessage()
+    assert "METIS failed on a subgraph of 300 nodes into 4 parts (METIS ran out of memory)" in message
+    assert "cutting it into chunks instead" in message
+
+
+def test_rebalance_spreads_an_excess_over_more_parts_than_its_rounds():
+    # Part 0 holds 21 nodes, 17 over its capacity of 4; nine parts have room 2 each. The rounds fill
+    # one destination each, so after eight rounds the last mover is placed by the fallback. Nodes
+    # 0..3 are a clique and stay. Nodes 4..19 have one edge into the clique and move first; node 20
+    # also has one edge into the clique (the fewest inside part 0, like them) but the most edges of
+    # all (ten more into the full parts 1..3): it must move too, and no clique node.
+    clique = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    edges = clique + [(x, x % 4) for x in range(4, 20)] + [(20, 0)] + [(20, x) for x in range(21, 31)]
+    csr = canonical_csr(np.array(edges).T, 51)
+    labels = np.r_[np.zeros(21), np.repeat(np.arange(1, 4), 4), np.repeat(np.arange(4, 13), 2)].astype(np.int64)
+    out = rebalance(csr.indptr, csr.indices, labels, nparts=13, capacity=4)
+    assert out.dtype == np.int64
+    assert np.bincount(out, minlength=13).max() <= 4
+    np.testing.assert_array_equal(np.flatnonzero(out == 0), [0, 1, 2, 3])
+    np.testing.assert_array_equal(out[21:], labels[21:])
+
+
+def test_rebalance_returns_int64_labels_for_int32_input():
+    csr = canonical_csr(np.array([[3], [4]]), 6)
+    for labels in ([0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 2]):  # over-full, and already within capacity
+        out = rebalance(csr.indptr, csr.indices, np.array(labels, dtype=np.int32), nparts=3, capacity=3)
+        assert out.dtype == np.int64
+        assert np.bincount(out, minlength=3).max() <= 3
+
+
+def test_rebalance_mover_without_a_neighbour_in_a_part_with_room_goes_to_the_most_room():
+    # Node 3 is the only node of part 0 with no edge inside it; parts 1 and 2 have room 1 and 2.
+    csr = canonical_csr(np.array([[0, 0, 1], [1, 2, 2]]), 5)
+    out = rebalance(csr.indptr, csr.indices, np.array([0, 0, 0, 0, 1]), nparts=3, capacity=2)
+    # Two of part 0's nodes leave: node 3 (no edge) first, then one of the triangle {0, 1, 2}.
+    assert np.count_nonzero(out != [0, 0, 0, 0, 1]) == 2
+    assert out[3] == 2
+
+
+def test_rebalance_mover_goes_to_the_part_with_room_it_has_most_edges_to():
+    # Node 3 (no edge inside part 0) has two edges into part 1 and one into part 2; both have room.
+    edges = np.array([[0, 0, 1, 3, 3, 3], [1, 2, 2, 4, 5, 6]])
+    csr = canonical_csr(edges, 8)
+    labels = np.array([0, 0, 0, 0, 1, 1, 2, 3])
+    out = rebalance(csr.indptr, csr.indices, labels, nparts=4, capacity=3)
+    np.testing.assert_array_equal(out, [0, 0, 0, 1, 1, 1, 2, 3])
+
+
+def test_rebalance_edges_into_a_full_part_do_not_attract_a_mover():
+    # Part 0 = {0, 1, 2, 3} holds one node too many. Node 0 has three edges into part 1, which is
+    # full; node 3 the fewest edges inside part 0 (one) and one into part 3: node 3 moves there.
+    edges = np.array([[0, 0, 1, 3, 0, 0, 0, 3], [1, 2, 2, 1, 4, 5, 6, 8]])
+    csr = canonical_csr(edges, 9)
+    labels = np.array([0, 0, 0, 0, 1, 1, 1, 2, 3])
+    out = rebalance(csr.indptr, csr.indices, labels, nparts=4, capacity=3)
+    np.testing.assert_array_equal(out, [0, 0, 0, 3, 1, 1, 1, 2, 3])
