@@ -62,6 +62,25 @@ def test_random_order_depends_on_seed():
     assert np.any(first.perm != second.perm)
 
 
+@pytest.mark.parametrize("method", ["metis-flat", "hierarchical-metis"])
+def test_metis_orders_depend_on_seed(method):
+    # A random graph has many equally good splits, so METIS's seed shows. (Seeds 0 and 1 give the
+    # same parts: METIS seeds the C library's generator, which treats 0 as 1.)
+    edge_index = np.random.default_rng(0).integers(0, 300, size=(2, 900))
+    first, again, other = (hierarchical_order(edge_index, (4, 8, 10), method=method, seed=seed).perm
+                           for seed in (2, 2, 3))
+    np.testing.assert_array_equal(first, again)
+    assert np.count_nonzero(first != other) > 100
+
+
+def test_metis_flat_keeps_the_id_order_inside_a_part():
+    edge_index, _ = sbm_edges(6, 500, 20_000, 0.8, seed=1)
+    order = hierarchical_order(edge_index, (6, 25, 25), method="metis-flat")
+    for part in range(6):
+        rows = order.perm[order.parts[0] == part]  # in node-id order
+        assert rows.shape[0] > 400 and np.all(np.diff(rows) > 0)
+
+
 # ----------------------------------------------------------------------------- quality
 def test_planted_blocks_share_their_first_digit():
     num_blocks, block_size = 12, 240  # capacity of a first digit: 16 * 16 = 256
@@ -89,6 +108,7 @@ def test_digits_and_frozen_result():
     edge_index, _ = sbm_edges(3, 20, 200, 0.8)
     order = hierarchical_order(edge_index, (3, 4, 5))
     digits = order.digits()
+    assert digits.dtype == np.int64 and digits.shape == (60, 3)
     np.testing.assert_array_equal((digits[:, 0] * 4 + digits[:, 1]) * 5 + digits[:, 2], order.perm)
     with pytest.raises(dataclasses.FrozenInstanceError):
         order.perm = order.perm
@@ -135,6 +155,33 @@ def test_components_land_in_their_own_parts():
     assert order.quality["shared_prefix_1"] == 1.0
     for c in range(5):
         assert np.unique(order.parts[0][10 * c:10 * c + 10]).shape[0] == 1
+
+
+def test_progress_bars_count_the_splits_of_each_level(capsys):
+    edge_index, _ = sbm_edges(4, 30, 600, 0.9, seed=2)
+    hierarchical_order(edge_index, (4, 5, 6), progress=False)
+    assert capsys.readouterr().err == ""
+    hierarchical_order(edge_index, (4, 5, 6), progress=True)
+    err = capsys.readouterr().err
+    assert "METIS level 1/2: 100%" in err and "| 1/1 [" in err
+    assert "METIS level 2/2: 100%" in err and "| 4/4 [" in err
+    assert "part/s]" in err
+    assert "level 3" not in err and "2/1" not in err and "8/4" not in err
+    # Nothing to split: no bar.
+    hierarchical_order(np.zeros((2, 0), dtype=np.int64), (4, 5, 6), num_nodes=100, progress=True)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_without_tqdm_still_orders(monkeypatch):
+    import sys
+
+    from ttgnn.partition import canonical_csr
+
+    edge_index, _ = sbm_edges(4, 30, 600, 0.9, seed=2)
+    csr = canonical_csr(edge_index, 120)  # building a CSR from edges needs tqdm itself
+    expected = hierarchical_order(csr, (4, 5, 6)).perm
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # `from tqdm.auto import tqdm` fails
+    np.testing.assert_array_equal(hierarchical_order(csr, (4, 5, 6), progress=True).perm, expected)
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -163,18 +163,18 @@ def test_metis_failure_falls_back_to_chunks_with_a_warning(monkeypatch, caplog):
 def test_rebalance_spreads_an_excess_over_more_parts_than_its_rounds():
     # Part 0 holds 21 nodes, 17 over its capacity of 4; nine parts have room 2 each. The rounds fill
     # one destination each, so after eight rounds the last mover is placed by the fallback. Nodes
-    # 0..3 are a clique and stay. Nodes 4..19 have one edge into the clique and move first; node 20
+    # 0..3 are a clique and stay. Nodes 4..19 have one edge into the clique and move first; node 50
     # also has one edge into the clique (the fewest inside part 0, like them) but the most edges of
-    # all (ten more into the full parts 1..3): it must move too, and no clique node.
+    # all (ten more into the full parts 1..3, nodes 20..31): it must move too, and no clique node.
     clique = [(a, b) for a in range(4) for b in range(a + 1, 4)]
-    edges = clique + [(x, x % 4) for x in range(4, 20)] + [(20, 0)] + [(20, x) for x in range(21, 31)]
+    edges = clique + [(x, x % 4) for x in range(4, 20)] + [(50, 0)] + [(50, x) for x in range(20, 30)]
     csr = canonical_csr(np.array(edges).T, 51)
-    labels = np.r_[np.zeros(21), np.repeat(np.arange(1, 4), 4), np.repeat(np.arange(4, 13), 2)].astype(np.int64)
+    labels = np.r_[np.zeros(20), np.repeat(np.arange(1, 4), 4), np.repeat(np.arange(4, 13), 2), 0].astype(np.int64)
     out = rebalance(csr.indptr, csr.indices, labels, nparts=13, capacity=4)
     assert out.dtype == np.int64
     assert np.bincount(out, minlength=13).max() <= 4
     np.testing.assert_array_equal(np.flatnonzero(out == 0), [0, 1, 2, 3])
-    np.testing.assert_array_equal(out[21:], labels[21:])
+    np.testing.assert_array_equal(out[20:50], labels[20:50])
 
 
 def test_rebalance_returns_int64_labels_for_int32_input():
