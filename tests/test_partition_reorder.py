@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ttgnn.partition import METHODS, hierarchical_order
+from ttgnn.partition import reorder as reorder_module
 
 from partition_graphs import check_order, sbm_edges
 
@@ -79,6 +80,43 @@ def test_metis_flat_keeps_the_id_order_inside_a_part():
     for part in range(6):
         rows = order.perm[order.parts[0] == part]  # in node-id order
         assert rows.shape[0] > 400 and np.all(np.diff(rows) > 0)
+
+
+def test_rcm_gives_a_shuffled_path_bandwidth_one():
+    ids = np.random.default_rng(0).permutation(200)
+    edge_index = np.array([ids[:-1], ids[1:]])  # a path through the nodes in random id order
+    order = hierarchical_order(edge_index, (10, 20), method="rcm")
+    assert np.abs(order.perm[edge_index[0]] - order.perm[edge_index[1]]).max() == 1
+
+
+def test_hierarchical_kaminpar_seed_threads_and_splitter(monkeypatch, caplog):
+    import logging
+
+    from ttgnn.partition import kaminpar
+
+    edge_index = np.random.default_rng(0).integers(0, 300, size=(2, 900))
+    threads = []
+    real_init = kaminpar.KaMinParSplitter.__init__
+
+    def spy_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        threads.append(self.num_threads)
+
+    monkeypatch.setattr(kaminpar.KaMinParSplitter, "__init__", spy_init)
+    # Small subgraphs go to METIS inside the KaMinPar order, with the same seed.
+    first, other = (hierarchical_order(edge_index, (4, 8, 10), method="hierarchical-kaminpar", seed=seed).perm
+                    for seed in (2, 3))
+    assert np.count_nonzero(first != other) > 100
+    hierarchical_order(edge_index, (4, 8, 10), method="hierarchical-kaminpar", num_threads=3)
+    assert threads == [1, 1, 3]  # one thread unless asked (the same seed, the same order)
+    # Every subgraph to KaMinPar: the top graph and its four parts.
+    monkeypatch.setattr(reorder_module, "_KAMINPAR_MIN_NODES", 0)
+    with caplog.at_level(logging.INFO, logger="ttgnn.partition.reorder"):
+        order = hierarchical_order(edge_index, (4, 8, 10), method="hierarchical-kaminpar")
+    assert "KaMinPar split 5 subgraphs, METIS 0 (those under 0 nodes)" in caplog.text
+    check_order(order, 300, (4, 8, 10))
+    assert order.quality["shared_prefix_2"] > 2 * hierarchical_order(edge_index, (4, 8, 10), method="random").quality[
+        "shared_prefix_2"]
 
 
 # ----------------------------------------------------------------------------- quality
@@ -157,18 +195,23 @@ def test_components_land_in_their_own_parts():
         assert np.unique(order.parts[0][10 * c:10 * c + 10]).shape[0] == 1
 
 
-def test_progress_bars_count_the_splits_of_each_level(capsys):
+@pytest.mark.parametrize("method,name,levels", [("hierarchical-metis", "METIS", 2), ("metis-flat", "METIS", 1),
+                                               ("hierarchical-kaminpar", "KaMinPar", 2)])
+def test_progress_bars_count_the_splits_of_each_level(capsys, method, name, levels):
     edge_index, _ = sbm_edges(4, 30, 600, 0.9, seed=2)
-    hierarchical_order(edge_index, (4, 5, 6), progress=False)
+    hierarchical_order(edge_index, (4, 5, 6), method=method, progress=False)
     assert capsys.readouterr().err == ""
-    hierarchical_order(edge_index, (4, 5, 6), progress=True)
+    hierarchical_order(edge_index, (4, 5, 6), method=method, progress=True)
     err = capsys.readouterr().err
-    assert "METIS level 1/2: 100%" in err and "| 1/1 [" in err
-    assert "METIS level 2/2: 100%" in err and "| 4/4 [" in err
+    assert f"{name} level 1/2: 100%" in err and "| 1/1 [" in err  # one graph split at level 1
+    if levels == 2:
+        assert f"{name} level 2/2: 100%" in err and "| 4/4 [" in err  # its four parts at level 2
+    else:  # metis-flat cuts level 2 into chunks: no bar
+        assert "level 2/2" not in err
     assert "part/s]" in err
     assert "level 3" not in err and "2/1" not in err and "8/4" not in err
     # Nothing to split: no bar.
-    hierarchical_order(np.zeros((2, 0), dtype=np.int64), (4, 5, 6), num_nodes=100, progress=True)
+    hierarchical_order(np.zeros((2, 0), dtype=np.int64), (4, 5, 6), method=method, num_nodes=100, progress=True)
     assert capsys.readouterr().err == ""
 
 
