@@ -34,10 +34,10 @@ __all__ = ["METHODS", "NodeOrder", "hierarchical_order", "order_from_perm"]
 
 log = logging.getLogger(__name__)
 
-# Graphs with at least this many stored entries are handed to KaMinPar compressed.
-_KAMINPAR_COMPRESS_ENTRIES = 200_000_000
 # Subgraphs with fewer nodes are split by METIS inside the KaMinPar order (see KaMinParSplitter).
 _KAMINPAR_MIN_NODES = 50_000
+# Rows per block when the edges inside the new parts are picked out after each level.
+_FILTER_ROWS = 1 << 20
 
 METHODS = ("identity", "random", "rcm", "metis-flat", "hierarchical-metis", "hierarchical-kaminpar")
 
@@ -115,6 +115,26 @@ def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, see
     return NodeOrder(perm, inv_perm, parts, row_shape, method, int(seed), dict(quality))
 
 
+def _intra_group_entries(indptr: np.ndarray, indices: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which CSR entries join two nodes of one group (a bool mask over ``indices``), and how many
+    of them each row keeps (``int64``, shape ``(n,)``).
+
+    Computed in blocks of rows: beyond the mask, no temporary holds a value per entry (on a
+    4.4 x 10^8-entry graph, the two ``int64`` group lookups alone would take 7 GB).
+    """
+    num_nodes = indptr.shape[0] - 1
+    keep = np.empty(indices.shape[0], dtype=bool)
+    kept_per_row = np.empty(num_nodes, dtype=np.int64)
+    for first in range(0, num_nodes, _FILTER_ROWS):
+        last = min(first + _FILTER_ROWS, num_nodes)
+        lo, hi = int(indptr[first]), int(indptr[last])
+        local_rows = np.repeat(np.arange(last - first), np.diff(indptr[first:last + 1]))
+        block = keep[lo:hi]
+        np.equal(group[first:last][local_rows], group[indices[lo:hi]], out=block)
+        kept_per_row[first:last] = np.bincount(local_rows[block], minlength=last - first)
+    return keep, kept_per_row
+
+
 def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: int, seed: int,
                        progress: bool, splitter: Optional[Callable] = None, name: str = "METIS") -> np.ndarray:
     """Rows from nested splits; levels ``>= metis_levels`` are cut into chunks in node-id order.
@@ -166,10 +186,7 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
         order = order[new_position_order]
         group = new_group[new_position_order]
         if level + 1 < num_levels and level + 1 < metis_levels and indices.shape[0] > 0:
-            rows = np.repeat(np.arange(num_nodes, dtype=indices.dtype), np.diff(indptr))
-            keep = new_group[rows] == new_group[indices]
-            kept_per_row = np.bincount(rows[keep], minlength=num_nodes)
-            del rows
+            keep, kept_per_row = _intra_group_entries(indptr, indices, new_group)
             kept_indptr = np.zeros(num_nodes + 1, dtype=np.int64)
             np.cumsum(kept_per_row, out=kept_indptr[1:])
             position = np.empty(num_nodes, dtype=indices.dtype)
@@ -216,13 +233,11 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
     if method == "hierarchical-kaminpar":
         from .kaminpar import KaMinParSplitter
 
-        # KaMinPar holds a graph of hundreds of millions of entries compressed (TeraPart's
-        # representation): a little slower, a fraction of the memory.
-        # One thread unless asked: KaMinPar's parallel runs differ from run to run (0.6767 and
+        # The splitter hands graphs of hundreds of millions of entries to KaMinPar compressed,
+        # with its memory-lean preset (TeraPart). One thread unless asked: KaMinPar's parallel runs differ from run to run (0.6767 and
         # 0.6764 of arxiv's edges inside a part, same seed, 2 threads), and exact resume needs the
         # same order again; one thread was still faster than METIS on arxiv (docs/scale.md).
         with KaMinParSplitter(num_threads=num_threads or 1, seed=seed,
-                              compress=csr.num_entries >= _KAMINPAR_COMPRESS_ENTRIES,
                               min_nodes=_KAMINPAR_MIN_NODES) as splitter:
             perm = _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
                                       progress=progress, splitter=splitter, name="KaMinPar")

@@ -76,7 +76,29 @@ def test_small_subgraphs_go_to_metis():
         assert splitter.calls == {"kaminpar": 0, "metis": 1}
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(preset="slowest"), "preset"), (dict(num_threads=0), "num_threads"),
+def test_large_subgraphs_are_compressed_and_use_the_large_preset(monkeypatch):
+    loads = []
+    original = kaminpar.load_graph
+
+    def recording_load(path, fmt, compress=False):
+        loads.append(compress)
+        return original(path, fmt, compress=compress)
+
+    monkeypatch.setattr(kaminpar, "load_graph", recording_load)
+    edge_index, block = sbm_edges(4, 200, 6000, 0.95, seed=1)
+    csr = canonical_csr(edge_index, 800)
+    with KaMinParSplitter(num_threads=1, seed=0, min_nodes=0, large_entries=csr.num_entries) as splitter:
+        labels = splitter(csr.indptr, csr.indices, 4, 200)
+        smaller = canonical_csr(sbm_edges(4, 50, 1500, 0.8)[0], 200)
+        small = splitter(smaller.indptr, smaller.indices, 4, 50)
+        presets = sorted(splitter._solvers)
+    assert loads == [True, False] and presets == ["fast", "terapart"]
+    assert np.bincount(labels, minlength=4).max() <= 200 and np.bincount(small, minlength=4).max() <= 50
+    for b in range(4):  # terapart finds the planted blocks too
+        assert np.bincount(labels[block == b], minlength=4).max() >= 190
+
+
+@pytest.mark.parametrize("kwargs,match", [(dict(preset="slowest"), "preset"), (dict(large_preset="x"), "large_preset"), (dict(num_threads=0), "num_threads"),
                                           (dict(num_threads=1.5), "num_threads")])
 def test_splitter_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -297,3 +297,28 @@ def test_cli_partition_prints_quality_and_uses_the_cache(tmp_path, capsys):
     # Bad input is an error message and exit status 2, not a traceback.
     assert main(["partition", "--dataset", str(tmp_path / "toy"), "--row-shape", "4,4,4", "--no-cache"]) == 2
     assert "covers 64 rows, fewer than the graph's 200 nodes" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- intra-part edges in blocks
+@pytest.mark.parametrize("block_rows", [1, 7, 1000])
+def test_intra_group_entries_equal_brute_force_in_any_block_size(monkeypatch, block_rows):
+    from ttgnn.partition import canonical_csr
+
+    edge_index, _ = sbm_edges(5, 40, 1200, 0.7, seed=3)
+    csr = canonical_csr(np.concatenate([edge_index, [[199], [199]]], axis=1), 203)  # isolated rows at the end
+    group = np.random.default_rng(0).integers(0, 6, size=203)
+    monkeypatch.setattr(reorder_module, "_FILTER_ROWS", block_rows)
+    keep, kept_per_row = reorder_module._intra_group_entries(csr.indptr, csr.indices, group)
+    rows = np.repeat(np.arange(203), np.diff(csr.indptr))
+    expected = group[rows] == group[csr.indices]
+    np.testing.assert_array_equal(keep, expected)
+    np.testing.assert_array_equal(kept_per_row, np.bincount(rows[expected], minlength=203))
+    assert kept_per_row.dtype == np.int64
+
+
+def test_order_does_not_depend_on_the_filter_block_size(monkeypatch):
+    edge_index, _ = sbm_edges(6, 50, 2000, 0.8, seed=4)
+    default = hierarchical_order(edge_index, (4, 5, 4, 5), method="hierarchical-metis")
+    monkeypatch.setattr(reorder_module, "_FILTER_ROWS", 13)
+    blocked = hierarchical_order(edge_index, (4, 5, 4, 5), method="hierarchical-metis")
+    np.testing.assert_array_equal(default.perm, blocked.perm)
