@@ -56,6 +56,14 @@ def test_same_seed_same_order(method):
     np.testing.assert_array_equal(first.perm, second.perm)
 
 
+@pytest.mark.parametrize("method", ["random", "hierarchical-metis"])
+def test_largest_seed_is_accepted(method):
+    edge_index, _ = sbm_edges(2, 20, 100, 0.8)
+    order = hierarchical_order(edge_index, (4, 4, 4), method=method, seed=2**31 - 1)
+    assert order.seed == 2**31 - 1
+    check_order(order, 40, (4, 4, 4))
+
+
 def test_random_order_depends_on_seed():
     edge_index, _ = sbm_edges(5, 60, 1500, 0.8, seed=4)
     first = hierarchical_order(edge_index, (6, 7, 8), method="random", seed=1)
@@ -199,7 +207,7 @@ def test_components_land_in_their_own_parts():
                                                ("hierarchical-kaminpar", "KaMinPar", 2)])
 def test_progress_bars_count_the_splits_of_each_level(capsys, method, name, levels):
     edge_index, _ = sbm_edges(4, 30, 600, 0.9, seed=2)
-    hierarchical_order(edge_index, (4, 5, 6), method=method, progress=False)
+    hierarchical_order(edge_index, (4, 5, 6), method=method)  # no bar unless asked
     assert capsys.readouterr().err == ""
     hierarchical_order(edge_index, (4, 5, 6), method=method, progress=True)
     err = capsys.readouterr().err
@@ -234,8 +242,9 @@ def test_progress_without_tqdm_still_orders(monkeypatch):
     (np.array([[0], [1]]), {"row_shape": 4}, TypeError, "row_shape must be a sequence"),
     (np.array([[0], [1]]), {"row_shape": (2.0, 2)}, TypeError, "row_shape must contain ints"),
     (np.array([[0], [1]]), {"row_shape": (0, 4)}, ValueError, ">= 1"),
-    (np.array([[0], [1]]), {"seed": 1.5}, TypeError, "seed must be an int"),
+    (np.array([[0], [1]]), {"seed": 1.5}, TypeError, "seed must be an int, got float"),
     (np.array([[0], [1]]), {"seed": -1}, ValueError, "seed must be in"),
+    (np.array([[0], [1]]), {"seed": 2**31}, ValueError, r"seed must be in \[0, 2\*\*31\), got 2147483648"),
 ])
 def test_bad_settings_raise_clear_errors(graph, kwargs, error, match):
     kwargs = dict(kwargs)
