@@ -150,6 +150,21 @@ def test_hierarchy_beats_flat_and_baselines_at_the_second_digit():
     assert quality["hierarchical-metis"]["shared_prefix_1"] > 4 * quality["random"]["shared_prefix_1"]
 
 
+def test_quality_counts_nodes_undirected_edges_and_seconds():
+    import time
+
+    from ttgnn.partition import canonical_csr
+
+    edge_index, _ = sbm_edges(3, 20, 200, 0.8)
+    csr = canonical_csr(edge_index, 60)
+    started = time.perf_counter()
+    order = hierarchical_order(edge_index, (3, 4, 5))
+    elapsed = time.perf_counter() - started
+    assert 0.0 < order.quality["seconds"] <= elapsed
+    assert order.quality["num_nodes"] == 60
+    assert type(order.quality["num_edges"]) is int and order.quality["num_edges"] == csr.num_entries // 2
+
+
 def test_digits_and_frozen_result():
     edge_index, _ = sbm_edges(3, 20, 200, 0.8)
     order = hierarchical_order(edge_index, (3, 4, 5))
