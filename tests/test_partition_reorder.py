@@ -254,7 +254,8 @@ def test_progress_without_tqdm_still_orders(monkeypatch):
 @pytest.mark.parametrize("graph,kwargs,error,match", [
     (np.array([[0, 1], [1, 2]]), {"row_shape": (1, 2)}, ValueError, r"covers 2 rows, fewer than.*3 nodes"),
     (np.array([[0], [1]]), {"method": "louvain"}, ValueError, "unknown method 'louvain'"),
-    (np.array([[0], [1]]), {"row_shape": 4}, TypeError, "row_shape must be a sequence"),
+    (np.array([[0], [1]]), {"row_shape": 4}, TypeError, "row_shape must be a sequence of ints, got int"),
+    (np.array([[0], [1]]), {"row_shape": ()}, ValueError, "row_shape must have at least one factor"),
     (np.array([[0], [1]]), {"row_shape": (2.0, 2)}, TypeError, "row_shape must contain ints"),
     (np.array([[0], [1]]), {"row_shape": (0, 4)}, ValueError, ">= 1"),
     (np.array([[0], [1]]), {"seed": 1.5}, TypeError, "seed must be an int, got float"),
