@@ -186,6 +186,22 @@ TT_INLINE void matmul(const T* TT_RESTRICT A, const T* TT_RESTRICT B, T* TT_REST
   path_row_combinations<Isa>(A, B, C, rows, inner, cols, inner, 1, false);
 }
 
+// C += A @ B with A (rows x inner), B (inner x cols), C (rows x cols).
+template <class Isa, typename T>
+TT_INLINE void matmul_acc(const T* TT_RESTRICT A, const T* TT_RESTRICT B, T* TT_RESTRICT C,
+                          int64_t rows, int64_t inner, int64_t cols) {
+  path_row_combinations<Isa>(A, B, C, rows, inner, cols, inner, 1, true);
+}
+
+// C (=, or += when `accumulate`) AT^T @ B with A given transposed as AT (inner x rows), B
+// (inner x cols), C (rows x cols): row a of C is a combination of the rows of B with the
+// weights AT[:, a].
+template <class Isa, typename T>
+TT_INLINE void matmul_t(const T* TT_RESTRICT AT, const T* TT_RESTRICT B, T* TT_RESTRICT C,
+                        int64_t rows, int64_t inner, int64_t cols, bool accumulate) {
+  path_row_combinations<Isa>(AT, B, C, rows, inner, cols, 1, rows, accumulate);
+}
+
 // dB += A^T @ dC with A (rows x inner), dC (rows x cols), dB (inner x cols): row q of dB is a
 // combination of the rows of dC with the weights A[:, q].
 template <class Isa, typename T>
@@ -210,6 +226,15 @@ TT_INLINE void matmul_tn_acc_transposed(const T* TT_RESTRICT A, const T* TT_REST
                                         T* TT_RESTRICT dBT, int64_t rows, int64_t inner,
                                         int64_t cols) {
   path_row_combinations<Isa>(dC, A, dBT, cols, rows, inner, 1, cols, true);
+}
+
+// dst (cols x rows) = src (rows x cols) transposed.
+template <typename T>
+TT_INLINE void transpose(const T* TT_RESTRICT src, T* TT_RESTRICT dst, int64_t rows,
+                         int64_t cols) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+  }
 }
 
 // ------------------------------------------------------------------ the last core, tiled
