@@ -20,6 +20,11 @@
 // (and summed per row) first, in a loop of loads alone that keeps many in flight, and the walk
 // then reads them from the cache.
 //
+// Where sorted rows share few prefixes (a large table, rows from all over it), the prefix
+// products are not shared and contracting each row from its last core instead takes fewer
+// multiply-adds (see "right to left" below). Each chunk of sorted unique rows takes the order
+// that costs it fewer multiply-adds, from how many distinct prefixes it has (contraction.h).
+//
 // The walks are compiled once per instruction-set path (cpu_isa.h): each path's entry functions
 // carry its target flags and inline the walk and its products, with block sizes and distances
 // of that path (tt_lookup_cpu_tuning.h); a call runs the entries of the active path.
@@ -454,6 +459,32 @@ struct SuffixWalk {
   }
 };
 
+// The unique rows [begin, end) in the order the right-to-left backward takes them: grouped by
+// their digit of the middle core with the largest slices (a stable counting sort), so that rows
+// reading one slice of it and of its transposed copy, and adding to its gradient, follow each
+// other and find them in the cache. (Where this order is chosen, sorted rows share few
+// prefixes: in their own order every row takes other slices, from all over the core.)
+inline void right_to_left_order(const TTDims& dims, const SortedRows& sorted, int64_t begin,
+                                int64_t end, std::vector<int64_t>& order) {
+  order.resize(end - begin);
+  int big = -1;
+  for (int k = 1; k + 1 < dims.num_cores; ++k) {
+    if (big < 0 || dims.slice_size(k) > dims.slice_size(big)) big = k;
+  }
+  if (big < 0) {  // two cores: no middle core
+    for (int64_t u = begin; u < end; ++u) order[u - begin] = u;
+    return;
+  }
+  int64_t under = 1;  // rows of the table under one digit of core `big`
+  for (int k = big + 1; k < dims.num_cores; ++k) under *= dims.n[k];
+  std::vector<int64_t> start(dims.n[big] + 1, 0);
+  for (int64_t u = begin; u < end; ++u) ++start[sorted.unique_rows[u] / under % dims.n[big] + 1];
+  for (int64_t t = 0; t < dims.n[big]; ++t) start[t + 1] += start[t];
+  for (int64_t u = begin; u < end; ++u) {
+    order[start[sorted.unique_rows[u] / under % dims.n[big]]++] = u;
+  }
+}
+
 // Prefetches the `bytes` at `p` into the cache, for reading.
 inline void prefetch_bytes(const void* p, int64_t bytes) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -638,6 +669,35 @@ TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sort
   }
 }
 
+// gather_grad_rows for the unique rows listed in `rows` (`count` of them), with the positions of
+// the rows a few ahead in the list prefetched.
+template <class Isa, typename scalar_t>
+TT_INLINE void gather_grad_rows_listed(const scalar_t* grad_out, const SortedRows& sorted,
+                                       const int64_t* rows, int64_t count, int64_t dim,
+                                       scalar_t* TT_RESTRICT dst) {
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
+  const int64_t ahead = std::min<int64_t>(Isa::kPrefetchAhead, count);
+  for (int64_t i = 0; i < ahead; ++i) {
+    for (int64_t s = sorted.offsets[rows[i]]; s < sorted.offsets[rows[i] + 1]; ++s) {
+      prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
+    }
+  }
+  for (int64_t i = 0; i < count; ++i, dst += dim) {
+    if (i + ahead < count) {
+      const int64_t next = rows[i + ahead];
+      for (int64_t s = sorted.offsets[next]; s < sorted.offsets[next + 1]; ++s) {
+        prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
+      }
+    }
+    const int64_t first = sorted.offsets[rows[i]];
+    const int64_t stop = sorted.offsets[rows[i] + 1];
+    std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
+    for (int64_t s = first + 1; s < stop; ++s) {
+      cpu::add_row<Isa>(dst, grad_out + sorted.positions[s] * dim, dim);
+    }
+  }
+}
+
 // `grad_last_t`: this thread's gradient of the last core, each slice transposed to
 // (m_{K-1}, r_{K-1}) (see cpu::matmul_tn_acc_transposed), zeroed lazily: `touched[t]` says whether
 // slice t holds data.
@@ -693,11 +753,15 @@ TT_INLINE void backward_range_right_to_left(const TTDims& dims, const scalar_t* 
   const int64_t slice = dims.slice_size(last);
   SuffixWalk<Isa, scalar_t> walk(dims, cores, cores_t, true);
   std::vector<scalar_t> gathered(kGatherRows * dims.dim);
-  for (int64_t u = begin; u < end; ++u) {
-    if ((u - begin) % kGatherRows == 0) {
-      gather_grad_rows<Isa>(grad_out, sorted, u, std::min(u + kGatherRows, end), dims.dim,
-                            gathered.data());
+  std::vector<int64_t> order;
+  right_to_left_order(dims, sorted, begin, end, order);
+  const int64_t count = end - begin;
+  for (int64_t i = 0; i < count; ++i) {
+    if (i % kGatherRows == 0) {
+      gather_grad_rows_listed<Isa>(grad_out, sorted, order.data() + i,
+                                   std::min(kGatherRows, count - i), dims.dim, gathered.data());
     }
+    const int64_t u = order[i];
     walk.compute(sorted.unique_rows[u]);
     const int64_t digit = walk.digits[last];
     scalar_t* grad_slice_t = grad_last_t + digit * slice;
@@ -705,7 +769,7 @@ TT_INLINE void backward_range_right_to_left(const TTDims& dims, const scalar_t* 
       std::fill(grad_slice_t, grad_slice_t + slice, scalar_t(0));
       touched[digit] = 1;
     }
-    walk.backward(gathered.data() + ((u - begin) % kGatherRows) * dims.dim, grads, grad_slice_t);
+    walk.backward(gathered.data() + (i % kGatherRows) * dims.dim, grads, grad_slice_t);
   }
 }
 
