@@ -336,16 +336,18 @@ inline ContractionCost contraction_cost(const TTDims& dims, const SortedRows& so
   under[K - 1] = 1;
   for (int k = K - 2; k >= 0; --k) under[k] = under[k + 1] * dims.n[k + 1];
   int64_t distinct[kMaxCores] = {};
-  int64_t previous[kMaxCores];
+  // First row past the current prefix at each level (rows ascend): a division only where a
+  // prefix changes.
+  int64_t next_prefix_row[kMaxCores];
+  for (int k = 0; k < K; ++k) next_prefix_row[k] = -1;
   for (int64_t u = begin; u < end; ++u) {
     const int64_t row = sorted.unique_rows[u];
     // Level 0 is the slice itself and levels past K-2 are per row in both orders: only the
     // middle levels' prefixes matter.
     for (int k = 1; k + 1 < K; ++k) {
-      const int64_t prefix = row / under[k];
-      if (u == begin || prefix != previous[k]) {
+      if (row >= next_prefix_row[k]) {
         ++distinct[k];
-        previous[k] = prefix;
+        next_prefix_row[k] = (row / under[k] + 1) * under[k];
       }
     }
   }
@@ -860,11 +862,11 @@ RangeFns<scalar_t> active_range_fns() {
 }
 
 // Each slice of a core, (rows x cols), transposed into `dst` at the same offset: a worksharing
-// loop of the enclosing parallel region.
+// loop of the enclosing parallel region, without a barrier, or a serial loop outside of one.
 template <typename scalar_t>
 void transpose_slices(const scalar_t* src, scalar_t* dst, int64_t slices, int64_t rows,
                       int64_t cols) {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
   for (int64_t t = 0; t < slices; ++t) {
     cpu::transpose(src + t * rows * cols, dst + t * rows * cols, rows, cols);
   }
@@ -880,12 +882,11 @@ inline int64_t core_offsets(const TTDims& dims, int64_t* offsets) {
   return total;
 }
 
-// Which order each chunk of unique rows is contracted in: a worksharing loop of the enclosing
-// parallel region.
+// Which order each chunk of unique rows is contracted in (before the parallel region: a division
+// per distinct prefix, and no barrier for threads a loaded machine may have descheduled).
 inline void choose_orders(const TTDims& dims, const SortedRows& sorted, int64_t chunks,
                           Contraction order, char* right_to_left) {
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
-#pragma omp for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     int64_t begin, end;
     split_range(num_unique, chunk, chunks, &begin, &end);
@@ -918,28 +919,26 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int64_t total_params = core_offsets(dims, offsets);
   std::vector<const scalar_t*> core_t_ptrs(num_cores, nullptr);
   ForwardCores<scalar_t> operands{core_ptrs.data(), nullptr, core_t_ptrs.data(), nullptr};
+  choose_orders(dims, sorted, chunks, order, right_to_left.data());
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    (right_to_left[chunk] ? any_right_to_left : any_left_to_right) = true;
+  }
+  if (any_left_to_right && step.tiled) {
+    tiles.resize(dims.n[step.last] * step.tile_size());
+    operands.tiles = tiles.data();
+  }
+  if (any_right_to_left) {
+    cores_t.resize(total_params);
+    core0_t.resize(dims.n[0] * dims.slice_size(0));
+    for (int k = 1; k < num_cores; ++k) core_t_ptrs[k] = cores_t.data() + offsets[k];
+    operands.core0_t = core0_t.data();
+  }
 #pragma omp parallel num_threads(threads)
   {
-    choose_orders(dims, sorted, chunks, order, right_to_left.data());
-#pragma omp single
-    {
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-        (right_to_left[chunk] ? any_right_to_left : any_left_to_right) = true;
-      }
-      if (any_left_to_right && step.tiled) {
-        tiles.resize(dims.n[step.last] * step.tile_size());
-        operands.tiles = tiles.data();
-      }
-      if (any_right_to_left) {
-        cores_t.resize(total_params);
-        core0_t.resize(dims.n[0] * dims.slice_size(0));
-        for (int k = 1; k < num_cores; ++k) core_t_ptrs[k] = cores_t.data() + offsets[k];
-        operands.core0_t = core0_t.data();
-      }
-    }
+    // The operands, shared out among the threads with one barrier in all.
     if (any_left_to_right && step.tiled) {
       const int64_t slice = dims.slice_size(step.last);
-#pragma omp for
+#pragma omp for nowait
       for (int64_t t = 0; t < dims.n[step.last]; ++t) {
         cpu::tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
                        step.inner, step.cols, step.period);
@@ -952,6 +951,7 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
                          dims.m[k] * dims.r[k + 1]);
       }
     }
+#pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
@@ -981,7 +981,6 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int threads = threads_for(num_unique);
   const int64_t chunks = chunks_for(num_unique, threads);
   const Contraction order = contraction_active();
-  std::vector<char> right_to_left(chunks, 0);
   const LastStep step(dims);
   const int64_t last_slices = dims.n[step.last];
   const int64_t last_slice = dims.slice_size(step.last);
@@ -995,15 +994,15 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const scalar_t* grad_out_ptr = grad_out.const_data_ptr<scalar_t>();
   const BackwardRangeFn<scalar_t> backward_range_fn = active_range_fns<scalar_t>().backward;
 
+  for (int k = 0; k < num_cores; ++k) {
+    transpose_slices(core_ptrs[k], cores_t.data() + offsets[k], dims.n[k], dims.r[k],
+                     dims.m[k] * dims.r[k + 1]);
+  }
+
 #pragma omp parallel num_threads(threads)
   {
     const int tid = omp_get_thread_num();
     const int team = omp_get_num_threads();
-    for (int k = 0; k < num_cores; ++k) {
-      transpose_slices(core_ptrs[k], cores_t.data() + offsets[k], dims.n[k], dims.r[k],
-                       dims.m[k] * dims.r[k + 1]);
-    }
-    choose_orders(dims, sorted, chunks, order, right_to_left.data());
     auto& my_grad_last_t = workspace<scalar_t, 12>();
     auto& my_touched = workspace<char, 13>();
     my_grad_last_t.resize(last_slices * last_slice);
@@ -1021,7 +1020,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       split_range(num_unique, chunk, chunks, &begin, &end);
       backward_range_fn(dims, core_ptrs.data(), core_t_ptrs.data(), sorted, grad_out_ptr,
                         grad_ptrs[tid].data(), grad_last_t[tid], touched[tid], begin, end,
-                        right_to_left[chunk]);
+                        goes_right_to_left(dims, sorted, begin, end, order));
     }
     // Transpose the touched slices' gradients back into the core's layout, (r_{K-1}, m_{K-1}).
     for (int64_t t = 0; t < last_slices; ++t) {
