@@ -202,10 +202,12 @@ def test_duplicate_heavy_batches(device, distinct):
 
 @pytest.mark.parametrize("dtype,dim_shape", [(torch.float32, (8, 4, 4)), (torch.float64, (4, 4, 4))],
                          ids=["f32-d128", "f64-d64"])
-def test_outputs_past_the_streaming_size(device, dtype, dim_shape):
+def test_outputs_past_the_streaming_size(device, dtype, dim_shape, contraction):
     # The CPU kernel writes outputs of 16 MiB or more with streaming stores (rows computed once,
     # then copied to every position): 40,000 rows of 512 bytes. Every row must equal the one a
-    # small batch (plain stores) computes, bit for bit, and the reference.
+    # small batch (plain stores) computes, bit for bit, and the reference. (In one contraction
+    # order: under "auto" the large batch goes left to right and the small ones, sharing fewer
+    # prefixes, right to left, which rounds differently.)
     cores = make_cores((30, 31, 32), dim_shape, 8, dtype, device)
     rows = draw_rows(30 * 31 * 32, 40_000, device)
     out = tt_lookup_kernel(cores, rows)
@@ -708,3 +710,29 @@ def test_set_cpu_contraction_rejects_bad_names():
     with pytest.raises(TypeError, match=r"set_cpu_contraction expects a str, got int"):
         _C.set_cpu_contraction(1)
     assert _C.cpu_contraction() == "auto"  # a refused choice changes nothing
+
+
+def test_auto_order_does_not_depend_on_thread_count():
+    # The orders round differently, so "auto" chooses per window of sorted rows, not per thread's
+    # chunk: 1,500 rows, the first half sharing prefixes, the second none, give one thread one
+    # chunk and two threads two, each all of one kind.
+    _require_kernels("cpu")
+    from ttgnn import _C
+
+    assert _C.cpu_contraction() == "auto"
+    cores = make_cores((60, 60, 60), (8, 4, 4), 16, seed=61)
+    shared = torch.arange(150).repeat_interleave(5) * 60 + torch.arange(5).repeat(150)
+    rows = torch.cat([shared, unshared_rows((50, 60, 60), 750, seed=62) + 10 * 3600])
+    grad_out = torch.randn(rows.numel(), 128, generator=torch.Generator().manual_seed(63))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+        torch.set_num_threads(2)
+        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(out1, out2)
+    assert_close_f(out1, tt_lookup_reference(cores, rows), torch.float32)
+    for grads in (grads1, grads2):
+        assert_grads_within_rounding(grads, cores, rows, grad_out, torch.float32)

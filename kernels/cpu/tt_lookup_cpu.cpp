@@ -882,15 +882,34 @@ inline int64_t core_offsets(const TTDims& dims, int64_t* offsets) {
   return total;
 }
 
-// Which order each chunk of unique rows is contracted in (before the parallel region: a division
-// per distinct prefix, and no barrier for threads a loaded machine may have descheduled).
-inline void choose_orders(const TTDims& dims, const SortedRows& sorted, int64_t chunks,
-                          Contraction order, char* right_to_left) {
+// Which order each window of kRowsPerChunk sorted unique rows is contracted in. Windows, not the
+// threads' chunks: the two orders round differently, and a row's value must not depend on the
+// thread count. (Chosen before the parallel region: a division per distinct prefix, and no
+// barrier for threads a loaded machine may have descheduled.)
+inline std::vector<char> choose_orders(const TTDims& dims, const SortedRows& sorted,
+                                       Contraction order) {
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    int64_t begin, end;
-    split_range(num_unique, chunk, chunks, &begin, &end);
-    right_to_left[chunk] = goes_right_to_left(dims, sorted, begin, end, order);
+  std::vector<char> right_to_left((num_unique + kRowsPerChunk - 1) / kRowsPerChunk);
+  for (int64_t w = 0; w < static_cast<int64_t>(right_to_left.size()); ++w) {
+    right_to_left[w] = goes_right_to_left(dims, sorted, w * kRowsPerChunk,
+                                          std::min(num_unique, (w + 1) * kRowsPerChunk), order);
+  }
+  return right_to_left;
+}
+
+// Calls run(begin, end, right_to_left) for the pieces of unique rows [begin, end) that take one
+// order (windows of kRowsPerChunk rows, see choose_orders; neighbours of one order merged).
+template <typename Run>
+inline void for_each_order(int64_t begin, int64_t end, const std::vector<char>& right_to_left,
+                           Run run) {
+  while (begin < end) {
+    const bool rtl = right_to_left[begin / kRowsPerChunk];
+    int64_t stop = begin;
+    while (stop < end && static_cast<bool>(right_to_left[stop / kRowsPerChunk]) == rtl) {
+      stop = std::min(end, (stop / kRowsPerChunk + 1) * kRowsPerChunk);
+    }
+    run(begin, stop, rtl);
+    begin = stop;
   }
 }
 
@@ -908,8 +927,7 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const bool stream =
       can_stream(out_ptr, static_cast<int64_t>(sorted.positions.size()), dims.dim);
   const ForwardRangeFn<scalar_t> forward_range_fn = active_range_fns<scalar_t>().forward;
-  const Contraction order = contraction_active();
-  std::vector<char> right_to_left(chunks, 0);
+  const std::vector<char> right_to_left = choose_orders(dims, sorted, contraction_active());
   bool any_left_to_right = false, any_right_to_left = false;
   // The operands each order needs, prepared once per call (for the orders some chunk uses).
   auto& tiles = workspace<scalar_t, 10>();
@@ -919,10 +937,7 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int64_t total_params = core_offsets(dims, offsets);
   std::vector<const scalar_t*> core_t_ptrs(num_cores, nullptr);
   ForwardCores<scalar_t> operands{core_ptrs.data(), nullptr, core_t_ptrs.data(), nullptr};
-  choose_orders(dims, sorted, chunks, order, right_to_left.data());
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    (right_to_left[chunk] ? any_right_to_left : any_left_to_right) = true;
-  }
+  for (const char rtl : right_to_left) (rtl ? any_right_to_left : any_left_to_right) = true;
   if (any_left_to_right && step.tiled) {
     tiles.resize(dims.n[step.last] * step.tile_size());
     operands.tiles = tiles.data();
@@ -956,7 +971,9 @@ void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      forward_range_fn(dims, operands, sorted, out_ptr, stream, begin, end, right_to_left[chunk]);
+      for_each_order(begin, end, right_to_left, [&](int64_t b, int64_t e, bool rtl) {
+        forward_range_fn(dims, operands, sorted, out_ptr, stream, b, e, rtl);
+      });
     }
   }
 }
@@ -980,7 +997,7 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
   const int threads = threads_for(num_unique);
   const int64_t chunks = chunks_for(num_unique, threads);
-  const Contraction order = contraction_active();
+  const std::vector<char> right_to_left = choose_orders(dims, sorted, contraction_active());
   const LastStep step(dims);
   const int64_t last_slices = dims.n[step.last];
   const int64_t last_slice = dims.slice_size(step.last);
@@ -1018,9 +1035,10 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      backward_range_fn(dims, core_ptrs.data(), core_t_ptrs.data(), sorted, grad_out_ptr,
-                        grad_ptrs[tid].data(), grad_last_t[tid], touched[tid], begin, end,
-                        goes_right_to_left(dims, sorted, begin, end, order));
+      for_each_order(begin, end, right_to_left, [&](int64_t b, int64_t e, bool rtl) {
+        backward_range_fn(dims, core_ptrs.data(), core_t_ptrs.data(), sorted, grad_out_ptr,
+                          grad_ptrs[tid].data(), grad_last_t[tid], touched[tid], b, e, rtl);
+      });
     }
     // Transpose the touched slices' gradients back into the core's layout, (r_{K-1}, m_{K-1}).
     for (int64_t t = 0; t < last_slices; ++t) {
