@@ -99,7 +99,7 @@ PyMethodDef module_methods[] = {
      "lacks."},
     {"cpu_contraction", py_cpu_contraction, METH_NOARGS,
      "cpu_contraction() -> str: the order the CPU kernels contract a row's core slices in: "
-     "'auto' (per chunk of sorted rows, whichever needs fewer multiply-adds), 'left-to-right' "
+     "'auto' (per window of sorted rows, whichever needs fewer multiply-adds), 'left-to-right' "
      "(shares the products of common row prefixes) or 'right-to-left' (fewer multiply-adds per "
      "row, nothing shared)."},
     {"set_cpu_contraction", py_set_cpu_contraction, METH_O,

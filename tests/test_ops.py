@@ -569,7 +569,7 @@ def test_env_variable_with_an_unknown_name_fails_the_lookup():
 # ------------------------------------------------------------------ contraction orders
 #
 # The CPU kernels contract a row's slices left to right (sharing the products of common row
-# prefixes) or right to left (fewer multiply-adds per row, nothing shared), per chunk of sorted
+# prefixes) or right to left (fewer multiply-adds per row, nothing shared), per window of sorted
 # rows, whichever costs less ("auto"); set_cpu_contraction forces one.
 
 CONTRACTIONS = ("left-to-right", "right-to-left")
@@ -637,7 +637,7 @@ def test_both_contraction_orders_match_reference(cpu_path, contraction, row_shap
 
 def mixed_rows(seed):
     """About 3,000 distinct rows sharing few two-digit prefixes (5 rows each) followed, in sorted
-    order, by 3,000 rows that share none: more than one chunk of each kind, and one chunk of both."""
+    order, by 3,000 rows that share none: more than one window of each kind, and one of both."""
     generator = torch.Generator().manual_seed(seed)
     # Row shape (60, 60, 60). Shared: every prefix (t0, t1) with t0 < 10, 5 rows each.
     last_digits = torch.randperm(60, generator=generator)[:5]
@@ -649,7 +649,7 @@ def mixed_rows(seed):
 
 
 def test_mixed_batch_matches_reference(cpu_path):
-    # "auto" picks an order per chunk of sorted rows: here left to right for the first chunks,
+    # "auto" picks an order per window of sorted rows: here left to right for the first windows,
     # right to left for the last, in one batch (and one backward).
     from ttgnn import _C
 

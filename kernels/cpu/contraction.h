@@ -4,8 +4,8 @@
 //                  leading digits share these products (computed once per distinct prefix);
 //   right-to-left  S_k = G_k[t_k] S_{k+1} from the last core on, for each row alone: fewer
 //                  multiply-adds per row (m_{K-1} is short), but nothing shared;
-//   auto           per chunk of sorted distinct rows, whichever needs fewer multiply-adds given
-//                  how many distinct prefixes the chunk has (the default).
+//   auto           per window of 2,048 sorted distinct rows, whichever needs fewer multiply-adds
+//                  given how many distinct prefixes the window has (the default).
 // Both orders give the same values to rounding. Forcing one is for tests and benchmarks.
 #pragma once
 

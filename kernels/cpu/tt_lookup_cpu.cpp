@@ -22,7 +22,7 @@
 //
 // Where sorted rows share few prefixes (a large table, rows from all over it), the prefix
 // products are not shared and contracting each row from its last core instead takes fewer
-// multiply-adds (see "right to left" below). Each chunk of sorted unique rows takes the order
+// multiply-adds (see "right to left" below). Each window of sorted unique rows takes the order
 // that costs it fewer multiply-adds, from how many distinct prefixes it has (contraction.h).
 //
 // The walks are compiled once per instruction-set path (cpu_isa.h): each path's entry functions
