@@ -11,11 +11,13 @@
 
 #include <torch/library.h>
 
+#include "cpu/contraction.h"
 #include "cpu/cpu_isa.h"
 #include "tt_lookup.h"
 
 // `import ttgnn._C` loads this library, which registers the ops (torch.ops.ttgnn.*). The module
-// itself has the functions that choose the CPU kernels' instruction-set path (cpu/cpu_isa.h).
+// itself has the functions that choose the CPU kernels' instruction-set path (cpu/cpu_isa.h)
+// and their contraction order (cpu/contraction.h).
 namespace {
 
 PyObject* py_cpu_isa(PyObject*, PyObject*) {
@@ -64,6 +66,26 @@ PyObject* py_set_cpu_isa(PyObject*, PyObject* arg) {
   return nullptr;
 }
 
+PyObject* py_cpu_contraction(PyObject*, PyObject*) {
+  return PyUnicode_FromString(ttgnn::contraction_name(ttgnn::contraction_active()));
+}
+
+PyObject* py_set_cpu_contraction(PyObject*, PyObject* arg) {
+  if (!PyUnicode_Check(arg)) {
+    PyErr_Format(PyExc_TypeError, "set_cpu_contraction expects a str, got %s",
+                 Py_TYPE(arg)->tp_name);
+    return nullptr;
+  }
+  const char* name = PyUnicode_AsUTF8(arg);
+  if (name == nullptr) return nullptr;
+  try {
+    return PyUnicode_FromString(ttgnn::contraction_name(ttgnn::contraction_set(name)));
+  } catch (const std::invalid_argument& error) {
+    PyErr_SetString(PyExc_ValueError, error.what());
+  }
+  return nullptr;
+}
+
 PyMethodDef module_methods[] = {
     {"cpu_isa", py_cpu_isa, METH_NOARGS,
      "cpu_isa() -> str: the instruction-set path the CPU kernels run ('avx512', 'avx2', "
@@ -75,6 +97,14 @@ PyMethodDef module_methods[] = {
      "set_cpu_isa(name: str) -> str: run the path `name` ('auto' for the best) from the next "
      "lookup on; ValueError for an unknown name, RuntimeError for a path this CPU or build "
      "lacks."},
+    {"cpu_contraction", py_cpu_contraction, METH_NOARGS,
+     "cpu_contraction() -> str: the order the CPU kernels contract a row's core slices in: "
+     "'auto' (per window of sorted rows, whichever needs fewer multiply-adds), 'left-to-right' "
+     "(shares the products of common row prefixes) or 'right-to-left' (fewer multiply-adds per "
+     "row, nothing shared)."},
+    {"set_cpu_contraction", py_set_cpu_contraction, METH_O,
+     "set_cpu_contraction(name: str) -> str: use the order `name` from the next lookup on "
+     "(for tests and benchmarks); ValueError for an unknown name."},
     {nullptr, nullptr, 0, nullptr},
 };
 

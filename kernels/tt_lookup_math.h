@@ -14,6 +14,10 @@
 // `C (rows x cols) = A (rows x inner) @ B (inner x cols)`, and its backward is
 // `dB += A^T dC` (the slice gradient) and `dA += dC B^T` (the gradient of the shorter prefix).
 //
+// The CPU kernels may also contract a row from the last core on (right to left, for rows that
+// share no prefix; see cpu/tt_lookup_cpu.cpp): the same sums over the ranks, grouped the other
+// way, so its results agree with this order's to rounding.
+//
 // This header holds the shapes and the single-element form of each product (`*_elem`: one
 // output element, which a CUDA thread computes). The CPU computes whole products with explicit
 // vectors (cpu/tt_lookup_cpu_math.h). Both sum in the same order over the contracted axis, so

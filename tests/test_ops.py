@@ -202,10 +202,12 @@ def test_duplicate_heavy_batches(device, distinct):
 
 @pytest.mark.parametrize("dtype,dim_shape", [(torch.float32, (8, 4, 4)), (torch.float64, (4, 4, 4))],
                          ids=["f32-d128", "f64-d64"])
-def test_outputs_past_the_streaming_size(device, dtype, dim_shape):
+def test_outputs_past_the_streaming_size(device, dtype, dim_shape, contraction):
     # The CPU kernel writes outputs of 16 MiB or more with streaming stores (rows computed once,
     # then copied to every position): 40,000 rows of 512 bytes. Every row must equal the one a
-    # small batch (plain stores) computes, bit for bit, and the reference.
+    # small batch (plain stores) computes, bit for bit, and the reference. (In one contraction
+    # order: under "auto" the large batch goes left to right and the small ones, sharing fewer
+    # prefixes, right to left, which rounds differently.)
     cores = make_cores((30, 31, 32), dim_shape, 8, dtype, device)
     rows = draw_rows(30 * 31 * 32, 40_000, device)
     out = tt_lookup_kernel(cores, rows)
@@ -458,14 +460,19 @@ def test_every_cpu_path_matches_reference(cpu_path, row_shape, col_shape, rank, 
         for grad, want in zip(grads, expected_grads):
             assert_close_f(grad, want, dtype)
     else:
-        # Gradients sum thousands of terms: compare with the float64 result to within rounding
-        # of the sum of the terms' magnitudes (see test_thread_counts_agree).
-        cores64 = [c.double() for c in cores]
-        _, exact = reference_grads(cores64, rows, grad_out.double())
-        _, magnitude = reference_grads([c.abs() for c in cores64], rows, grad_out.double().abs())
-        eps = 1e-5 if dtype == torch.float32 else 1e-12
-        for grad, want, bound in zip(grads, exact, magnitude):
-            assert ((grad.double() - want).abs() <= eps * bound + eps).all()
+        assert_grads_within_rounding(grads, cores, rows, grad_out, dtype)
+
+
+def assert_grads_within_rounding(grads, cores, rows, grad_out, dtype):
+    """Gradients that sum thousands of terms: each within rounding of the sum of its terms'
+    magnitudes (the gradients of |cores| for |grad_out|) of the float64 result (see
+    test_thread_counts_agree)."""
+    cores64 = [c.double() for c in cores]
+    _, exact = reference_grads(cores64, rows, grad_out.double())
+    _, magnitude = reference_grads([c.abs() for c in cores64], rows, grad_out.double().abs())
+    eps = 1e-5 if dtype == torch.float32 else 1e-12
+    for grad, want, bound in zip(grads, exact, magnitude):
+        assert ((grad.double() - want).abs() <= eps * bound + eps).all()
 
 
 def test_cpu_paths_agree_with_each_other():
@@ -557,3 +564,175 @@ def test_env_variable_with_an_unknown_name_fails_the_lookup():
     proc = _run_with_cpu_isa("avx1024", _LOOKUP_AND_REPORT)
     assert proc.returncode != 0
     assert "TTGNN_CPU_ISA: unknown CPU path 'avx1024'; valid: auto, avx512, avx2, baseline" in proc.stderr
+
+
+# ------------------------------------------------------------------ contraction orders
+#
+# The CPU kernels contract a row's slices left to right (sharing the products of common row
+# prefixes) or right to left (fewer multiply-adds per row, nothing shared), per window of sorted
+# rows, whichever costs less ("auto"); set_cpu_contraction forces one.
+
+CONTRACTIONS = ("left-to-right", "right-to-left")
+
+
+@pytest.fixture(params=CONTRACTIONS)
+def contraction(request):
+    """Runs the test with the CPU kernels forced to one contraction order, then restores auto."""
+    _require_kernels("cpu")
+    from ttgnn import _C
+
+    assert _C.set_cpu_contraction(request.param) == request.param
+    try:
+        yield request.param
+    finally:
+        _C.set_cpu_contraction("auto")
+
+
+def unshared_rows(row_shape, batch, seed, repeats=1):
+    """``batch`` distinct rows whose two-digit prefixes are all different (the right-to-left
+    case: a large table, rows from all over it), each repeated ``repeats`` times, shuffled."""
+    generator = torch.Generator().manual_seed(seed)
+    prefixes = row_shape[0] * row_shape[1]
+    assert batch <= prefixes
+    under = math.prod(row_shape[2:])
+    prefix = torch.randperm(prefixes, generator=generator)[:batch]
+    rows = prefix * under + torch.randint(0, under, (batch,), generator=generator)
+    rows = rows.repeat(repeats)
+    return rows[torch.randperm(rows.numel(), generator=generator)]
+
+
+CONTRACTION_CASES = [
+    # (row_shape, col_shape, rank, batch, repeats): no shared two-digit prefixes, 3 to 5 cores,
+    # ranks 8 to 32, odd widths (the generic loop), duplicates (the backward's gather sums them),
+    # two cores (no middle level), outputs past the streaming size.
+    pytest.param((40, 40, 40), (8, 4, 4), 8, 600, 1, id="3cores-r8"),
+    pytest.param((40, 40, 40), (8, 4, 4), 16, 600, 1, id="3cores-r16"),
+    pytest.param((40, 40, 40), (8, 4, 4), 32, 600, 1, id="3cores-r32"),
+    pytest.param((40, 40, 40), (8, 4, 4), 16, 300, 3, id="3cores-duplicates"),
+    pytest.param((20, 30, 7), (3, 5, 2), 6, 500, 2, id="3cores-odd-widths"),
+    pytest.param((20, 20, 3, 4), (2, 4, 2, 2), 8, 300, 1, id="4cores"),
+    pytest.param((15, 16, 2, 3, 2), (2, 2, 2, 4, 2), 12, 200, 2, id="5cores"),
+    pytest.param((30, 40), (16, 8), 16, 500, 1, id="2cores"),
+    pytest.param((250, 200, 20), (8, 4, 4), 16, 40_000, 1, id="streamed-output"),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("row_shape,col_shape,rank,batch,repeats", CONTRACTION_CASES)
+def test_both_contraction_orders_match_reference(cpu_path, contraction, row_shape, col_shape, rank,
+                                                 batch, repeats, dtype):
+    cores = make_cores(row_shape, col_shape, rank, dtype, seed=31)
+    rows = unshared_rows(row_shape, batch, seed=32, repeats=repeats)
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(33))
+    expected, expected_grads = reference_grads(cores, rows, grad_out)
+    assert_close_f(out, expected, dtype)
+    grads = tt_lookup_backward_kernel(grad_out, cores, rows)
+    if rows.numel() <= 1000:
+        for grad, want in zip(grads, expected_grads):
+            assert_close_f(grad, want, dtype)
+    else:
+        assert_grads_within_rounding(grads, cores, rows, grad_out, dtype)
+
+
+def mixed_rows(seed):
+    """About 3,000 distinct rows sharing few two-digit prefixes (5 rows each) followed, in sorted
+    order, by 3,000 rows that share none: more than one window of each kind, and one of both."""
+    generator = torch.Generator().manual_seed(seed)
+    # Row shape (60, 60, 60). Shared: every prefix (t0, t1) with t0 < 10, 5 rows each.
+    last_digits = torch.randperm(60, generator=generator)[:5]
+    shared = (torch.arange(600).repeat_interleave(5) * 60 + last_digits.repeat(600))
+    # Unshared: 3,000 rows with t0 >= 10, no two with one prefix.
+    unshared = unshared_rows((50, 60, 60), 3000, seed=seed + 1) + 10 * 3600
+    rows = torch.cat([shared, unshared, shared[:500]])  # some duplicates too
+    return rows[torch.randperm(rows.numel(), generator=generator)]
+
+
+def test_mixed_batch_matches_reference(cpu_path):
+    # "auto" picks an order per window of sorted rows: here left to right for the first windows,
+    # right to left for the last, in one batch (and one backward).
+    from ttgnn import _C
+
+    assert _C.cpu_contraction() == "auto"
+    row_shape, dtype = (60, 60, 60), torch.float32
+    cores = make_cores(row_shape, (8, 4, 4), 16, dtype, seed=41)
+    rows = mixed_rows(seed=42)
+    assert rows.unique().numel() > 5000
+    out = tt_lookup_kernel(cores, rows)
+    grad_out = torch.randn(out.shape, dtype=dtype, generator=torch.Generator().manual_seed(43))
+    expected, _ = reference_grads(cores, rows, grad_out)
+    assert_close_f(out, expected, dtype)
+    grads = tt_lookup_backward_kernel(grad_out, cores, rows)
+    assert_grads_within_rounding(grads, cores, rows, grad_out, dtype)
+    # The same as either order alone, to rounding (the gradients sum in other orders).
+    for order in CONTRACTIONS:
+        _C.set_cpu_contraction(order)
+        try:
+            forced_out = tt_lookup_kernel(cores, rows)
+            forced_grads = tt_lookup_backward_kernel(grad_out, cores, rows)
+        finally:
+            _C.set_cpu_contraction("auto")
+        torch.testing.assert_close(forced_out, out, rtol=1e-5, atol=1e-5)
+        assert_grads_within_rounding(forced_grads, cores, rows, grad_out, dtype)
+
+
+def test_gradcheck_float64_right_to_left(contraction):
+    cores = [c.requires_grad_(True) for c in make_cores((3, 4, 5, 2), (2, 3, 2, 2), 3, torch.float64)]
+    rows = torch.tensor([0, 119, 7, 7, 33, 34, 0, 21, 59, 118])
+    assert torch.autograd.gradcheck(lambda *cs: tt_lookup_kernel(list(cs), rows), cores)
+
+
+def test_thread_counts_agree_right_to_left(contraction):
+    cores = make_cores((150, 160, 32), (8, 4, 4), 16)
+    rows = unshared_rows((150, 160, 32), 20000, seed=51)
+    grad_out = torch.randn(20000, 128, generator=torch.Generator().manual_seed(52))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+        torch.set_num_threads(2)
+        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(out1, out2)
+    for grads in (grads1, grads2):
+        assert_grads_within_rounding(grads, cores, rows, grad_out, torch.float32)
+
+
+def test_set_cpu_contraction_rejects_bad_names():
+    _require_kernels("cpu")
+    from ttgnn import _C
+
+    assert _C.cpu_contraction() == "auto"
+    with pytest.raises(ValueError, match=r"unknown contraction order 'sideways'; valid: auto, "
+                                         r"left-to-right, right-to-left"):
+        _C.set_cpu_contraction("sideways")
+    with pytest.raises(TypeError, match=r"set_cpu_contraction expects a str, got int"):
+        _C.set_cpu_contraction(1)
+    assert _C.cpu_contraction() == "auto"  # a refused choice changes nothing
+
+
+def test_auto_order_does_not_depend_on_thread_count():
+    # The orders round differently, so "auto" chooses per window of sorted rows, not per thread's
+    # chunk: 1,500 rows, the first half sharing prefixes, the second none, give one thread one
+    # chunk and two threads two, each all of one kind.
+    _require_kernels("cpu")
+    from ttgnn import _C
+
+    assert _C.cpu_contraction() == "auto"
+    cores = make_cores((60, 60, 60), (8, 4, 4), 16, seed=61)
+    shared = torch.arange(150).repeat_interleave(5) * 60 + torch.arange(5).repeat(150)
+    rows = torch.cat([shared, unshared_rows((50, 60, 60), 750, seed=62) + 10 * 3600])
+    grad_out = torch.randn(rows.numel(), 128, generator=torch.Generator().manual_seed(63))
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+        torch.set_num_threads(2)
+        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(out1, out2)
+    assert_close_f(out1, tt_lookup_reference(cores, rows), torch.float32)
+    for grads in (grads1, grads2):
+        assert_grads_within_rounding(grads, cores, rows, grad_out, torch.float32)

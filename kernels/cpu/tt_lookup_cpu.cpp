@@ -20,6 +20,11 @@
 // (and summed per row) first, in a loop of loads alone that keeps many in flight, and the walk
 // then reads them from the cache.
 //
+// Where sorted rows share few prefixes (a large table, rows from all over it), the prefix
+// products are not shared and contracting each row from its last core instead takes fewer
+// multiply-adds (see "right to left" below). Each window of sorted unique rows takes the order
+// that costs it fewer multiply-adds, from how many distinct prefixes it has (contraction.h).
+//
 // The walks are compiled once per instruction-set path (cpu_isa.h): each path's entry functions
 // carry its target flags and inline the walk and its products, with block sizes and distances
 // of that path (tt_lookup_cpu_tuning.h); a call runs the entries of the active path.
@@ -42,6 +47,7 @@
 #endif
 
 #include "../tt_lookup.h"
+#include "contraction.h"
 #include "cpu_isa.h"
 #include "tt_lookup_cpu_math.h"
 #include "tt_lookup_cpu_tuning.h"
@@ -72,7 +78,9 @@ TT_DEFINE_PATH_ROW_COMBINATIONS(IsaBaseline, , double)
 namespace {
 
 using cpu::matmul;
+using cpu::matmul_acc;
 using cpu::matmul_nt_acc;
+using cpu::matmul_t;
 using cpu::matmul_tn_acc;
 using cpu::matmul_tn_acc_transposed;
 
@@ -289,6 +297,196 @@ struct LastStep {
   int64_t spread_size() const { return inner * dim; }
 };
 
+// ------------------------------------------------------------------ right to left
+//
+// Where sorted rows share few prefixes (a table of hundreds of millions of rows, rows drawn
+// from all over it), the left-to-right walk recomputes every level for every row, and its
+// products are wide on the left: P_k costs M_{k-1} r_k m_k r_{k+1} multiply-adds. Contracting
+// from the last core instead costs r_k m_k r_{k+1} W_{k+1} per level (W_k = m_k ... m_{K-1}, the
+// columns of the suffix), about 1.7 times fewer for three cores of column shape (8, 4, 4). The
+// suffix products are kept transposed, V_k = S_k^T, (W_k x r_k), with
+//     S_k[q_k][c_k, w] = sum_q G_k[t_k][q_k][c_k][q] S_{k+1}[q][w]
+//     V_{K-1} = the last core's slice transposed, (m_{K-1} x r_{K-1})
+//     V_k[c_k] (W_{k+1} x r_k) = V_{k+1} (W_{k+1} x r_{k+1}) @ CT_k[t_k][c_k] (r_{k+1} x r_k)
+//     row^T (W_1 x m_0) = V_1 (W_1 x r_1) @ G_0[t_0]^T (r_1 x m_0)
+// where CT_k[t][c] is block c of the transposed slice, (m_k r_{k+1}, r_k) (the backward's
+// `cores_t`): every product's rows are r_k wide, as vectorisable as the rank allows (an S_k
+// form would have rows of m_{K-1} = 4 scalars at the last level). The row is then transposed
+// back. The backward, for the row's summed output gradient g (m_0 x W_1), carries the gradient
+// of S_k in the S layout, D_k (r_k x W_k), from the first core on:
+//     dG_0 += g @ V_1                       D_1 = G_0^T @ g
+//     dG_k += D_k @ V_{k+1}                 D_{k+1} = G_k^T @ D_k     (D_k as (r_k m_k x W_{k+1}))
+// and for the last core its gradient transposed, (m_{K-1} x r_{K-1}), as the left-to-right
+// backward keeps it: D_{K-2}^T @ G_{K-2} (g^T @ G_0 for two cores).
+
+// Multiply-adds of the forward of unique rows [begin, end) in either order: left to right
+// shares each distinct prefix's products (counted here), right to left computes every row alone.
+// The backward's products follow the same orders with about three times the forward's counts,
+// so the forward's counts choose for both.
+struct ContractionCost {
+  double left_to_right = 0;
+  double right_to_left = 0;
+};
+
+inline ContractionCost contraction_cost(const TTDims& dims, const SortedRows& sorted,
+                                        int64_t begin, int64_t end) {
+  const int K = dims.num_cores;
+  // Rows of the table under one prefix of each length: divisors of a row into its prefix.
+  int64_t under[kMaxCores];
+  under[K - 1] = 1;
+  for (int k = K - 2; k >= 0; --k) under[k] = under[k + 1] * dims.n[k + 1];
+  int64_t distinct[kMaxCores] = {};
+  // First row past the current prefix at each level (rows ascend): a division only where a
+  // prefix changes.
+  int64_t next_prefix_row[kMaxCores];
+  for (int k = 0; k < K; ++k) next_prefix_row[k] = -1;
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t row = sorted.unique_rows[u];
+    // Level 0 is the slice itself and levels past K-2 are per row in both orders: only the
+    // middle levels' prefixes matter.
+    for (int k = 1; k + 1 < K; ++k) {
+      if (row >= next_prefix_row[k]) {
+        ++distinct[k];
+        next_prefix_row[k] = (row / under[k] + 1) * under[k];
+      }
+    }
+  }
+  const double rows = static_cast<double>(end - begin);
+  ContractionCost cost;
+  for (int k = 1; k + 1 < K; ++k) {
+    cost.left_to_right += static_cast<double>(distinct[k]) * dims.prefix_cols[k - 1] * dims.r[k] *
+                          dims.m[k] * dims.r[k + 1];
+  }
+  cost.left_to_right += rows * dims.prefix_cols[K - 2] * dims.r[K - 1] * dims.m[K - 1];
+  int64_t suffix_cols = dims.m[K - 1];  // W_{k+1}
+  double per_row = 0;
+  for (int k = K - 2; k >= 1; --k) {
+    per_row += static_cast<double>(dims.r[k]) * dims.m[k] * dims.r[k + 1] * suffix_cols;
+    suffix_cols *= dims.m[k];
+  }
+  per_row += static_cast<double>(dims.m[0]) * dims.r[1] * suffix_cols;
+  cost.right_to_left = rows * per_row;
+  return cost;
+}
+
+// Whether unique rows [begin, end) are contracted right to left.
+inline bool goes_right_to_left(const TTDims& dims, const SortedRows& sorted, int64_t begin,
+                               int64_t end, Contraction order) {
+  if (order != Contraction::kAuto) return order == Contraction::kRightToLeft;
+  const ContractionCost cost = contraction_cost(dims, sorted, begin, end);
+  return cost.right_to_left < cost.left_to_right;
+}
+
+// The suffix products of one row (see above), and its backward.
+template <class Isa, typename scalar_t>
+struct SuffixWalk {
+  const TTDims& dims;
+  const scalar_t* const* cores;    // slices (r_k, m_k, r_{k+1})
+  const scalar_t* const* cores_t;  // slices transposed, (m_k r_{k+1}, r_k); cores 1 .. K-1
+  std::vector<scalar_t> storage;
+  scalar_t* v_buf[kMaxCores];  // V_k for 1 <= k <= K-2, (W_k x r_k)
+  const scalar_t* v[kMaxCores];  // V_k of the current row, 1 <= k <= K-1
+  scalar_t* d_buf[kMaxCores];  // D_k for 1 <= k <= K-2, (r_k x W_k) (backward only)
+  int64_t width[kMaxCores];    // W_k
+  int64_t digits[kMaxCores];
+
+  SuffixWalk(const TTDims& d, const scalar_t* const* c, const scalar_t* const* ct, bool backward)
+      : dims(d), cores(c), cores_t(ct) {
+    const int K = dims.num_cores;
+    width[K - 1] = dims.m[K - 1];
+    for (int k = K - 2; k >= 0; --k) width[k] = width[k + 1] * dims.m[k];
+    int64_t total = 0;
+    for (int k = 1; k + 1 < K; ++k) total += (backward ? 2 : 1) * width[k] * dims.r[k];
+    storage.resize(total);
+    scalar_t* next = storage.data();
+    for (int k = 1; k + 1 < K; ++k) {
+      v_buf[k] = next;
+      next += width[k] * dims.r[k];
+      d_buf[k] = backward ? next : nullptr;
+      if (backward) next += width[k] * dims.r[k];
+    }
+  }
+
+  // V_{K-1} .. V_1 of `row`.
+  TT_INLINE void compute(int64_t row) {
+    const int last = dims.num_cores - 1;
+    tt_row_digits(row, dims, digits);
+    v[last] = cores_t[last] + digits[last] * dims.slice_size(last);
+    for (int k = last - 1; k >= 1; --k) {
+      const int64_t rows = width[k + 1];
+      const int64_t inner = dims.r[k + 1];
+      const int64_t cols = dims.r[k];
+      const scalar_t* ct = cores_t[k] + digits[k] * dims.slice_size(k);
+      for (int64_t c = 0; c < dims.m[k]; ++c) {
+        matmul<Isa>(v[k + 1], ct + c * inner * cols, v_buf[k] + c * rows * cols, rows, inner,
+                    cols);
+      }
+      v[k] = v_buf[k];
+    }
+  }
+
+  // row^T (W_1 x m_0) of the current row into `row_t`, given core 0's slices transposed,
+  // (r_1, m_0).
+  TT_INLINE void row_transposed(const scalar_t* core0_t, scalar_t* row_t) const {
+    const int64_t slice = dims.slice_size(0);
+    matmul<Isa>(v[1], core0_t + digits[0] * slice, row_t, width[1], dims.r[1], dims.m[0]);
+  }
+
+  // Adds the current row's part of the gradients for its output gradient g (m_0 x W_1): the
+  // slices' gradients in `grads` (layout of the cores) but the last core's, which goes
+  // transposed, (m_{K-1} x r_{K-1}), into `grad_last_slice_t`.
+  TT_INLINE void backward(const scalar_t* g, scalar_t* const* grads,
+                          scalar_t* grad_last_slice_t) {
+    const int last = dims.num_cores - 1;
+    const int64_t slice0 = dims.slice_size(0);
+    const scalar_t* g0 = cores[0] + digits[0] * slice0;
+    matmul_acc<Isa>(g, v[1], grads[0] + digits[0] * slice0, dims.m[0], width[1], dims.r[1]);
+    if (last == 1) {
+      matmul_t<Isa>(g, g0, grad_last_slice_t, width[1], dims.m[0], dims.r[1], true);
+      return;
+    }
+    matmul_t<Isa>(g0, g, d_buf[1], dims.r[1], dims.m[0], width[1], false);
+    for (int k = 1; k < last; ++k) {
+      const int64_t offset = digits[k] * dims.slice_size(k);
+      const int64_t rows = dims.r[k] * dims.m[k];
+      const int64_t cols = width[k + 1];
+      const int64_t rank = dims.r[k + 1];
+      matmul_acc<Isa>(d_buf[k], v[k + 1], grads[k] + offset, rows, cols, rank);
+      if (k + 1 == last) {
+        matmul_t<Isa>(d_buf[k], cores[k] + offset, grad_last_slice_t, cols, rows, rank, true);
+      } else {
+        matmul_t<Isa>(cores[k] + offset, d_buf[k], d_buf[k + 1], rank, rows, cols, false);
+      }
+    }
+  }
+};
+
+// The unique rows [begin, end) in the order the right-to-left backward takes them: grouped by
+// their digit of the middle core with the largest slices (a stable counting sort), so that rows
+// reading one slice of it and of its transposed copy, and adding to its gradient, follow each
+// other and find them in the cache. (Where this order is chosen, sorted rows share few
+// prefixes: in their own order every row takes other slices, from all over the core.)
+inline void right_to_left_order(const TTDims& dims, const SortedRows& sorted, int64_t begin,
+                                int64_t end, std::vector<int64_t>& order) {
+  order.resize(end - begin);
+  int big = -1;
+  for (int k = 1; k + 1 < dims.num_cores; ++k) {
+    if (big < 0 || dims.slice_size(k) > dims.slice_size(big)) big = k;
+  }
+  if (big < 0) {  // two cores: no middle core
+    for (int64_t u = begin; u < end; ++u) order[u - begin] = u;
+    return;
+  }
+  int64_t under = 1;  // rows of the table under one digit of core `big`
+  for (int k = big + 1; k < dims.num_cores; ++k) under *= dims.n[k];
+  std::vector<int64_t> start(dims.n[big] + 1, 0);
+  for (int64_t u = begin; u < end; ++u) ++start[sorted.unique_rows[u] / under % dims.n[big] + 1];
+  for (int64_t t = 0; t < dims.n[big]; ++t) start[t + 1] += start[t];
+  for (int64_t u = begin; u < end; ++u) {
+    order[start[sorted.unique_rows[u] / under % dims.n[big]]++] = u;
+  }
+}
+
 // Prefetches the `bytes` at `p` into the cache, for reading.
 inline void prefetch_bytes(const void* p, int64_t bytes) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -336,6 +534,44 @@ inline void stream_fence() {
 #endif
 }
 
+// Copies unique row u, computed at `row` (at its first position when not streaming), to the
+// positions that asked for it.
+template <typename scalar_t>
+TT_INLINE void copy_to_positions(const scalar_t* row, const SortedRows& sorted, int64_t u,
+                                 scalar_t* out, int64_t dim, bool stream) {
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
+  const int64_t first = sorted.offsets[u];
+  const int64_t stop = sorted.offsets[u + 1];
+  if (stream) {
+    for (int64_t s = first; s < stop; ++s) stream_copy(out + sorted.positions[s] * dim, row, row_bytes);
+  } else {
+    for (int64_t s = first + 1; s < stop; ++s) {
+      std::memcpy(out + sorted.positions[s] * dim, row, row_bytes);
+    }
+  }
+}
+
+// The forward of unique rows [begin, end), right to left: `cores_t` holds the slices of cores
+// 1 .. K-1 transposed, (m_k r_{k+1}, r_k), and `core0_t` those of core 0, (r_1, m_0).
+template <class Isa, typename scalar_t>
+TT_INLINE void forward_range_right_to_left(const TTDims& dims, const scalar_t* const* cores,
+                                           const scalar_t* const* cores_t,
+                                           const scalar_t* core0_t, const SortedRows& sorted,
+                                           scalar_t* out, bool stream, int64_t begin,
+                                           int64_t end) {
+  SuffixWalk<Isa, scalar_t> walk(dims, cores, cores_t, false);
+  std::vector<scalar_t> row_t(dims.dim);
+  std::vector<scalar_t> row_buf(stream ? dims.dim : 0);
+  for (int64_t u = begin; u < end; ++u) {
+    walk.compute(sorted.unique_rows[u]);
+    walk.row_transposed(core0_t, row_t.data());
+    scalar_t* dst = stream ? row_buf.data() : out + sorted.positions[sorted.offsets[u]] * dims.dim;
+    cpu::transpose(row_t.data(), dst, walk.width[1], dims.m[0]);
+    copy_to_positions(dst, sorted, u, out, dims.dim, stream);
+  }
+  if (stream) stream_fence();
+}
+
 template <class Isa, typename scalar_t>
 TT_INLINE void forward_range(const TTDims& dims, const scalar_t* const* cores,
                              const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,
@@ -345,13 +581,10 @@ TT_INLINE void forward_range(const TTDims& dims, const scalar_t* const* cores,
   std::vector<scalar_t> spread(step.tiled ? step.spread_size() : 0);
   // When streaming, each row is computed here (in cache) and then streamed to its positions.
   std::vector<scalar_t> row_buf(stream ? step.dim : 0);
-  const int64_t row_bytes = step.dim * static_cast<int64_t>(sizeof(scalar_t));
   for (int64_t u = begin; u < end; ++u) {
     const int level = walk.advance(sorted.unique_rows[u]);
     walk.recompute(level);
-    const int64_t first = sorted.offsets[u];
-    const int64_t stop = sorted.offsets[u + 1];
-    scalar_t* dst = stream ? row_buf.data() : out + sorted.positions[first] * step.dim;
+    scalar_t* dst = stream ? row_buf.data() : out + sorted.positions[sorted.offsets[u]] * step.dim;
     const int64_t digit = walk.digits[step.last];
     if (step.tiled) {
       if (level < step.last) {
@@ -364,15 +597,7 @@ TT_INLINE void forward_range(const TTDims& dims, const scalar_t* const* cores,
       matmul<Isa>(walk.partial[step.last - 1], walk.slice(step.last, digit), dst, step.rows,
                   step.inner, step.cols);
     }
-    if (stream) {
-      for (int64_t s = first; s < stop; ++s) {
-        stream_copy(out + sorted.positions[s] * step.dim, dst, row_bytes);
-      }
-    } else {
-      for (int64_t s = first + 1; s < stop; ++s) {
-        std::memcpy(out + sorted.positions[s] * step.dim, dst, row_bytes);
-      }
-    }
+    copy_to_positions(dst, sorted, u, out, step.dim, stream);
   }
   if (stream) stream_fence();
 }
@@ -446,6 +671,35 @@ TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sort
   }
 }
 
+// gather_grad_rows for the unique rows listed in `rows` (`count` of them), with the positions of
+// the rows a few ahead in the list prefetched.
+template <class Isa, typename scalar_t>
+TT_INLINE void gather_grad_rows_listed(const scalar_t* grad_out, const SortedRows& sorted,
+                                       const int64_t* rows, int64_t count, int64_t dim,
+                                       scalar_t* TT_RESTRICT dst) {
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
+  const int64_t ahead = std::min<int64_t>(Isa::kPrefetchAhead, count);
+  for (int64_t i = 0; i < ahead; ++i) {
+    for (int64_t s = sorted.offsets[rows[i]]; s < sorted.offsets[rows[i] + 1]; ++s) {
+      prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
+    }
+  }
+  for (int64_t i = 0; i < count; ++i, dst += dim) {
+    if (i + ahead < count) {
+      const int64_t next = rows[i + ahead];
+      for (int64_t s = sorted.offsets[next]; s < sorted.offsets[next + 1]; ++s) {
+        prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
+      }
+    }
+    const int64_t first = sorted.offsets[rows[i]];
+    const int64_t stop = sorted.offsets[rows[i] + 1];
+    std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
+    for (int64_t s = first + 1; s < stop; ++s) {
+      cpu::add_row<Isa>(dst, grad_out + sorted.positions[s] * dim, dim);
+    }
+  }
+}
+
 // `grad_last_t`: this thread's gradient of the last core, each slice transposed to
 // (m_{K-1}, r_{K-1}) (see cpu::matmul_tn_acc_transposed), zeroed lazily: `touched[t]` says whether
 // slice t holds data.
@@ -488,18 +742,61 @@ TT_INLINE void backward_range(const TTDims& dims, const scalar_t* const* cores,
   }
 }
 
+// The backward of unique rows [begin, end), right to left (`cores_t` as in the forward; see
+// backward_range for `grad_last_t` and `touched`).
+template <class Isa, typename scalar_t>
+TT_INLINE void backward_range_right_to_left(const TTDims& dims, const scalar_t* const* cores,
+                                            const scalar_t* const* cores_t,
+                                            const SortedRows& sorted, const scalar_t* grad_out,
+                                            scalar_t* const* grads, scalar_t* grad_last_t,
+                                            char* touched, int64_t begin, int64_t end) {
+  constexpr int64_t kGatherRows = Isa::kGatherRows;
+  const int last = dims.num_cores - 1;
+  const int64_t slice = dims.slice_size(last);
+  SuffixWalk<Isa, scalar_t> walk(dims, cores, cores_t, true);
+  std::vector<scalar_t> gathered(kGatherRows * dims.dim);
+  std::vector<int64_t> order;
+  right_to_left_order(dims, sorted, begin, end, order);
+  const int64_t count = end - begin;
+  for (int64_t i = 0; i < count; ++i) {
+    if (i % kGatherRows == 0) {
+      gather_grad_rows_listed<Isa>(grad_out, sorted, order.data() + i,
+                                   std::min(kGatherRows, count - i), dims.dim, gathered.data());
+    }
+    const int64_t u = order[i];
+    walk.compute(sorted.unique_rows[u]);
+    const int64_t digit = walk.digits[last];
+    scalar_t* grad_slice_t = grad_last_t + digit * slice;
+    if (!touched[digit]) {
+      std::fill(grad_slice_t, grad_slice_t + slice, scalar_t(0));
+      touched[digit] = 1;
+    }
+    walk.backward(gathered.data() + (i % kGatherRows) * dims.dim, grads, grad_slice_t);
+  }
+}
+
 // ------------------------------------------------------------------ per-path entry points
 //
 // One set per path, each function compiled with the path's target flags (everything it calls
 // above is forced inline, so it is vectorised for that path).
 
+// What a forward range needs of the cores: the cores; the last core's tiles (left to right);
+// cores 1 .. K-1 transposed and core 0 transposed (right to left).
 template <typename scalar_t>
-using ForwardRangeFn = void (*)(const TTDims&, const scalar_t* const*, const scalar_t*,
-                                const SortedRows&, scalar_t*, bool, int64_t, int64_t);
+struct ForwardCores {
+  const scalar_t* const* cores;
+  const scalar_t* tiles;
+  const scalar_t* const* cores_t;
+  const scalar_t* core0_t;
+};
+
+template <typename scalar_t>
+using ForwardRangeFn = void (*)(const TTDims&, const ForwardCores<scalar_t>&, const SortedRows&,
+                                scalar_t*, bool, int64_t, int64_t, bool);
 template <typename scalar_t>
 using BackwardRangeFn = void (*)(const TTDims&, const scalar_t* const*, const scalar_t* const*,
                                  const SortedRows&, const scalar_t*, scalar_t* const*, scalar_t*,
-                                 char*, int64_t, int64_t);
+                                 char*, int64_t, int64_t, bool);
 
 template <class Isa>
 struct PathEntries;
@@ -508,19 +805,29 @@ struct PathEntries;
   template <>                                                                                   \
   struct PathEntries<ISA> {                                                                     \
     template <typename scalar_t>                                                                \
-    TARGET static void forward(const TTDims& dims, const scalar_t* const* cores,               \
-                               const scalar_t* tiles, const SortedRows& sorted, scalar_t* out,  \
-                               bool stream, int64_t begin, int64_t end) {                       \
-      forward_range<ISA>(dims, cores, tiles, sorted, out, stream, begin, end);                  \
+    TARGET static void forward(const TTDims& dims, const ForwardCores<scalar_t>& c,            \
+                               const SortedRows& sorted, scalar_t* out, bool stream,           \
+                               int64_t begin, int64_t end, bool right_to_left) {                \
+      if (right_to_left) {                                                                      \
+        forward_range_right_to_left<ISA>(dims, c.cores, c.cores_t, c.core0_t, sorted, out,      \
+                                         stream, begin, end);                                   \
+      } else {                                                                                  \
+        forward_range<ISA>(dims, c.cores, c.tiles, sorted, out, stream, begin, end);            \
+      }                                                                                         \
     }                                                                                           \
     template <typename scalar_t>                                                                \
     TARGET static void backward(const TTDims& dims, const scalar_t* const* cores,              \
                                 const scalar_t* const* cores_t, const SortedRows& sorted,       \
                                 const scalar_t* grad_out, scalar_t* const* grads,               \
                                 scalar_t* grad_last_t, char* touched, int64_t begin,            \
-                                int64_t end) {                                                  \
-      backward_range<ISA>(dims, cores, cores_t, sorted, grad_out, grads, grad_last_t, touched,  \
-                          begin, end);                                                          \
+                                int64_t end, bool right_to_left) {                              \
+      if (right_to_left) {                                                                      \
+        backward_range_right_to_left<ISA>(dims, cores, cores_t, sorted, grad_out, grads,        \
+                                          grad_last_t, touched, begin, end);                    \
+      } else {                                                                                  \
+        backward_range<ISA>(dims, cores, cores_t, sorted, grad_out, grads, grad_last_t,         \
+                            touched, begin, end);                                               \
+      }                                                                                         \
     }                                                                                           \
   };
 
@@ -554,36 +861,119 @@ RangeFns<scalar_t> active_range_fns() {
   }
 }
 
+// Each slice of a core, (rows x cols), transposed into `dst` at the same offset: a worksharing
+// loop of the enclosing parallel region, without a barrier, or a serial loop outside of one.
+template <typename scalar_t>
+void transpose_slices(const scalar_t* src, scalar_t* dst, int64_t slices, int64_t rows,
+                      int64_t cols) {
+#pragma omp for schedule(static) nowait
+  for (int64_t t = 0; t < slices; ++t) {
+    cpu::transpose(src + t * rows * cols, dst + t * rows * cols, rows, cols);
+  }
+}
+
+// Offsets of each core's parameters in one buffer of all of them; returns the total.
+inline int64_t core_offsets(const TTDims& dims, int64_t* offsets) {
+  int64_t total = 0;
+  for (int k = 0; k < dims.num_cores; ++k) {
+    offsets[k] = total;
+    total += dims.n[k] * dims.slice_size(k);
+  }
+  return total;
+}
+
+// Which order each window of kRowsPerChunk sorted unique rows is contracted in. Windows, not the
+// threads' chunks: the two orders round differently, and a row's value must not depend on the
+// thread count. (Chosen before the parallel region: a division per distinct prefix, and no
+// barrier for threads a loaded machine may have descheduled.)
+inline std::vector<char> choose_orders(const TTDims& dims, const SortedRows& sorted,
+                                       Contraction order) {
+  const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
+  std::vector<char> right_to_left((num_unique + kRowsPerChunk - 1) / kRowsPerChunk);
+  for (int64_t w = 0; w < static_cast<int64_t>(right_to_left.size()); ++w) {
+    right_to_left[w] = goes_right_to_left(dims, sorted, w * kRowsPerChunk,
+                                          std::min(num_unique, (w + 1) * kRowsPerChunk), order);
+  }
+  return right_to_left;
+}
+
+// Calls run(begin, end, right_to_left) for the pieces of unique rows [begin, end) that take one
+// order (windows of kRowsPerChunk rows, see choose_orders; neighbours of one order merged).
+template <typename Run>
+inline void for_each_order(int64_t begin, int64_t end, const std::vector<char>& right_to_left,
+                           Run run) {
+  while (begin < end) {
+    const bool rtl = right_to_left[begin / kRowsPerChunk];
+    int64_t stop = begin;
+    while (stop < end && static_cast<bool>(right_to_left[stop / kRowsPerChunk]) == rtl) {
+      stop = std::min(end, (stop / kRowsPerChunk + 1) * kRowsPerChunk);
+    }
+    run(begin, stop, rtl);
+    begin = stop;
+  }
+}
+
 template <typename scalar_t>
 void forward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
                   const SortedRows& sorted, at::Tensor& out) {
+  const int num_cores = dims.num_cores;
   std::vector<const scalar_t*> core_ptrs;
   for (const auto& core : cores) core_ptrs.push_back(core.const_data_ptr<scalar_t>());
   scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
   const int threads = threads_for(num_unique);
+  const int64_t chunks = chunks_for(num_unique, threads);
   const LastStep step(dims);
   const bool stream =
       can_stream(out_ptr, static_cast<int64_t>(sorted.positions.size()), dims.dim);
   const ForwardRangeFn<scalar_t> forward_range_fn = active_range_fns<scalar_t>().forward;
+  const std::vector<char> right_to_left = choose_orders(dims, sorted, contraction_active());
+  bool any_left_to_right = false, any_right_to_left = false;
+  // The operands each order needs, prepared once per call (for the orders some chunk uses).
   auto& tiles = workspace<scalar_t, 10>();
-  tiles.resize(step.tiled ? dims.n[step.last] * step.tile_size() : 0);
+  auto& cores_t = workspace<scalar_t, 11>();
+  auto& core0_t = workspace<scalar_t, 15>();
+  int64_t offsets[kMaxCores];
+  const int64_t total_params = core_offsets(dims, offsets);
+  std::vector<const scalar_t*> core_t_ptrs(num_cores, nullptr);
+  ForwardCores<scalar_t> operands{core_ptrs.data(), nullptr, core_t_ptrs.data(), nullptr};
+  for (const char rtl : right_to_left) (rtl ? any_right_to_left : any_left_to_right) = true;
+  if (any_left_to_right && step.tiled) {
+    tiles.resize(dims.n[step.last] * step.tile_size());
+    operands.tiles = tiles.data();
+  }
+  if (any_right_to_left) {
+    cores_t.resize(total_params);
+    core0_t.resize(dims.n[0] * dims.slice_size(0));
+    for (int k = 1; k < num_cores; ++k) core_t_ptrs[k] = cores_t.data() + offsets[k];
+    operands.core0_t = core0_t.data();
+  }
 #pragma omp parallel num_threads(threads)
   {
-    if (step.tiled) {
+    // The operands, shared out among the threads with one barrier in all.
+    if (any_left_to_right && step.tiled) {
       const int64_t slice = dims.slice_size(step.last);
-#pragma omp for
+#pragma omp for nowait
       for (int64_t t = 0; t < dims.n[step.last]; ++t) {
         cpu::tile_cols(core_ptrs[step.last] + t * slice, tiles.data() + t * step.tile_size(),
                        step.inner, step.cols, step.period);
       }
     }
-    const int64_t chunks = chunks_for(num_unique, threads);
+    if (any_right_to_left) {
+      transpose_slices(core_ptrs[0], core0_t.data(), dims.n[0], dims.m[0], dims.r[1]);
+      for (int k = 1; k < num_cores; ++k) {
+        transpose_slices(core_ptrs[k], cores_t.data() + offsets[k], dims.n[k], dims.r[k],
+                         dims.m[k] * dims.r[k + 1]);
+      }
+    }
+#pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      forward_range_fn(dims, core_ptrs.data(), tiles.data(), sorted, out_ptr, stream, begin, end);
+      for_each_order(begin, end, right_to_left, [&](int64_t b, int64_t e, bool rtl) {
+        forward_range_fn(dims, operands, sorted, out_ptr, stream, b, e, rtl);
+      });
     }
   }
 }
@@ -594,34 +984,20 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
                    std::vector<at::Tensor>& grads) {
   const int num_cores = dims.num_cores;
   std::vector<const scalar_t*> core_ptrs;
+  for (int k = 0; k < num_cores; ++k) core_ptrs.push_back(cores[k].const_data_ptr<scalar_t>());
   // Each slice transposed, (r_k, m_k r_{k+1}) -> (m_k r_{k+1}, r_k), so that the gradient of
-  // the prefix is an axpy over the rank (contiguous) instead of a strided dot product.
-  int64_t total_params = 0;
-  for (int k = 0; k < num_cores; ++k) {
-    core_ptrs.push_back(cores[k].const_data_ptr<scalar_t>());
-    total_params += dims.n[k] * dims.slice_size(k);
-  }
+  // the prefix is an axpy over the rank (contiguous) instead of a strided dot product (left to
+  // right), and the suffix products' rows are r_k wide (right to left).
+  int64_t offsets[kMaxCores];
+  const int64_t total_params = core_offsets(dims, offsets);
   auto& cores_t = workspace<scalar_t, 11>();
   cores_t.resize(total_params);
   std::vector<const scalar_t*> core_t_ptrs;
-  {
-    scalar_t* dst = cores_t.data();
-    for (int k = 0; k < num_cores; ++k) {
-      const int64_t rank = dims.r[k];
-      const int64_t cols = dims.m[k] * dims.r[k + 1];
-      const scalar_t* src = core_ptrs[k];
-      core_t_ptrs.push_back(dst);
-      for (int64_t t = 0; t < dims.n[k]; ++t) {
-        for (int64_t q = 0; q < rank; ++q) {
-          for (int64_t j = 0; j < cols; ++j) dst[j * rank + q] = src[q * cols + j];
-        }
-        src += rank * cols;
-        dst += rank * cols;
-      }
-    }
-  }
+  for (int k = 0; k < num_cores; ++k) core_t_ptrs.push_back(cores_t.data() + offsets[k]);
   const int64_t num_unique = static_cast<int64_t>(sorted.unique_rows.size());
   const int threads = threads_for(num_unique);
+  const int64_t chunks = chunks_for(num_unique, threads);
+  const std::vector<char> right_to_left = choose_orders(dims, sorted, contraction_active());
   const LastStep step(dims);
   const int64_t last_slices = dims.n[step.last];
   const int64_t last_slice = dims.slice_size(step.last);
@@ -634,6 +1010,11 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
   for (int k = 0; k < num_cores; ++k) grad_ptrs[0].push_back(grads[k].mutable_data_ptr<scalar_t>());
   const scalar_t* grad_out_ptr = grad_out.const_data_ptr<scalar_t>();
   const BackwardRangeFn<scalar_t> backward_range_fn = active_range_fns<scalar_t>().backward;
+
+  for (int k = 0; k < num_cores; ++k) {
+    transpose_slices(core_ptrs[k], cores_t.data() + offsets[k], dims.n[k], dims.r[k],
+                     dims.m[k] * dims.r[k + 1]);
+  }
 
 #pragma omp parallel num_threads(threads)
   {
@@ -648,19 +1029,16 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
     if (tid > 0) {
       auto& private_grads = workspace<scalar_t, 14>();
       private_grads.assign(total_params, scalar_t(0));
-      scalar_t* base = private_grads.data();
-      for (int k = 0; k < num_cores; ++k) {
-        grad_ptrs[tid].push_back(base);
-        base += dims.n[k] * dims.slice_size(k);
-      }
+      for (int k = 0; k < num_cores; ++k) grad_ptrs[tid].push_back(private_grads.data() + offsets[k]);
     }
-    const int64_t chunks = chunks_for(num_unique, team);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
-      backward_range_fn(dims, core_ptrs.data(), core_t_ptrs.data(), sorted, grad_out_ptr,
-                        grad_ptrs[tid].data(), grad_last_t[tid], touched[tid], begin, end);
+      for_each_order(begin, end, right_to_left, [&](int64_t b, int64_t e, bool rtl) {
+        backward_range_fn(dims, core_ptrs.data(), core_t_ptrs.data(), sorted, grad_out_ptr,
+                          grad_ptrs[tid].data(), grad_last_t[tid], touched[tid], b, e, rtl);
+      });
     }
     // Transpose the touched slices' gradients back into the core's layout, (r_{K-1}, m_{K-1}).
     for (int64_t t = 0; t < last_slices; ++t) {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "../tt_lookup_math.h"
 
@@ -186,6 +187,22 @@ TT_INLINE void matmul(const T* TT_RESTRICT A, const T* TT_RESTRICT B, T* TT_REST
   path_row_combinations<Isa>(A, B, C, rows, inner, cols, inner, 1, false);
 }
 
+// C += A @ B with A (rows x inner), B (inner x cols), C (rows x cols).
+template <class Isa, typename T>
+TT_INLINE void matmul_acc(const T* TT_RESTRICT A, const T* TT_RESTRICT B, T* TT_RESTRICT C,
+                          int64_t rows, int64_t inner, int64_t cols) {
+  path_row_combinations<Isa>(A, B, C, rows, inner, cols, inner, 1, true);
+}
+
+// C (=, or += when `accumulate`) AT^T @ B with A given transposed as AT (inner x rows), B
+// (inner x cols), C (rows x cols): row a of C is a combination of the rows of B with the
+// weights AT[:, a].
+template <class Isa, typename T>
+TT_INLINE void matmul_t(const T* TT_RESTRICT AT, const T* TT_RESTRICT B, T* TT_RESTRICT C,
+                        int64_t rows, int64_t inner, int64_t cols, bool accumulate) {
+  path_row_combinations<Isa>(AT, B, C, rows, inner, cols, 1, rows, accumulate);
+}
+
 // dB += A^T @ dC with A (rows x inner), dC (rows x cols), dB (inner x cols): row q of dB is a
 // combination of the rows of dC with the weights A[:, q].
 template <class Isa, typename T>
@@ -210,6 +227,49 @@ TT_INLINE void matmul_tn_acc_transposed(const T* TT_RESTRICT A, const T* TT_REST
                                         T* TT_RESTRICT dBT, int64_t rows, int64_t inner,
                                         int64_t cols) {
   path_row_combinations<Isa>(dC, A, dBT, cols, rows, inner, 1, cols, true);
+}
+
+// Two-input lane shuffle of 4-lane vectors with constant lane indices (0-3: a, 4-7: b).
+#if defined(__clang__)
+#define TT_SHUFFLE4(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#elif defined(__GNUC__)
+#define TT_SHUFFLE4(a, b, i0, i1, i2, i3) \
+  __builtin_shuffle(a, b, typename VecType<Lane, sizeof(a)>::type{i0, i1, i2, i3})
+#endif
+
+// dst (cols x rows) = src (rows x cols) transposed. With rows and cols multiples of 4, in 4 x 4
+// blocks of vectors (loads, lane shuffles, stores of whole vectors): a transposed row written
+// with scalar stores and then read back with vector loads (the streaming copy of a row) stalls,
+// each load waiting for several stores it cannot be forwarded from.
+template <typename T>
+TT_INLINE void transpose(const T* TT_RESTRICT src, T* TT_RESTRICT dst, int64_t rows,
+                         int64_t cols) {
+#if defined(TT_SHUFFLE4)
+  if (rows % 4 == 0 && cols % 4 == 0) {
+    using V = Vec<T, 4 * sizeof(T)>;
+    using Lane = typename std::conditional<sizeof(T) == 4, int32_t, int64_t>::type;
+    for (int64_t i = 0; i < rows; i += 4) {
+      for (int64_t j = 0; j < cols; j += 4) {
+        const V r0 = vload<V>(src + (i + 0) * cols + j);
+        const V r1 = vload<V>(src + (i + 1) * cols + j);
+        const V r2 = vload<V>(src + (i + 2) * cols + j);
+        const V r3 = vload<V>(src + (i + 3) * cols + j);
+        const V t0 = TT_SHUFFLE4(r0, r1, 0, 4, 1, 5);
+        const V t1 = TT_SHUFFLE4(r0, r1, 2, 6, 3, 7);
+        const V t2 = TT_SHUFFLE4(r2, r3, 0, 4, 1, 5);
+        const V t3 = TT_SHUFFLE4(r2, r3, 2, 6, 3, 7);
+        vstore(dst + (j + 0) * rows + i, V(TT_SHUFFLE4(t0, t2, 0, 1, 4, 5)));
+        vstore(dst + (j + 1) * rows + i, V(TT_SHUFFLE4(t0, t2, 2, 3, 6, 7)));
+        vstore(dst + (j + 2) * rows + i, V(TT_SHUFFLE4(t1, t3, 0, 1, 4, 5)));
+        vstore(dst + (j + 3) * rows + i, V(TT_SHUFFLE4(t1, t3, 2, 3, 6, 7)));
+      }
+    }
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+  }
 }
 
 // ------------------------------------------------------------------ the last core, tiled
