@@ -39,6 +39,17 @@ def _parhip_reference(indptr, indices):
     return header.tobytes() + offsets.astype(np.uint64).tobytes() + np.asarray(indices, dtype=np.uint32).tobytes()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _parhip_writer_is_sound(tmp_path_factory):
+    """KaMinPar aborts the whole process (SIGABRT) on a malformed ParHIP file: check the writer's
+    bytes before any test of this module hands it a file, so a broken writer fails a test instead."""
+    csr = canonical_csr(sbm_edges(4, 50, 1500, 0.8)[0], 200)
+    path = tmp_path_factory.mktemp("parhip") / "g.parhip"
+    write_parhip(path, csr.indptr, csr.indices)
+    if path.read_bytes() != _parhip_reference(csr.indptr, csr.indices):
+        pytest.fail("write_parhip wrote a malformed ParHIP file; not handing it to KaMinPar")
+
+
 @pytest.mark.parametrize("chunk", [1, 2, 3, 4, 5, 1 << 22])
 @pytest.mark.parametrize("num_nodes", [0, 1, 2, 3, 7, 8, 9])
 def test_parhip_bytes_match_the_format_for_every_chunk_size(tmp_path, monkeypatch, chunk, num_nodes):
