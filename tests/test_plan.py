@@ -13,6 +13,7 @@ def test_full_table_terms_are_exact():
     full = plans["full"].memory
     assert full["table"] == 1_000_000 * 64 * 4
     assert full["gradients"] == full["table"] and full["optimizer"] == 2 * full["table"]
+    assert full["optimizer step"] == 2 * full["table"]  # Adam's sqrt(v) / bias correction
     assert full["total"] == sum(v for k, v in full.items() if k != "total")
     assert plans["full"].allreduce_bytes == (1_000_000 * 64 + plans["full"].details["gnn_parameters"]) * 4
     assert plans["full"].lookup_flops == 0
@@ -22,8 +23,15 @@ def test_tt_table_is_the_shape_parameter_count():
     plans = plan(169_343, 128, 16, optimizer="sgd")
     params = TTShape.build(169_343, 128, 16, None, None, None).num_parameters
     assert plans["tt"].memory["table"] == params * 4 and plans["tt"].memory["optimizer"] == 0
+    assert plans["tt"].memory["optimizer step"] == plans["full"].memory["optimizer step"] == 0
     assert plans["tt"].lookup_flops > 0
     assert plans["tt"].memory["runtime"] == RUNTIME_BYTES
+
+
+@pytest.mark.parametrize("optimizer,copies", [("adagrad", 1), ("momentum", 0), ("adamw", 2)])
+def test_optimizer_step_scratch_counts_table_copies(optimizer, copies):
+    full = plan(100_000, 32, 8, optimizer=optimizer)["full"].memory
+    assert full["optimizer step"] == copies * 100_000 * 32 * 4
 
 
 def test_sampled_nodes_multiply_and_cap_at_n():

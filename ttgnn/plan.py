@@ -12,6 +12,7 @@ Terms (bytes, float32 values, int64 ids as DGL holds them):
 * ``table``: the node table (TT cores, or ``N x D``); ``gradients``: one copy of it (the full
   table's gradient is dense, as ``nn.Embedding`` makes it and DDP all-reduces it);
   ``optimizer``: Adam's two moments (``adagrad`` one, ``sgd`` none) of table and GNN;
+  ``optimizer step``: the step's temporaries (:data:`STEP_SCRATCH`);
 * ``gnn``: the GNN's weights, gradients and optimiser state;
 * ``graph``: the symmetric graph (the ``int32`` CSR every rank loads plus DGL's ``int64``
   ``csc`` copy with self-loops that sampling reads);
@@ -26,10 +27,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
-__all__ = ["OPTIMIZERS", "RUNTIME_BYTES", "Plan", "plan", "format_plan", "as_dict"]
+__all__ = ["OPTIMIZERS", "STEP_SCRATCH", "RUNTIME_BYTES", "Plan", "plan", "format_plan", "as_dict"]
 
 #: Optimiser state per parameter, in parameter copies.
 OPTIMIZERS = {"adam": 2, "adamw": 2, "adagrad": 1, "sgd": 0, "momentum": 1}
+#: Temporaries of one optimiser step, in copies of the largest parameter (the table): PyTorch's
+#: Adam on the CPU forms ``exp_avg_sq.sqrt() / bias_correction`` (two table-sized tensors at
+#: once), Adagrad ``state_sum.sqrt()``. Measured: a full-table step at products' size peaked
+#: 2.3 GiB above the other terms (docs/scale.md).
+STEP_SCRATCH = {"adam": 2, "adamw": 2, "adagrad": 1, "sgd": 0, "momentum": 0}
 #: Resident memory of a process that has imported torch, DGL and ttgnn (0.45 GiB measured on
 #: the CPU build; a CUDA context adds about as much on the host, not on the device).
 RUNTIME_BYTES = int(0.45 * 2**30)
@@ -166,7 +172,7 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
             params = num_nodes * dim
             flops, extra = 0, 0
         memory = {"table": params * _FLOAT, "gradients": params * _FLOAT, "optimizer": params * _FLOAT * state,
-                  "gnn": gnn_bytes, "graph": graph_bytes, "blocks": block_bytes,
+                  "optimizer step": params * _FLOAT * STEP_SCRATCH[optimizer], "gnn": gnn_bytes, "graph": graph_bytes, "blocks": block_bytes,
                   "activations": activations + extra, "runtime": RUNTIME_BYTES}
         memory["total"] = sum(memory.values())
         allreduce = (params + layer_params) * _FLOAT if world_size > 1 else 0
