@@ -53,9 +53,10 @@ MODULES = {
 # mutmut's exit codes of a mutant's test run (see `mutmut results`).
 STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
                        36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
-                       -11: "segfault", -9: "segfault", 37: "caught by type check", None: "not checked",
+                       -11: "segfault", -9: "segfault", -6: "aborted", 37: "caught by type check", None: "not checked",
                        2: "interrupted"}
-KILLED = {"killed", "timeout", "segfault", "caught by type check"}
+# A test process that aborts (SIGABRT: KaMinPar's own checks on a malformed graph file) fails CI too.
+KILLED = {"killed", "timeout", "segfault", "aborted", "caught by type check"}
 NOT_RUN = {"no tests", "skipped", "not checked"}
 
 
