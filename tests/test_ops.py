@@ -279,19 +279,23 @@ def test_noncontiguous_inputs(device):
     assert_close_f(tt_lookup_kernel(strided, rows), tt_lookup_reference(cores, rows), torch.float64)
 
 
+def kernel_at_threads(cores, rows, grad_out, num_threads):
+    """The CPU kernel's forward and backward with torch set to ``num_threads`` threads."""
+    saved = torch.get_num_threads()
+    try:
+        torch.set_num_threads(num_threads)
+        return tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
+    finally:
+        torch.set_num_threads(saved)
+
+
 def test_thread_counts_agree():
     _require_kernels("cpu")
     cores = make_cores((30, 31, 32), (8, 4, 4), 16)
     rows = draw_rows(30 * 31 * 32, 20000)
     grad_out = torch.randn(20000, 128, generator=torch.Generator().manual_seed(7))
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
-        torch.set_num_threads(2)
-        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
-    finally:
-        torch.set_num_threads(threads)
+    out1, grads1 = kernel_at_threads(cores, rows, grad_out, 1)
+    out2, grads2 = kernel_at_threads(cores, rows, grad_out, 2)
     assert torch.equal(out1, out2)
     # Gradients sum ~20,000 rows' terms in float32, in an order that depends on how rows are
     # split among threads: compare both with the float64 result, to within float32 rounding of
@@ -686,14 +690,8 @@ def test_thread_counts_agree_right_to_left(contraction):
     cores = make_cores((150, 160, 32), (8, 4, 4), 16)
     rows = unshared_rows((150, 160, 32), 20000, seed=51)
     grad_out = torch.randn(20000, 128, generator=torch.Generator().manual_seed(52))
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
-        torch.set_num_threads(2)
-        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
-    finally:
-        torch.set_num_threads(threads)
+    out1, grads1 = kernel_at_threads(cores, rows, grad_out, 1)
+    out2, grads2 = kernel_at_threads(cores, rows, grad_out, 2)
     assert torch.equal(out1, out2)
     for grads in (grads1, grads2):
         assert_grads_within_rounding(grads, cores, rows, grad_out, torch.float32)
@@ -724,14 +722,8 @@ def test_auto_order_does_not_depend_on_thread_count():
     shared = torch.arange(150).repeat_interleave(5) * 60 + torch.arange(5).repeat(150)
     rows = torch.cat([shared, unshared_rows((50, 60, 60), 750, seed=62) + 10 * 3600])
     grad_out = torch.randn(rows.numel(), 128, generator=torch.Generator().manual_seed(63))
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        out1, grads1 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
-        torch.set_num_threads(2)
-        out2, grads2 = tt_lookup_kernel(cores, rows), tt_lookup_backward_kernel(grad_out, cores, rows)
-    finally:
-        torch.set_num_threads(threads)
+    out1, grads1 = kernel_at_threads(cores, rows, grad_out, 1)
+    out2, grads2 = kernel_at_threads(cores, rows, grad_out, 2)
     assert torch.equal(out1, out2)
     assert_close_f(out1, tt_lookup_reference(cores, rows), torch.float32)
     for grads in (grads1, grads2):

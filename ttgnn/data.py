@@ -616,7 +616,7 @@ def load_dataset(
     """
     root_path = resolve_root(root)
     if root is not None and not root_path.is_dir():
-        raise FileNotFoundError(f"dataset root not found: {root_path} (given as --root / root=)")
+        raise FileNotFoundError(f"dataset root not found: {root_path} (given as --root or root=)")
     cache = default_cache_dir(cache_dir)
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"cache directory {cache} exists and is not a folder")
