@@ -49,15 +49,18 @@ PyObject* py_cpu_isas(PyObject*, PyObject*) {
   return names;
 }
 
-PyObject* py_set_cpu_isa(PyObject*, PyObject* arg) {
+// A setter taking a name from Python: `set(name)` returns the name now active; an unknown name
+// (std::invalid_argument) raises ValueError, any other failure RuntimeError.
+template <class Set>
+PyObject* set_by_name(PyObject* arg, const char* function, Set set) {
   if (!PyUnicode_Check(arg)) {
-    PyErr_Format(PyExc_TypeError, "set_cpu_isa expects a str, got %s", Py_TYPE(arg)->tp_name);
+    PyErr_Format(PyExc_TypeError, "%s expects a str, got %s", function, Py_TYPE(arg)->tp_name);
     return nullptr;
   }
   const char* name = PyUnicode_AsUTF8(arg);
   if (name == nullptr) return nullptr;
   try {
-    return PyUnicode_FromString(ttgnn::cpu_isa_name(ttgnn::cpu_isa_set(name)));
+    return PyUnicode_FromString(set(name));
   } catch (const std::invalid_argument& error) {
     PyErr_SetString(PyExc_ValueError, error.what());
   } catch (const std::exception& error) {
@@ -66,24 +69,19 @@ PyObject* py_set_cpu_isa(PyObject*, PyObject* arg) {
   return nullptr;
 }
 
+PyObject* py_set_cpu_isa(PyObject*, PyObject* arg) {
+  return set_by_name(arg, "set_cpu_isa",
+                     [](const char* name) { return ttgnn::cpu_isa_name(ttgnn::cpu_isa_set(name)); });
+}
+
 PyObject* py_cpu_contraction(PyObject*, PyObject*) {
   return PyUnicode_FromString(ttgnn::contraction_name(ttgnn::contraction_active()));
 }
 
 PyObject* py_set_cpu_contraction(PyObject*, PyObject* arg) {
-  if (!PyUnicode_Check(arg)) {
-    PyErr_Format(PyExc_TypeError, "set_cpu_contraction expects a str, got %s",
-                 Py_TYPE(arg)->tp_name);
-    return nullptr;
-  }
-  const char* name = PyUnicode_AsUTF8(arg);
-  if (name == nullptr) return nullptr;
-  try {
-    return PyUnicode_FromString(ttgnn::contraction_name(ttgnn::contraction_set(name)));
-  } catch (const std::invalid_argument& error) {
-    PyErr_SetString(PyExc_ValueError, error.what());
-  }
-  return nullptr;
+  return set_by_name(arg, "set_cpu_contraction", [](const char* name) {
+    return ttgnn::contraction_name(ttgnn::contraction_set(name));
+  });
 }
 
 PyMethodDef module_methods[] = {

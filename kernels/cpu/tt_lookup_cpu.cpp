@@ -646,6 +646,18 @@ struct BackwardWalk : PrefixWalk<Isa, scalar_t> {
   }
 };
 
+// dst = the sum of the output gradients of every position holding unique row u (`dim` scalars).
+template <class Isa, typename scalar_t>
+TT_INLINE void sum_grad_row(const scalar_t* grad_out, const SortedRows& sorted, int64_t u, int64_t dim,
+                            scalar_t* TT_RESTRICT dst) {
+  const int64_t first = sorted.offsets[u];
+  const int64_t stop = sorted.offsets[u + 1];
+  std::memcpy(dst, grad_out + sorted.positions[first] * dim, dim * static_cast<int64_t>(sizeof(scalar_t)));
+  for (int64_t s = first + 1; s < stop; ++s) {
+    cpu::add_row<Isa>(dst, grad_out + sorted.positions[s] * dim, dim);
+  }
+}
+
 // dst[i] = the sum of the output gradients of every position holding unique row begin + i, for
 // the unique rows [begin, end): rows of `dim` scalars. The output gradients are scattered over
 // the batch: gathering them in a loop of loads alone keeps many of them in flight, and positions
@@ -658,16 +670,11 @@ TT_INLINE void gather_grad_rows(const scalar_t* grad_out, const SortedRows& sort
   const int64_t last_position = sorted.offsets[end];
   int64_t prefetched = sorted.offsets[begin];
   for (int64_t u = begin; u < end; ++u, dst += dim) {
-    const int64_t first = sorted.offsets[u];
-    const int64_t stop = sorted.offsets[u + 1];
-    const int64_t horizon = std::min(stop + Isa::kPrefetchAhead, last_position);
+    const int64_t horizon = std::min(sorted.offsets[u + 1] + Isa::kPrefetchAhead, last_position);
     for (; prefetched < horizon; ++prefetched) {
       prefetch_bytes(grad_out + sorted.positions[prefetched] * dim, row_bytes);
     }
-    std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
-    for (int64_t s = first + 1; s < stop; ++s) {
-      cpu::add_row<Isa>(dst, grad_out + sorted.positions[s] * dim, dim);
-    }
+    sum_grad_row<Isa>(grad_out, sorted, u, dim, dst);
   }
 }
 
@@ -691,12 +698,7 @@ TT_INLINE void gather_grad_rows_listed(const scalar_t* grad_out, const SortedRow
         prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
       }
     }
-    const int64_t first = sorted.offsets[rows[i]];
-    const int64_t stop = sorted.offsets[rows[i] + 1];
-    std::memcpy(dst, grad_out + sorted.positions[first] * dim, row_bytes);
-    for (int64_t s = first + 1; s < stop; ++s) {
-      cpu::add_row<Isa>(dst, grad_out + sorted.positions[s] * dim, dim);
-    }
+    sum_grad_row<Isa>(grad_out, sorted, rows[i], dim, dst);
   }
 }
 
