@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 MUTMUT = "mutmut==3.8.1"
@@ -152,8 +153,9 @@ def read_results(copy: Path, patterns: list[str], only: list[str]) -> dict[str, 
 
 
 def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: int,
-               timeout_multiplier: float, only: list[str]) -> dict:
-    patterns, tests = MODULES[name]
+               timeout_multiplier: float, only: list[str], tests: Optional[list[str]] = None) -> dict:
+    patterns, module_tests = MODULES[name]
+    tests = tests or module_tests
     shutil.rmtree(copy / "mutants", ignore_errors=True)
     (copy / "mutants").mkdir()
     for pattern in patterns:
@@ -201,6 +203,10 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", default=[], metavar="GLOB",
                         help="mutate only the functions whose mutant names match, e.g. 'ttgnn.partition.split.*' "
                              "(with one module)")
+    parser.add_argument("--tests", nargs="+", default=None, metavar="FILE",
+                        help="run these test files against the mutants instead of the module's (e.g. "
+                             "partition/graph.py, whose functions every partition test calls, with "
+                             "tests/test_partition_graph.py alone)")
     parser.add_argument("--summarize", action="store_true",
                         help="only count the results mutmut has recorded so far in the copy (of one module: give "
                              "the one whose run was cut off) and print them; nothing is run")
@@ -221,7 +227,8 @@ def main(argv=None) -> int:
     header = f"{'module':<12} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'score':>7} {'minutes':>8}"
     print(header, flush=True)
     for name in args.modules:
-        row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier, args.only)
+        row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier, args.only,
+                         args.tests)
         row["only"] = args.only
         row["commit"] = _git("rev-parse", "--short", "HEAD")
         results[name] = row

@@ -50,3 +50,175 @@ def test_directed_duplicate_and_self_loop_edges_are_normalised():
 def test_bad_graph_raises_clear_errors(graph, kwargs, error, match):
     with pytest.raises(error, match=match):
         hierarchical_order(graph, (4, 4), **kwargs)
+
+
+# --- the lean CSR builder, against scipy ------------------------------------------------------------
+
+import hashlib
+
+import scipy.sparse as sp
+
+from ttgnn.partition import graph as graph_module
+from ttgnn.partition.graph import CSRGraph, csr_from_edge_chunks
+
+
+def _scipy_symmetric(src, dst, num_nodes):
+    """The canonical form by scipy: symmetric, no self-loops, no duplicates, sorted rows."""
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    adj = sp.csr_matrix((np.ones(2 * src.shape[0]), (np.r_[src, dst], np.r_[dst, src])),
+                        shape=(num_nodes, num_nodes))
+    adj.sum_duplicates()
+    adj.sort_indices()
+    return adj.indptr.astype(np.int64), adj.indices
+
+
+def _random_edges(num_nodes, num_edges, seed):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, num_nodes, num_edges)
+    dst = rng.integers(0, num_nodes, num_edges)
+    # duplicates in both directions, self-loops, and a hub whose row spans many sort blocks
+    src = np.r_[src, dst[:50], src[:50], np.arange(20), np.zeros(40, dtype=np.int64)]
+    dst = np.r_[dst, src[:50], dst[:50], np.arange(20), np.arange(1, 41)]
+    return src, dst
+
+
+def _chunked(src, dst, size):
+    def chunks():
+        for start in range(0, src.shape[0], size):
+            yield src[start:start + size], dst[start:start + size]
+    return chunks
+
+
+@pytest.mark.parametrize("chunk,block", [(10**6, 1 << 24), (37, 1 << 24), (37, 16), (1, 5), (500, 1)])
+def test_csr_from_edge_chunks_equals_scipy(monkeypatch, chunk, block):
+    # Any chunking of the edges and any sort-block size give scipy's canonical CSR; the last
+    # nodes are isolated, so rows past the last entry must stay empty.
+    monkeypatch.setattr(graph_module, "_EDGE_CHUNK", block)
+    num_nodes = 130
+    src, dst = _random_edges(120, 700, seed=chunk + block)
+    csr = csr_from_edge_chunks(_chunked(src, dst, chunk), num_nodes)
+    indptr, indices = _scipy_symmetric(src, dst, num_nodes)
+    assert isinstance(csr, CSRGraph)
+    assert csr.indptr.dtype == np.int64 and csr.indices.dtype == np.int32
+    np.testing.assert_array_equal(csr.indptr, indptr)
+    np.testing.assert_array_equal(csr.indices, indices)
+    assert csr.num_nodes == num_nodes and csr.num_entries == indices.shape[0]
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 24])
+def test_canonical_csr_of_edges_and_of_csr_equals_scipy_with_any_sort_block(monkeypatch, block):
+    monkeypatch.setattr(graph_module, "_EDGE_CHUNK", block)
+    src, dst = _random_edges(60, 300, seed=block)
+    indptr, indices = _scipy_symmetric(src, dst, 64)
+    from_edges = canonical_csr(np.stack([src, dst]), 64)
+    np.testing.assert_array_equal(from_edges.indptr, indptr)
+    np.testing.assert_array_equal(from_edges.indices, indices)
+    # a directed CSR with self-loops and repeats, as a tuple: symmetrised the same way
+    directed = sp.csr_matrix((np.ones(src.shape[0]), (src, dst)), shape=(64, 64))
+    directed.sum_duplicates()
+    from_csr = canonical_csr((directed.indptr, directed.indices))
+    np.testing.assert_array_equal(from_csr.indptr, indptr)
+    np.testing.assert_array_equal(from_csr.indices, indices)
+
+
+def test_csr_from_edge_chunks_progress_bars_and_chunk_count(capsys):
+    src, dst = _random_edges(50, 100, seed=1)
+    num_chunks = -(-src.shape[0] // 40)
+    csr_from_edge_chunks(_chunked(src, dst, 40), 50, num_chunks=num_chunks, progress=True)
+    err = capsys.readouterr().err
+    assert "CSR: degrees" in err and "CSR: placing" in err and f"{num_chunks}/{num_chunks}" in err
+    csr_from_edge_chunks(_chunked(src, dst, 40), 50)
+    assert capsys.readouterr().err == ""
+
+
+def test_graph_without_edges_and_index_dtype_boundary():
+    csr = csr_from_edge_chunks(lambda: iter([(np.zeros(0, np.int64), np.zeros(0, np.int64))]), 4)
+    np.testing.assert_array_equal(csr.indptr, [0, 0, 0, 0, 0])
+    assert csr.indices.shape == (0,)
+    only_loops = canonical_csr(np.array([[0, 1, 2], [0, 1, 2]]))
+    np.testing.assert_array_equal(only_loops.indptr, [0, 0, 0, 0])
+    # int32 holds every id and the builder's placeholder id N below 2^31 - 1 nodes
+    assert graph_module._index_dtype(2**31 - 2) == np.int32
+    assert graph_module._index_dtype(2**31 - 1) == np.int64
+    assert graph_module._index_dtype(2**33) == np.int64
+
+
+def test_csr_graph_unpacks_indexes_and_lists_rows():
+    csr = canonical_csr(np.array([[0, 0, 2], [1, 2, 3]]))
+    indptr, indices = csr
+    assert indptr is csr.indptr and indices is csr.indices
+    assert len(csr) == 2 and csr[0] is csr.indptr and csr[1] is csr.indices and csr[-1] is csr.indices
+    rows = csr.edge_rows()
+    np.testing.assert_array_equal(rows, [0, 0, 1, 2, 2, 3])
+    assert rows.dtype == csr.indices.dtype
+    wide = CSRGraph(csr.indptr, csr.indices.astype(np.int64))
+    assert wide.edge_rows().dtype == np.int64
+
+
+def test_canonical_csr_passes_a_csr_graph_through_and_checks_num_nodes():
+    csr = canonical_csr(np.array([[0, 1], [1, 2]]))
+    assert canonical_csr(csr) is csr
+    assert canonical_csr(csr, num_nodes=3) is csr
+    assert canonical_csr(csr, num_nodes=np.int64(3)) is csr
+    with pytest.raises(ValueError, match="num_nodes=4 does not match the CSRGraph's 3 nodes"):
+        canonical_csr(csr, num_nodes=4)
+
+
+@pytest.mark.parametrize("graph,num_nodes,error,match", [
+    (np.array([[0], [1]]), True, TypeError, "num_nodes must be an int, got bool"),
+    (np.array([[0], [1]]), 2.0, TypeError, "num_nodes must be an int, got float"),
+    (np.array([[0], [1]]), -1, ValueError, "num_nodes must be >= 1, got -1"),
+    ((np.array([0, 1]), np.array([0]), np.array([0])), None, ValueError, "tuple \\(indptr, indices\\), got 3 items"),
+    ((np.array([0]), np.array([], dtype=np.int64)), None, ValueError, "N \\+ 1 >= 2 entries, got shape \\(1,\\)"),
+    ((np.array([1, 1]), np.array([0])), None, ValueError, "start at 0 and end at len\\(indices\\)=1, got 1 and 1"),
+    ((np.array([0, 2]), np.array([0])), None, ValueError, "got 0 and 2"),
+    ((np.array([[0, 1]]), np.array([0])), None, ValueError, "indptr must be 1-dimensional, got shape \\(1, 2\\)"),
+    ((np.array([0, 1, 2]), np.array([1, 3])), None, ValueError,
+     r"indices contains node id 3, out of range for num_nodes=2 \(ids must be in \[0, 2\)\)"),
+    ((np.array([0, 1, 2]), np.array([1, -2])), None, ValueError,
+     r"indices contains the negative node id -2; ids must be in \[0, 2\)"),
+    ((np.array([0, 1, 2]), np.array([1, 0])), 3, ValueError, "num_nodes=3 does not match the CSR indptr, which has 2 rows"),
+    ([[0, 1], [1, 2, 3]], None, TypeError, "edge_index must be a numpy integer array, got list"),
+    (np.array([[0.5], [1.0]]), None, TypeError, "edge_index must hold integers, got dtype float64"),
+    (np.zeros((3, 2), dtype=np.int64), None, ValueError, r"edge_index must have shape \(2, E\), got \(3, 2\)"),
+    ({0: 1}, None, TypeError, "got dict"),
+])
+def test_canonical_csr_names_what_is_wrong(graph, num_nodes, error, match):
+    with pytest.raises(error, match=match):
+        canonical_csr(graph, num_nodes)
+
+
+def test_canonical_csr_accepts_lists_and_empty_edge_lists():
+    as_lists = canonical_csr(([0, 1, 2], [1, 0]))
+    np.testing.assert_array_equal(as_lists.indptr, [0, 1, 2])
+    np.testing.assert_array_equal(as_lists.indices, [1, 0])
+    empty = canonical_csr([[], []], num_nodes=3)
+    np.testing.assert_array_equal(empty.indptr, [0, 0, 0, 0])
+    # num_nodes defaults to the largest id + 1; isolated nodes past it need num_nodes
+    assert canonical_csr(np.array([[0, 4], [1, 2]])).num_nodes == 5
+    assert canonical_csr(np.array([[0, 4], [1, 2]]), 9).num_nodes == 9
+    np.testing.assert_array_equal(canonical_csr(np.array([[1], [0]]), 2).indptr, [0, 1, 2])
+
+
+def test_content_hash_is_stable_and_covers_nodes_and_edges():
+    csr = canonical_csr(np.array([[0, 1], [1, 2]]))
+    # The cache key of a graph must not change between versions (orders cached on disk would be
+    # recomputed): blake2b-160 of the node count, the int64 offsets and the int32 neighbours.
+    expected = hashlib.blake2b(digest_size=20)
+    expected.update(np.int64(3).tobytes())
+    expected.update(np.array([0, 1, 3, 4], dtype=np.int64).tobytes())
+    expected.update(np.array([1, 0, 2, 1], dtype=np.int32).tobytes())
+    assert csr.content_hash() == expected.hexdigest()
+    assert len(csr.content_hash()) == 40
+    # the same graph from other inputs hashes alike; another edge or another node count does not
+    assert canonical_csr((np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1]))).content_hash() == csr.content_hash()
+    assert canonical_csr(np.array([[0, 0], [1, 2]])).content_hash() != csr.content_hash()
+    assert canonical_csr(np.array([[0, 1], [1, 2]]), 4).content_hash() != csr.content_hash()
+    # int64 neighbours (graphs of 2^31 nodes or more) are hashed as int64
+    wide = CSRGraph(csr.indptr, csr.indices.astype(np.int64))
+    expected = hashlib.blake2b(digest_size=20)
+    expected.update(np.int64(3).tobytes())
+    expected.update(np.array([0, 1, 3, 4], dtype=np.int64).tobytes())
+    expected.update(np.array([1, 0, 2, 1], dtype=np.int64).tobytes())
+    assert wide.content_hash() == expected.hexdigest()
