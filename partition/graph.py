@@ -185,7 +185,7 @@ def _sort_dedupe_rows(indptr: np.ndarray, indices: np.ndarray) -> CSRGraph:
 
 
 def _symmetric_from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> CSRGraph:
-    if num_nodes >= 2**32:  # pragma: no cover - the packed (row, col) sort key holds 32-bit columns
+    if num_nodes >= 2**32:  # the packed (row, col) sort key holds 32-bit columns
         raise ValueError(f"graphs of {num_nodes} >= 2**32 nodes are not supported")
 
     def chunks():

@@ -127,7 +127,10 @@ def test_csr_from_edge_chunks_progress_bars_and_chunk_count(capsys):
     num_chunks = -(-src.shape[0] // 40)
     csr_from_edge_chunks(_chunked(src, dst, 40), 50, num_chunks=num_chunks, progress=True)
     err = capsys.readouterr().err
-    assert "CSR: degrees" in err and "CSR: placing" in err and f"{num_chunks}/{num_chunks}" in err
+    for desc in ("CSR: degrees:", "CSR: placing:"):
+        last = [line for line in err.replace("\r", "\n").splitlines() if desc in line][-1]
+        assert f"{num_chunks}/{num_chunks}" in last  # the total is known, so the bar shows it
+        assert "chunk/s" in last or "s/chunk" in last
     csr_from_edge_chunks(_chunked(src, dst, 40), 50)
     assert capsys.readouterr().err == ""
 
@@ -142,6 +145,9 @@ def test_graph_without_edges_and_index_dtype_boundary():
     assert graph_module._index_dtype(2**31 - 2) == np.int32
     assert graph_module._index_dtype(2**31 - 1) == np.int64
     assert graph_module._index_dtype(2**33) == np.int64
+    # the packed (row, column) sort key holds 32-bit columns: refused before anything is allocated
+    with pytest.raises(ValueError, match=r"^graphs of 4294967296 >= 2\*\*32 nodes are not supported$"):
+        canonical_csr(np.array([[0], [1]]), num_nodes=2**32)
 
 
 def test_csr_graph_unpacks_indexes_and_lists_rows():
@@ -167,6 +173,18 @@ def test_canonical_csr_passes_a_csr_graph_through_and_checks_num_nodes():
 
 @pytest.mark.parametrize("graph,num_nodes,error,match", [
     (np.array([[0], [1]]), True, TypeError, "num_nodes must be an int, got bool"),
+    (np.array([[0], [4]]), 4, ValueError,
+     r"^edge_index contains node id 4, out of range for num_nodes=4 \(ids must be in \[0, 4\)\)$"),
+    (np.array([[0], [-1]]), 4, ValueError, r"^edge_index contains the negative node id -1"),
+    ((np.array([0, 1, 2]), np.array([1, 2])), None, ValueError, r"^indices contains node id 2, out of range"),
+    ((np.array([0, 1, 2]), np.array([1.0, 0.0])), None, TypeError, r"^indices must hold integers, got dtype float64$"),
+    ((np.array([0, 1, 2]), np.array([[1, 0]])), None, ValueError, r"^indices must be 1-dimensional"),
+    ((np.array([0, 1, 3]), np.array([1, 0])), None, ValueError,
+     r"^indptr must start at 0 and end at len\(indices\)=2, got 0 and 3$"),
+    ((np.array([0, 2, 1, 2]), np.array([1, 0])), None, ValueError, r"^indptr must be non-decreasing$"),
+    (np.zeros((2, 0), dtype=np.int64), None, ValueError, r"^num_nodes is required for an edge index without edges$"),
+    ("edges", None, TypeError,
+     r"^graph must be a CSR tuple \(indptr, indices\) or an edge index array of shape \(2, E\), got str$"),
     (np.array([[0], [1]]), 2.0, TypeError, "num_nodes must be an int, got float"),
     (np.array([[0], [1]]), -1, ValueError, "num_nodes must be >= 1, got -1"),
     ((np.array([0, 1]), np.array([0]), np.array([0])), None, ValueError, "tuple \\(indptr, indices\\), got 3 items"),
@@ -195,6 +213,8 @@ def test_canonical_csr_accepts_lists_and_empty_edge_lists():
     np.testing.assert_array_equal(as_lists.indices, [1, 0])
     empty = canonical_csr([[], []], num_nodes=3)
     np.testing.assert_array_equal(empty.indptr, [0, 0, 0, 0])
+    one = canonical_csr(np.zeros((2, 0), dtype=np.int64), num_nodes=1)  # the smallest graph
+    np.testing.assert_array_equal(one.indptr, [0, 0])
     # num_nodes defaults to the largest id + 1; isolated nodes past it need num_nodes
     assert canonical_csr(np.array([[0, 4], [1, 2]])).num_nodes == 5
     assert canonical_csr(np.array([[0, 4], [1, 2]]), 9).num_nodes == 9
