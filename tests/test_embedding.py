@@ -216,3 +216,141 @@ def test_load_state_dict_checks_the_node_order_like_the_constructor(order, error
     emb.load_state_dict(good.state_dict())
     assert torch.equal(emb.node_order, good.node_order)
     torch.testing.assert_close(emb(torch.arange(20)), good(torch.arange(20)))
+
+
+# --- constructor arguments, init, generator, node order, repr, compiled checks, from_pretrained ---------
+
+def _seeded(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_constructor_defaults():
+    emb = TTNodeEmbedding(4096, 64, generator=_seeded(1))
+    assert emb.ranks == (1, 16, 16, 1)  # ranks=16
+    assert emb.init == "gaussian" and emb.init_scale == 1.0
+    assert emb.node_order is None
+    # TT-Rec's calibration: the materialised table's entries have std init_scale
+    assert 0.8 < float(emb.full_weight().detach().std()) < 1.25
+
+
+def test_num_cores_and_col_shape_are_honoured():
+    assert len(TTNodeEmbedding(1000, 16).row_shape) == 3
+    emb = TTNodeEmbedding(1000, 16, ranks=4, num_cores=2)
+    assert len(emb.row_shape) == 2 and math.prod(emb.row_shape) >= 1000 and emb.ranks == (1, 4, 1)
+    emb = TTNodeEmbedding(1000, 16, ranks=4, col_shape=[2, 2, 4])
+    assert emb.col_shape == (2, 2, 4)
+    emb = TTNodeEmbedding(1000, 16, ranks=4, row_shape=[8, 125])
+    assert emb.row_shape == (8, 125)
+
+
+@pytest.mark.parametrize("init", ["gaussian", "ortho"])
+def test_generator_makes_the_init_reproducible(init):
+    a = TTNodeEmbedding(300, 16, ranks=4, init=init, generator=_seeded(5))
+    b = TTNodeEmbedding(300, 16, ranks=4, init=init, generator=_seeded(5))
+    c = TTNodeEmbedding(300, 16, ranks=4, init=init, generator=_seeded(6))
+    for x, y, z in zip(a.cores, b.cores, c.cores):
+        assert torch.equal(x, y) and not torch.equal(x, z)
+    c.reset_parameters(_seeded(5))  # reset_parameters draws from the generator it is given
+    for x, z in zip(a.cores, c.cores):
+        assert torch.equal(x, z)
+
+
+def test_init_scale_scales_the_table():
+    one = TTNodeEmbedding(60, 8, ranks=4, generator=_seeded(0), dtype=torch.float64)
+    two = TTNodeEmbedding(60, 8, ranks=4, init_scale=2.0, generator=_seeded(0), dtype=torch.float64)
+    torch.testing.assert_close(two.full_weight(), 2 * one.full_weight(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_ortho_init_gives_orthogonal_columns_of_norm_init_scale(scale):
+    from ttgnn.ops import tt_dense_table
+
+    emb = TTNodeEmbedding(60, 8, ranks=4, row_shape=[4, 4, 4], col_shape=[2, 2, 2], init="ortho",
+                          init_scale=scale, generator=_seeded(2), dtype=torch.float64)
+    table = tt_dense_table(list(emb.cores)).detach()  # all 64 rows, padding included
+    torch.testing.assert_close(table.T @ table, scale**2 * torch.eye(8, dtype=torch.float64),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_set_node_order_none_restores_the_identity():
+    emb = TTNodeEmbedding(20, 8, ranks=2, row_shape=[3, 3, 3], generator=_seeded(0))
+    plain = emb(torch.arange(20)).detach()
+    emb.set_node_order(torch.randperm(20, generator=_seeded(1)))
+    assert emb.node_order is not None and not torch.equal(emb(torch.arange(20)).detach(), plain)
+    emb.set_node_order(None)
+    assert emb.node_order is None
+    torch.testing.assert_close(emb(torch.arange(20)).detach(), plain)
+
+
+def test_repr_names_the_node_order_only_when_there_is_one():
+    emb = TTNodeEmbedding(20, 8, ranks=2, row_shape=[3, 3, 3], col_shape=[2, 2, 2])
+    assert emb.extra_repr() == ("20, 8, row_shape=[3, 3, 3], col_shape=[2, 2, 2], ranks=[1, 2, 2, 1], "
+                                "init='gaussian', params=48, compression=3.3x")
+    emb.set_node_order(torch.randperm(20))
+    assert emb.extra_repr().endswith("compression=3.3x, node_order")
+
+
+def test_index_messages_in_full():
+    emb = TTNodeEmbedding(100, 8, ranks=4)
+    with pytest.raises(IndexError, match=r"^index 100 is out of range for TTNodeEmbedding with 100 rows "
+                                         r"\(valid: 0 to 99\)$"):
+        emb(torch.tensor([100]))  # a single index is checked too
+    with pytest.raises(IndexError, match=r"^index -1 is out of range"):
+        emb(torch.tensor(-1))
+    with pytest.raises(TypeError, match=r"^indices must be a torch.Tensor, got list$"):
+        emb([1, 2])
+    with pytest.raises(ValueError, match=r"^node_order must be injective: two nodes map to the same TT row$"):
+        emb.set_node_order(torch.zeros(100, dtype=torch.long))
+
+
+@pytest.mark.parametrize("bad", [[100], [-1], [0, 100], [-5, 3]])
+def test_compiled_lookup_checks_indices_on_the_device(bad):
+    # Inside a compiled graph the range check runs on the device (no host sync), single indices too.
+    torch._dynamo.reset()
+    emb = TTNodeEmbedding(100, 8, ranks=4, generator=_seeded(0))
+    compiled = torch.compile(emb, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(torch.tensor([0, 99, 7])), emb(torch.tensor([0, 99, 7])))
+    assert compiled(torch.empty(0, dtype=torch.long)).shape == (0, 8)
+    with pytest.raises(RuntimeError, match="index out of range for TTNodeEmbedding with 100 rows"):
+        compiled(torch.tensor(bad))
+
+
+# from_pretrained (TT-SVD of an existing table); the decomposition itself is tested in test_init.py
+
+def test_from_pretrained_is_exact_at_full_rank_and_frozen_by_default():
+    weight = torch.randn(60, 8, generator=_seeded(3), dtype=torch.float64)
+    emb = TTNodeEmbedding.from_pretrained(weight, ranks=64, row_shape=[4, 4, 4], col_shape=[2, 2, 2])
+    assert emb.row_shape == (4, 4, 4) and emb.col_shape == (2, 2, 2)
+    assert all(c.dtype == torch.float64 and not c.requires_grad for c in emb.cores)
+    torch.testing.assert_close(emb.full_weight(), weight, rtol=1e-10, atol=1e-10)
+    assert emb.svd_relative_error < 1e-12
+    trainable = TTNodeEmbedding.from_pretrained(weight, ranks=64, row_shape=[4, 4, 4], freeze=False)
+    assert all(c.requires_grad for c in trainable.cores)
+
+
+def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(caplog):
+    import logging
+
+    weight = torch.randn(60, 8, generator=_seeded(4))
+    order = torch.randperm(64, generator=_seeded(5))[:60]
+    exact = TTNodeEmbedding.from_pretrained(weight, ranks=64, row_shape=[4, 4, 4], node_order=order)
+    assert torch.equal(exact.node_order, order)
+    torch.testing.assert_close(exact(torch.arange(60)), weight, rtol=1e-5, atol=1e-5)
+    with caplog.at_level(logging.INFO, logger="ttgnn.embedding"):
+        low = TTNodeEmbedding.from_pretrained(weight, ranks=2, num_cores=2)
+    assert len(low.row_shape) == 2 and low.ranks == (1, 2, 1)
+    expected = float(torch.linalg.norm(low.full_weight().double() - weight.double())
+                     / torch.linalg.norm(weight.double()))
+    assert 0.1 < low.svd_relative_error == pytest.approx(expected, rel=1e-9)
+    assert f"TT-SVD of a 60x8 table at ranks [1, 2, 1]: relative error {expected:.3e}" in caplog.text
+    assert TTNodeEmbedding.from_pretrained(torch.zeros(60, 8), ranks=2).svd_relative_error == 0.0
+    assert TTNodeEmbedding.from_pretrained(torch.randn(4096, 64)).ranks == (1, 16, 16, 1)  # ranks=16
+
+
+@pytest.mark.parametrize("weight,match", [
+    (torch.zeros(10), r"^weight must be a 2-D tensor, got torch.Size\(\[10\]\)$"),
+    ([[0.0, 1.0]], r"^weight must be a 2-D tensor, got <class 'list'>$"),
+])
+def test_from_pretrained_refuses_what_is_not_a_table(weight, match):
+    with pytest.raises(ValueError, match=match):
+        TTNodeEmbedding.from_pretrained(weight)
