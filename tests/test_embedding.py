@@ -323,8 +323,9 @@ def test_compiled_lookup_checks_indices_on_the_device(bad):
 
 def test_from_pretrained_is_exact_at_full_rank_and_frozen_by_default():
     weight = torch.randn(60, 8, generator=_seeded(3), dtype=torch.float64)
-    emb = TTNodeEmbedding.from_pretrained(weight, ranks=64, row_shape=[4, 4, 4], col_shape=[2, 2, 2])
-    assert emb.row_shape == (4, 4, 4) and emb.col_shape == (2, 2, 2)
+    # shapes other than the automatic ones (4, 4, 4) x (2, 2, 2)
+    emb = TTNodeEmbedding.from_pretrained(weight, ranks=64, row_shape=[3, 4, 5], col_shape=[4, 1, 2])
+    assert emb.row_shape == (3, 4, 5) and emb.col_shape == (4, 1, 2)
     assert all(c.dtype == torch.float64 and not c.requires_grad for c in emb.cores)
     torch.testing.assert_close(emb.full_weight(), weight, rtol=1e-10, atol=1e-10)
     assert emb.svd_relative_error < 1e-12
@@ -346,8 +347,12 @@ def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(cap
     expected = float(torch.linalg.norm(low.full_weight().double() - weight.double())
                      / torch.linalg.norm(weight.double()))
     assert 0.1 < low.svd_relative_error == pytest.approx(expected, rel=1e-9)
-    assert f"TT-SVD of a 60x8 table at ranks [1, 2, 1]: relative error {expected:.3e}" in caplog.text
+    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.embedding"] == [
+        f"TT-SVD of a 60x8 table at ranks [1, 2, 1]: relative error {expected:.3e}"]
     assert TTNodeEmbedding.from_pretrained(torch.zeros(60, 8), ranks=2).svd_relative_error == 0.0
+    # a table of norm below 1 still reports its relative error
+    small = TTNodeEmbedding.from_pretrained(weight * 1e-3, ranks=2, num_cores=2)
+    assert small.svd_relative_error == pytest.approx(low.svd_relative_error, rel=1e-4)
     assert TTNodeEmbedding.from_pretrained(torch.randn(4096, 64)).ranks == (1, 16, 16, 1)  # ranks=16
 
 
