@@ -24,8 +24,11 @@ from pathlib import Path
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
 SMALL = ["--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5", "--weight-decay", "5e-4",
          "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01", "--order", "hierarchical-metis"]
-# --settings: "small" (the above) or "cli" (the command line's defaults).
-SETTINGS = {"small": SMALL, "cli": []}
+# The combined setting of the ogbn-arxiv defaults sweep (benchmarks/train_arxiv.py, SWEEP["combined"]).
+COMBINED = ["--dropout", "0.5", "--norm", "none", "--lr", "0.01", "--emb-lr", "0.01", "--init", "gaussian",
+            "--init-scale", "0.1"]
+# --settings: "small" (the above), "combined", or "cli" (the command line's defaults).
+SETTINGS = {"small": SMALL, "combined": COMBINED, "cli": []}
 COMMON = ["--mode", "full", "--no-progress", "--no-correct-smooth"]
 
 
@@ -36,6 +39,8 @@ def run_args(args, dataset: str, model: str, embedding: str, rank, seed: int, fo
            "--num-threads", str(args.num_threads), "--output-dir", str(folder), "--overwrite"]
     if args.init is not None:
         cmd += ["--init", args.init]
+    if args.label_input is not None:
+        cmd += ["--label-input" if args.label_input else "--no-label-input"]
     if args.spectral_vectors is not None:
         cmd += ["--spectral-vectors", str(args.spectral_vectors)]
     if rank is not None:
@@ -55,10 +60,13 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1")
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--settings", choices=sorted(SETTINGS), default="small",
-                        help="small: Planetoid-style settings; cli: the command line's defaults")
+                        help="small: Planetoid-style settings; combined: the arxiv sweep's combined setting; "
+                             "cli: the command line's defaults")
     parser.add_argument("--init", choices=["ortho", "gaussian", "spectral"], default=None,
                         help="table init of every run (default: the settings')")
     parser.add_argument("--spectral-vectors", type=int, default=None, help="with --init spectral")
+    parser.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=None,
+                        help="known training labels as inputs in every run (default: the settings')")
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
 
