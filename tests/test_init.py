@@ -238,3 +238,65 @@ def test_orthogonal_default_gain_is_one_and_impossible_shapes_name_the_rows_need
     with pytest.raises(ValueError, match=r"core 0 of shape \(4, 1, 8, 2\): its unfolding has 4 rows but needs at "
                                          r"least 8 \(m_k \* r_k\)"):
         orthogonal_([torch.empty(4, 1, 8, 2), torch.empty(5, 2, 8, 1)])
+
+
+def _unfolding(core):
+    """Core ``(n, r_in, m, r_out)`` as the ``(r_in * n) x (m * r_out)`` matrix orthogonal_ fills."""
+    n, r_in, m, r_out = core.shape
+    return core.permute(1, 0, 2, 3).reshape(r_in * n, m * r_out)
+
+
+@pytest.mark.parametrize("gain", [2.0, 0.5])
+def test_ortho_gain_goes_to_the_last_core_and_the_others_stay_orthonormal(gain):
+    # Ranks every unfolding allows (no effective rank below the requested one).
+    cores = [torch.empty(s, dtype=torch.float64) for s in
+             TTShape.build(64, 8, 2, row_shape=[4, 4, 4], col_shape=[2, 2, 2]).core_shapes]
+    assert orthogonal_(cores, gain=gain, generator=torch.Generator().manual_seed(0)) == [1, 2, 2, 1]
+    for core in cores[:-1]:  # left-orthonormal, as TT's canonical form
+        q = _unfolding(core)
+        torch.testing.assert_close(q.T @ q, torch.eye(q.shape[1], dtype=torch.float64), rtol=0, atol=1e-12)
+    last = _unfolding(cores[-1])
+    torch.testing.assert_close(last.T @ last, gain**2 * torch.eye(last.shape[1], dtype=torch.float64), rtol=0, atol=1e-12)
+    from ttgnn.ops import tt_dense_table
+
+    table = tt_dense_table(cores)
+    torch.testing.assert_close(table.T @ table, gain**2 * torch.eye(8, dtype=torch.float64), rtol=0, atol=1e-12)
+
+
+def test_ortho_extra_input_channels_are_random_per_slice_at_the_unfoldings_scale(caplog):
+    import logging
+
+    # Rank 4 on rows 4 x 4 x 4, columns 2 x 2 x 2: core 0's unfolding has 4 rows, so its effective
+    # output rank is 2 and core 1's input channels 2 and 3 start random.
+    cores = [torch.empty(s, dtype=torch.float64) for s in
+             TTShape.build(64, 8, 4, row_shape=[4, 4, 4], col_shape=[2, 2, 2]).core_shapes]
+    with caplog.at_level(logging.INFO, logger="ttgnn.init"):
+        effective = orthogonal_(cores, generator=torch.Generator().manual_seed(1))
+    assert effective == [1, 2, 4, 1]
+    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.init"] == [
+        "orthogonal init: effective ranks [1, 2, 4, 1] (requested [1, 4, 4, 1])"]
+    extra = cores[1][:, 2:, :, :]  # (n, 2, m, r_out), drawn with std 1 / sqrt(r'_0 * n_1) = 1 / sqrt(8)
+    assert not torch.equal(extra[0], extra[1]) and not torch.equal(extra[1], extra[2])
+    assert 0.2 < float(extra.std()) < 0.55
+    assert torch.count_nonzero(cores[0][:, :, :, 2:]) == 0  # the excess output channels start at zero
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.init"):
+        orthogonal_([torch.empty(s) for s in TTShape.build(64, 8, 2, row_shape=[4, 4, 4],
+                                                           col_shape=[2, 2, 2]).core_shapes])
+    assert not [r for r in caplog.records if r.name == "ttgnn.init"]  # nothing to report at full rank
+
+
+def test_tt_svd_returns_the_relative_error_and_the_weights_dtype():
+    from ttgnn.ops import tt_dense_table
+
+    shape = TTShape.build(60, 8, 2, row_shape=[4, 4, 4], col_shape=[2, 2, 2])
+    weight = torch.randn(60, 8, generator=torch.Generator().manual_seed(2))
+    cores, error = tt_svd(weight, shape)
+    assert all(c.dtype == torch.float32 for c in cores)
+    approx = tt_dense_table([c.double() for c in cores])[:60]
+    expected = float(torch.linalg.norm(approx - weight.double()) / torch.linalg.norm(weight.double()))
+    assert 0.1 < error == pytest.approx(expected, rel=1e-5)
+    # relative: the same for a table of norm below 1; zero for a zero table
+    assert tt_svd(weight * 1e-3, shape)[1] == pytest.approx(error, rel=1e-5)
+    assert tt_svd(torch.zeros(60, 8), shape)[1] == 0.0
+    assert all(c.dtype == torch.float64 for c in tt_svd(weight.double(), shape)[0])
