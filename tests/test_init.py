@@ -256,7 +256,8 @@ def test_ortho_gain_goes_to_the_last_core_and_the_others_stay_orthonormal(gain):
         q = _unfolding(core)
         torch.testing.assert_close(q.T @ q, torch.eye(q.shape[1], dtype=torch.float64), rtol=0, atol=1e-12)
     last = _unfolding(cores[-1])
-    torch.testing.assert_close(last.T @ last, gain**2 * torch.eye(last.shape[1], dtype=torch.float64), rtol=0, atol=1e-12)
+    torch.testing.assert_close(last.T @ last, gain**2 * torch.eye(last.shape[1], dtype=torch.float64),
+                               rtol=0, atol=1e-12)
     from ttgnn.ops import tt_dense_table
 
     table = tt_dense_table(cores)
