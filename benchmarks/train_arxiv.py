@@ -66,6 +66,9 @@ SWEEP = {
 SWEEP["combined-labels"] = SWEEP["combined"] + ["--label-input"]
 for _key, _extra in SWEEP.items():
     CONFIGS[f"sweep-sage-tt-{_key}"] = (["--model", "sage", *TT, *_extra], "sweep")
+# The winner against the full table with the same settings.
+CONFIGS["sweep-sage-full-combined-labels"] = (["--model", "sage", "--embedding", "full", *SWEEP["combined-labels"]],
+                                              "sweep")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
