@@ -2,13 +2,14 @@
 
     python examples/train_arxiv.py --model sage                    # data: --root, else $TTGNN_DATA
     python examples/train_arxiv.py --model gat --embedding full    # the full-embedding baseline
-    python examples/train_arxiv.py --model gat --label-input       # training labels as inputs too
+    python examples/train_arxiv.py --no-label-input                # without training labels as inputs
     python examples/train_arxiv.py --tiny                          # a 2-epoch smoke run
 
 ogbn-arxiv has 169,343 nodes; its node features are not used. The TT table (rank 8, row shape
 55x55x56, column shape 8x4x4) has 19,392 parameters against 21.7M for a full 128-d table (1,118x).
-After training, the best epoch's model is also scored after Correct and Smooth (label
-propagation from the training nodes). Every ``ttgnn train`` option applies (``--help``).
+Known training labels are inputs by default (54% of arxiv's nodes are training nodes). After
+training, the best epoch's model is also scored after Correct and Smooth (label propagation from
+the training nodes). Every ``ttgnn train`` option applies (``--help``).
 """
 
 from ttgnn.cli import format_summary, script_parser, start_script

@@ -43,3 +43,16 @@ def test_defaults_are_valid_and_orders_are_the_partitioners():
     TrainConfig().validate()
     assert ORDERS == METHODS
     assert TrainConfig().settings()["fanouts"] == [15, 10, 5]
+
+
+def test_label_input_by_the_share_of_training_nodes():
+    from ttgnn.config import LABEL_INPUT_MIN_TRAIN_FRACTION, label_input_for
+
+    assert TrainConfig().label_input is None  # decided per graph
+    assert LABEL_INPUT_MIN_TRAIN_FRACTION == 0.1
+    assert label_input_for(None, 1000, 100) is True  # 10%: on
+    assert label_input_for(None, 1000, 99) is False
+    assert label_input_for(None, 169_343, 90_941) is True  # ogbn-arxiv
+    assert label_input_for(None, 2708, 140) is False  # Cora
+    assert label_input_for(True, 2708, 140) is True and label_input_for(False, 1000, 900) is False
+    assert label_input_for(None, 0, 0) is False

@@ -21,7 +21,8 @@ def _config(out, **kw) -> TrainConfig:
     # it afterwards (0.96, 0.96, 0.947); deterministic for the seed (one thread).
     base = dict(dataset="planted", model="sage", embedding="full", dim=16, order="identity", hidden=32,
                 num_layers=2, epochs=EPOCHS, mode="full", lr=0.05, emb_lr=0.3, dropout=0.0, norm="none",
-                output_dir=str(out), progress=False, num_threads=1, correct_smooth=True, seed=0)
+                init_scale=1.0, label_input=False, output_dir=str(out), progress=False, num_threads=1,
+                correct_smooth=True, seed=0)
     base.update(kw)
     return TrainConfig(**base)
 

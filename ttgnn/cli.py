@@ -21,7 +21,7 @@ import sys
 from typing import Optional, Sequence
 
 from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS
-from .config import TrainConfig
+from .config import LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -144,7 +144,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
                    help="label reuse: known training labels are node inputs (a random --label-rate of the "
                    "training nodes each epoch, the loss on the rest; every training label at evaluation; "
-                   "validation and test labels never)")
+                   "validation and test labels never) (default: on when training nodes are at least "
+                   f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph)")
     p.add_argument("--label-rate", type=float, default=d.label_rate,
                    help="share of training nodes whose labels are inputs in an epoch (with --label-input)")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,

@@ -43,7 +43,7 @@ from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import ORDERS
-from .config import TrainConfig
+from .config import LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, label_input_for
 from .data import NodeDataset, load_dataset
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels
 from .fileio import atomic_write_json
@@ -150,7 +150,9 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
-                       attn_dropout=config.attn_dropout, label_input=config.label_input, gnn_backend=gnn_backend)
+                       attn_dropout=config.attn_dropout, gnn_backend=gnn_backend,
+                       label_input=label_input_for(config.label_input, dataset.num_nodes,
+                                                   int(dataset.split["train"].numel())))
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -237,6 +239,13 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         raise ValueError(f"training nodes of {dataset.name} include unlabeled nodes (label -1)")
     if process_rank == 0:
         log.info("%s", dataset)
+    if config.label_input is None:  # decided by the graph, then fixed for the run (and its resume check)
+        num_train = int(dataset.split["train"].numel())
+        config = dataclasses.replace(config, label_input=label_input_for(None, dataset.num_nodes, num_train))
+        if process_rank == 0:
+            log.info("label input %s: training nodes are %.1f%% of the graph (on from %.0f%%; --label-input or "
+                     "--no-label-input to choose)", "on" if config.label_input else "off",
+                     100.0 * num_train / dataset.num_nodes, 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
     from .models import resolve_gnn_backend
 
     gnn_backend = resolve_gnn_backend(config.gnn_backend, device)
