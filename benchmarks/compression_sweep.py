@@ -24,11 +24,8 @@ from pathlib import Path
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
 SMALL = ["--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5", "--weight-decay", "5e-4",
          "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01", "--order", "hierarchical-metis"]
-# The combined setting of the ogbn-arxiv defaults sweep (benchmarks/train_arxiv.py, SWEEP["combined"]).
-COMBINED = ["--dropout", "0.5", "--norm", "none", "--lr", "0.01", "--emb-lr", "0.01", "--init", "gaussian",
-            "--init-scale", "0.1"]
-# --settings: "small" (the above), "combined", or "cli" (the command line's defaults).
-SETTINGS = {"small": SMALL, "combined": COMBINED, "cli": []}
+# --settings: "small" (the above) or "cli" (the command line's defaults).
+SETTINGS = {"small": SMALL, "cli": []}
 COMMON = ["--mode", "full", "--no-progress", "--no-correct-smooth"]
 
 
@@ -60,8 +57,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1")
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--settings", choices=sorted(SETTINGS), default="small",
-                        help="small: Planetoid-style settings; combined: the arxiv sweep's combined setting; "
-                             "cli: the command line's defaults")
+                        help="small: Planetoid-style settings; cli: the command line's defaults")
     parser.add_argument("--init", choices=["ortho", "gaussian", "spectral"], default=None,
                         help="table init of every run (default: the settings')")
     parser.add_argument("--spectral-vectors", type=int, default=None, help="with --init spectral")

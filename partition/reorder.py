@@ -234,9 +234,10 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
         from .kaminpar import KaMinParSplitter
 
         # The splitter hands graphs of hundreds of millions of entries to KaMinPar compressed,
-        # with its memory-lean preset (TeraPart). One thread unless asked: KaMinPar's parallel runs differ from run to run (0.6767 and
-        # 0.6764 of arxiv's edges inside a part, same seed, 2 threads), and exact resume needs the
-        # same order again; one thread was still faster than METIS on arxiv (docs/scale.md).
+        # with its memory-lean preset (TeraPart). One thread unless asked: KaMinPar's parallel
+        # runs differ from run to run (0.6767 and 0.6764 of arxiv's edges inside a part, same
+        # seed, 2 threads), and exact resume needs the same order again; one thread was still
+        # faster than METIS on arxiv (docs/scale.md).
         with KaMinParSplitter(num_threads=num_threads or 1, seed=seed,
                               min_nodes=_KAMINPAR_MIN_NODES) as splitter:
             perm = _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,

@@ -1,8 +1,13 @@
 """Tests of ttgnn.partition.graph: accepted inputs, symmetrisation, validation, content hash."""
+import hashlib
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from ttgnn.partition import METHODS, canonical_csr, hierarchical_order
+from ttgnn.partition import graph as graph_module
+from ttgnn.partition.graph import CSRGraph, csr_from_edge_chunks
 
 from partition_graphs import sbm_edges
 
@@ -53,13 +58,6 @@ def test_bad_graph_raises_clear_errors(graph, kwargs, error, match):
 
 
 # --- the lean CSR builder, against scipy ------------------------------------------------------------
-
-import hashlib
-
-import scipy.sparse as sp
-
-from ttgnn.partition import graph as graph_module
-from ttgnn.partition.graph import CSRGraph, csr_from_edge_chunks
 
 
 def _scipy_symmetric(src, dst, num_nodes):

@@ -172,7 +172,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
             params = num_nodes * dim
             flops, extra = 0, 0
         memory = {"table": params * _FLOAT, "gradients": params * _FLOAT, "optimizer": params * _FLOAT * state,
-                  "optimizer step": params * _FLOAT * STEP_SCRATCH[optimizer], "gnn": gnn_bytes, "graph": graph_bytes, "blocks": block_bytes,
+                  "optimizer step": params * _FLOAT * STEP_SCRATCH[optimizer],
+                  "gnn": gnn_bytes, "graph": graph_bytes, "blocks": block_bytes,
                   "activations": activations + extra, "runtime": RUNTIME_BYTES}
         memory["total"] = sum(memory.values())
         allreduce = (params + layer_params) * _FLOAT if world_size > 1 else 0

@@ -685,19 +685,15 @@ TT_INLINE void gather_grad_rows_listed(const scalar_t* grad_out, const SortedRow
                                        const int64_t* rows, int64_t count, int64_t dim,
                                        scalar_t* TT_RESTRICT dst) {
   const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(scalar_t));
-  const int64_t ahead = std::min<int64_t>(Isa::kPrefetchAhead, count);
-  for (int64_t i = 0; i < ahead; ++i) {
-    for (int64_t s = sorted.offsets[rows[i]]; s < sorted.offsets[rows[i] + 1]; ++s) {
+  const auto prefetch_row = [&](int64_t u) {  // the output gradients of every position of row u
+    for (int64_t s = sorted.offsets[u]; s < sorted.offsets[u + 1]; ++s) {
       prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
     }
-  }
+  };
+  const int64_t ahead = std::min<int64_t>(Isa::kPrefetchAhead, count);
+  for (int64_t i = 0; i < ahead; ++i) prefetch_row(rows[i]);
   for (int64_t i = 0; i < count; ++i, dst += dim) {
-    if (i + ahead < count) {
-      const int64_t next = rows[i + ahead];
-      for (int64_t s = sorted.offsets[next]; s < sorted.offsets[next + 1]; ++s) {
-        prefetch_bytes(grad_out + sorted.positions[s] * dim, row_bytes);
-      }
-    }
+    if (i + ahead < count) prefetch_row(rows[i + ahead]);
     sum_grad_row<Isa>(grad_out, sorted, rows[i], dim, dst);
   }
 }
