@@ -169,8 +169,10 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
         for start, end in zip(starts.tolist(), ends.tolist()):
             if use_metis:
                 lo, hi = int(indptr[start]), int(indptr[end])
-                sub_indptr = indptr[start:end + 1] - lo
-                sub_indices = indices[lo:hi] - start
+                # Views where nothing shifts (the whole graph at the top level): copies of a
+                # 4.4 x 10^8-entry CSR would cost 2.6 GB. Splitters only read their input.
+                sub_indptr = indptr[start:end + 1] - lo if lo else indptr[start:end + 1]
+                sub_indices = indices[lo:hi] - start if start else indices[lo:hi]
                 labels = splitter(sub_indptr, sub_indices, nparts, capacity)
             else:
                 labels = chunk_split(end - start, nparts)
@@ -211,7 +213,8 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
 
 
 def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: int,
-                  progress: bool, num_threads: Optional[int] = None) -> np.ndarray:
+                  progress: bool, num_threads: Optional[int] = None,
+                  coarsen_entries: Optional[int] = None) -> np.ndarray:
     num_nodes = csr.num_nodes
     if method == "identity":
         return np.arange(num_nodes, dtype=np.int64)
@@ -231,19 +234,21 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
         return _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
                                   progress=progress)
     if method == "hierarchical-kaminpar":
-        from .kaminpar import KaMinParSplitter
+        from .kaminpar import COARSEN_ENTRIES, KaMinParSplitter
 
-        # The splitter hands graphs of hundreds of millions of entries to KaMinPar compressed,
-        # with its memory-lean preset (TeraPart). One thread unless asked: KaMinPar's parallel
-        # runs differ from run to run (0.6767 and 0.6764 of arxiv's edges inside a part, same
-        # seed, 2 threads), and exact resume needs the same order again; one thread was still
-        # faster than METIS on arxiv (docs/scale.md).
-        with KaMinParSplitter(num_threads=num_threads or 1, seed=seed,
-                              min_nodes=_KAMINPAR_MIN_NODES) as splitter:
+        # Subgraphs of at least `coarsen_entries` entries are coarsened before KaMinPar sees
+        # them (its whole-graph call ran out of 24 GiB at 4.4 x 10^8 entries, docs/scale.md).
+        # One thread unless asked: KaMinPar's parallel runs differ from run to run (0.6767 and
+        # 0.6764 of arxiv's edges inside a part, same seed, 2 threads), and exact resume needs
+        # the same order again; one thread was still faster than METIS on arxiv.
+        with KaMinParSplitter(num_threads=num_threads or 1, seed=seed, min_nodes=_KAMINPAR_MIN_NODES,
+                              coarsen_entries=coarsen_entries or COARSEN_ENTRIES) as splitter:
             perm = _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
                                       progress=progress, splitter=splitter, name="KaMinPar")
-            log.info("KaMinPar split %d subgraphs, METIS %d (those under %d nodes)", splitter.calls["kaminpar"],
-                     splitter.calls["metis"], splitter.min_nodes)
+            log.info("KaMinPar split %d subgraphs, METIS %d (those under %d nodes)%s", splitter.calls["kaminpar"],
+                     splitter.calls["metis"], splitter.min_nodes,
+                     f"; {splitter.calls['kaminpar-coarsened']} of the KaMinPar calls coarsened first"
+                     if splitter.calls["kaminpar-coarsened"] else "")
         return perm
     raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")  # pragma: no cover
 
@@ -258,6 +263,7 @@ def hierarchical_order(
     cache_dir: Optional[Union[str, Path]] = None,
     progress: bool = False,
     num_threads: Optional[int] = None,
+    coarsen_entries: Optional[int] = None,
 ) -> NodeOrder:
     r"""Order the nodes of a graph onto TT rows so that neighbours share leading TT digits.
 
@@ -299,6 +305,13 @@ def hierarchical_order(
         num_threads (int, optional): KaMinPar's threads (the other methods run on one). With
             one thread the same seed gives the same order; with more, KaMinPar's parts vary a
             little from run to run (a cached order stays fixed). (default: ``1``)
+        coarsen_entries (int, optional): ``hierarchical-kaminpar`` only: subgraphs with at
+            least this many stored entries are clustered by label propagation and KaMinPar
+            partitions the weighted quotient graph (:class:`~ttgnn.partition.kaminpar.KaMinParSplitter`),
+            so no partitioner holds the whole large graph. A graph that reaches the threshold
+            is cached under a key naming it (``hierarchical-kaminpar-coarsen<threshold>``);
+            smaller graphs keep the plain key. (default:
+            :data:`~ttgnn.partition.kaminpar.COARSEN_ENTRIES`, ``200_000_000``)
 
     Returns:
         NodeOrder: ``perm``, ``inv_perm``, ``parts`` and ``quality``.
@@ -318,6 +331,11 @@ def hierarchical_order(
     seed = int(seed)
     if not 0 <= seed < 2**31:
         raise ValueError(f"seed must be in [0, 2**31), got {seed}")
+    if coarsen_entries is not None and (isinstance(coarsen_entries, bool)
+                                        or not isinstance(coarsen_entries, (int, np.integer))):
+        raise TypeError(f"coarsen_entries must be an int, got {type(coarsen_entries).__name__}")
+    if coarsen_entries is not None and coarsen_entries < 1:
+        raise ValueError(f"coarsen_entries must be >= 1, got {coarsen_entries}")
     csr = graph if isinstance(graph, CSRGraph) else canonical_csr(graph, num_nodes)
     shape = _check_row_shape(row_shape, csr.num_nodes)
 
@@ -326,15 +344,22 @@ def hierarchical_order(
         from .cache import cache_file, load_cached, save_cached
 
         graph_hash = csr.content_hash()
-        cache_path = cache_file(cache_dir, graph_hash, shape, method, seed)
-        cached = load_cached(cache_path, graph_hash, shape, method, seed, csr.num_nodes)
+        cache_method = method
+        if method == "hierarchical-kaminpar":
+            from .kaminpar import COARSEN_ENTRIES
+
+            threshold = int(coarsen_entries or COARSEN_ENTRIES)
+            if csr.num_entries >= threshold:  # some subgraph may be coarsened: another order
+                cache_method = f"{method}-coarsen{threshold}"
+        cache_path = cache_file(cache_dir, graph_hash, shape, cache_method, seed)
+        cached = load_cached(cache_path, graph_hash, shape, cache_method, seed, csr.num_nodes)
         if cached is not None:
             perm, quality = cached
             log.info("loaded the %s order from %s", method, cache_path)
             return order_from_perm(perm, shape, method, seed, quality)
 
     started = time.perf_counter()
-    perm = _compute_perm(csr, shape, method, seed, progress, num_threads)
+    perm = _compute_perm(csr, shape, method, seed, progress, num_threads, coarsen_entries)
     seconds = time.perf_counter() - started
     quality = shared_prefix_fractions(csr, perm, shape)
     quality["seconds"] = seconds
@@ -344,5 +369,5 @@ def hierarchical_order(
              list(shape), seconds, ", ".join(f"{k}={v:.4f}" for k, v in quality.items()
                                              if k.startswith("shared_prefix")))
     if cache_path is not None:
-        save_cached(cache_path, perm, quality, graph_hash, shape, method, seed)
+        save_cached(cache_path, perm, quality, graph_hash, shape, cache_method, seed)
     return order_from_perm(perm, shape, method, seed, quality)

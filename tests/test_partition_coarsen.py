@@ -1,0 +1,448 @@
+"""Tests of ttgnn.partition.coarsen (label propagation, contraction, refinement, balancing), the
+weighted ParHIP file, and the coarsened KaMinPar split inside the hierarchical order."""
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from ttgnn.partition import canonical_csr, hierarchical_order
+from ttgnn.partition import coarsen as coarsen_module
+from ttgnn.partition import reorder as reorder_module
+from ttgnn.partition.coarsen import cluster_label_propagation, coarsen_graph, contract
+from ttgnn.partition.refine import balance_labels, project_labels, refine_labels
+from ttgnn.partition import kaminpar as kaminpar_module
+from ttgnn.partition.kaminpar import KaMinParSplitter, write_parhip
+from ttgnn.partition.split import rebalance
+
+from partition_graphs import check_order, sbm_edges
+
+try:
+    import kaminpar
+except ImportError:  # pragma: no cover - kaminpar is a dependency of the KaMinPar order
+    kaminpar = None
+
+needs_kaminpar = pytest.mark.skipif(kaminpar is None, reason="the kaminpar package is not installed")
+
+
+def _inside(labels, csr):
+    """Share of stored entries whose two ends carry the same label."""
+    return float(np.mean(labels[csr.edge_rows()] == labels[csr.indices]))
+
+
+def _cliques(num_cliques, size, bridges, seed=0):
+    """Disjoint cliques joined by `bridges` random edges; node ids shuffled. Returns (csr, clique)."""
+    rng = np.random.default_rng(seed)
+    local = np.array([(a, b) for a in range(size) for b in range(a + 1, size)]).T
+    edges = [local + c * size for c in range(num_cliques)]
+    edges.append(rng.integers(0, num_cliques * size, size=(2, bridges)))
+    relabel = rng.permutation(num_cliques * size)
+    clique = np.empty(num_cliques * size, dtype=np.int64)
+    clique[relabel] = np.arange(num_cliques * size) // size
+    return canonical_csr(relabel[np.concatenate(edges, axis=1)], num_cliques * size), clique
+
+
+def _random_csr(num_nodes, num_edges, num_isolated, seed):
+    """A random symmetric graph whose last `num_isolated` nodes have no edges."""
+    rng = np.random.default_rng(seed)
+    edges = rng.integers(0, num_nodes - num_isolated, size=(2, num_edges))
+    return canonical_csr(edges, num_nodes)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 7 entries: every block boundary case is exercised on small graphs."""
+    monkeypatch.setattr(coarsen_module, "_BLOCK_ENTRIES", 7)
+
+
+# ----------------------------------------------------------------------------- label propagation
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("max_size", [1, 2, 5, 40])
+def test_clusters_respect_the_cap_and_are_dense_and_deterministic(monkeypatch, blocks, max_size):
+    if blocks == "tiny":
+        monkeypatch.setattr(coarsen_module, "_BLOCK_ENTRIES", 7)
+    csr = canonical_csr(sbm_edges(6, 50, 1500, 0.9, seed=max_size)[0], 300)
+    clusters = cluster_label_propagation(csr.indptr, csr.indices, max_size, seed=3)
+    assert clusters.dtype == np.int32 and clusters.shape == (300,)
+    sizes = np.bincount(clusters)
+    assert sizes.max() <= max_size and sizes.min() >= 1  # ids 0..C-1, none empty
+    np.testing.assert_array_equal(clusters, cluster_label_propagation(csr.indptr, csr.indices, max_size, seed=3))
+    if max_size == 1:
+        np.testing.assert_array_equal(clusters, np.arange(300))
+    else:
+        assert sizes.shape[0] < 300 / 1.5  # it did cluster
+
+
+def test_clusters_follow_planted_cliques():
+    csr, clique = _cliques(60, 10, bridges=40)
+    for resolution in (0.0, 4.0):
+        clusters = cluster_label_propagation(csr.indptr, csr.indices, 10, resolution=resolution)
+        pure = np.array([np.unique(clique[clusters == c]).shape[0] == 1 for c in range(clusters.max() + 1)])
+        assert pure.mean() >= 0.95, resolution
+        assert clusters.max() + 1 <= 90  # mostly whole cliques (60 would be perfect)
+
+
+def test_clusters_follow_planted_blocks_of_a_sparse_graph():
+    edge_index, block = sbm_edges(20, 500, 40000, 0.9, seed=1)
+    csr = canonical_csr(edge_index, 10000)
+    clusters = cluster_label_propagation(csr.indptr, csr.indices, 100)
+    majority = sp.csr_matrix((np.ones(10000), (clusters, block))).max(axis=1).sum() / 10000
+    assert majority >= 0.9  # nodes sharing their cluster's majority block (random: ~0.05)
+    assert clusters.max() + 1 < 10000 / 4
+
+
+def test_isolated_nodes_are_grouped_without_weights_and_stay_alone_with_them():
+    csr = _random_csr(30, 40, num_isolated=11, seed=0)
+    isolated = np.flatnonzero(np.diff(csr.indptr) == 0)
+    assert isolated.shape[0] >= 11
+    clusters = cluster_label_propagation(csr.indptr, csr.indices, 4)
+    # Chunks of 4 in id order, apart from every other node's cluster.
+    chunk = np.arange(isolated.shape[0]) // 4
+    np.testing.assert_array_equal(np.unique(clusters[isolated], return_inverse=True)[1], chunk)
+    assert not np.isin(clusters[isolated], np.delete(clusters, isolated)).any()
+    weighted = cluster_label_propagation(csr.indptr, csr.indices, 4, node_weights=np.ones(30, dtype=np.int64))
+    assert np.unique(weighted[isolated]).shape[0] == isolated.shape[0]
+
+
+def test_weighted_clusters_respect_the_cap_in_node_weight(small_blocks):
+    csr = canonical_csr(sbm_edges(4, 40, 800, 0.9, seed=2)[0], 160)
+    rng = np.random.default_rng(0)
+    weights = rng.integers(1, 6, size=160)
+    edge_weights = np.ones(csr.num_entries, dtype=np.int64)
+    clusters = cluster_label_propagation(csr.indptr, csr.indices, 12, node_weights=weights,
+                                         edge_weights=edge_weights, resolution=1.0)
+    assert np.bincount(clusters, weights=weights).max() <= 12
+    assert clusters.max() + 1 < 160 / 2
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0, 0]), 2), ValueError,
+     "indptr must run from 0 to len(indices)=3, got 0 .. 2"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 2]), 2), ValueError,
+     "indices must lie in [0, 2), got 1 .. 2"),
+    (lambda: cluster_label_propagation(np.array([0, 2, 1, 2]), np.array([1, 0]), 2), ValueError,
+     "indptr must be non-decreasing"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 0), ValueError,
+     "max_cluster_size must be >= 1, got 0"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, rounds=-1), ValueError,
+     "rounds must be >= 0, got -1"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1.0, 0.0]), 2), TypeError,
+     "indices must be an integer numpy array, got float64"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2.5), TypeError,
+     "max_cluster_size must be an int, got float"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, node_weights=np.array([1])),
+     ValueError, "node_weights must have shape (2,), got (1,)"),
+    (lambda: contract(np.array([0, 1, 2]), np.array([1, 0]), np.array([0, 2]), 2), ValueError,
+     "clusters must lie in [0, 2), got 0 .. 2"),
+    (lambda: contract(np.array([0, 1, 2]), np.array([1, 0]), np.array([0]), 1), ValueError,
+     "clusters must have shape (2,), got (1,)"),
+    (lambda: contract(np.array([0, 1, 2]), np.array([1, 0]), np.array([0, 0]), 1, edge_weights=np.array([1, 0])),
+     ValueError, "edge_weights must be >= 1, got 0"),
+])
+def test_bad_input_is_named_in_the_error(call, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        call()
+
+
+# ----------------------------------------------------------------------------- contraction
+def _quotient_reference(csr, clusters, num_clusters, edge_weights=None, node_weights=None):
+    """P^T A P with P the cluster indicator, diagonal dropped; node weights P^T w."""
+    data = np.ones(csr.num_entries) if edge_weights is None else edge_weights.astype(float)
+    adjacency = sp.csr_matrix((data, csr.indices, csr.indptr), shape=(csr.num_nodes,) * 2)
+    indicator = sp.csr_matrix((np.ones(csr.num_nodes), (np.arange(csr.num_nodes), clusters)),
+                              shape=(csr.num_nodes, num_clusters))
+    quotient = (indicator.T @ adjacency @ indicator).tolil()
+    quotient.setdiag(0)
+    quotient = quotient.tocsr()
+    quotient.eliminate_zeros()
+    quotient.sort_indices()
+    weights = np.ones(csr.num_nodes) if node_weights is None else node_weights
+    return quotient, indicator.T @ weights
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_contraction_equals_the_scipy_quotient(small_blocks, seed, weighted):
+    rng = np.random.default_rng(seed)
+    csr = _random_csr(60, 150, num_isolated=7, seed=seed)
+    num_clusters = int(rng.integers(1, 25))
+    clusters = rng.integers(0, num_clusters, size=60)  # some clusters may be empty
+    edge_weights = node_weights = None
+    if weighted:  # symmetric edge weights: a function of the unordered pair
+        rows = csr.edge_rows()
+        low, high = np.minimum(rows, csr.indices), np.maximum(rows, csr.indices)
+        edge_weights = (low * 7 + high * 3) % 5 + 1
+        node_weights = rng.integers(0, 4, size=60)
+    c_indptr, c_indices, c_edge_weights, c_node_weights = contract(
+        csr.indptr, csr.indices, clusters, num_clusters, node_weights=node_weights, edge_weights=edge_weights)
+    quotient, expected_node_weights = _quotient_reference(csr, clusters, num_clusters, edge_weights, node_weights)
+    assert c_indptr.dtype == np.int64 and c_indices.dtype == np.int32 and c_node_weights.dtype == np.int64
+    np.testing.assert_array_equal(c_indptr, quotient.indptr)
+    np.testing.assert_array_equal(c_indices, quotient.indices)
+    np.testing.assert_array_equal(c_edge_weights, quotient.data)
+    np.testing.assert_array_equal(c_node_weights, expected_node_weights)
+    coarse = sp.csr_matrix((c_edge_weights, c_indices, c_indptr), shape=(num_clusters,) * 2)
+    assert (coarse != coarse.T).nnz == 0  # symmetric, equal weights both ways
+
+
+def test_contracting_label_propagation_clusters_keeps_every_cut_edge():
+    csr = canonical_csr(sbm_edges(5, 60, 1200, 0.85, seed=4)[0], 300)
+    clusters = cluster_label_propagation(csr.indptr, csr.indices, 15)
+    num_clusters = int(clusters.max()) + 1
+    c_indptr, c_indices, c_edge_weights, c_node_weights = contract(csr.indptr, csr.indices, clusters, num_clusters)
+    cut = int(np.count_nonzero(clusters[csr.edge_rows()] != clusters[csr.indices]))
+    assert c_edge_weights.sum() == cut and c_node_weights.sum() == 300
+    assert not np.any(c_indices == np.repeat(np.arange(num_clusters), np.diff(c_indptr)))  # no self-loops
+
+
+def test_contraction_of_an_edgeless_graph():
+    indptr = np.zeros(6, dtype=np.int64)
+    c_indptr, c_indices, c_edge_weights, c_node_weights = contract(indptr, np.zeros(0, np.int32),
+                                                                   np.array([0, 1, 1, 2, 2]), 3)
+    np.testing.assert_array_equal(c_indptr, [0, 0, 0, 0])
+    assert c_indices.shape == c_edge_weights.shape == (0,)
+    np.testing.assert_array_equal(c_node_weights, [1, 2, 2])
+
+
+# ----------------------------------------------------------------------------- refinement, balance
+def test_refinement_repairs_a_perturbed_partition_within_capacity(small_blocks):
+    edge_index, block = sbm_edges(4, 50, 1500, 0.95, seed=3)
+    csr = canonical_csr(edge_index, 200)
+    rng = np.random.default_rng(0)
+    labels = block.copy()
+    swapped = rng.choice(200, size=30, replace=False)
+    labels[swapped] = rng.permutation(labels[swapped])  # part sizes stay 50
+    refined = refine_labels(csr.indptr, csr.indices, labels, 4, 55)
+    assert np.bincount(refined, minlength=4).max() <= 55
+    assert _inside(refined, csr) > _inside(labels, csr) + 0.05
+    assert _inside(refined, csr) >= _inside(block, csr) - 0.02
+    # Parts already full stay full-or-less: with capacity 50 no part may grow.
+    assert np.bincount(refine_labels(csr.indptr, csr.indices, labels, 4, 50), minlength=4).max() <= 50
+
+
+def test_balance_moves_exactly_the_excess_to_neighbouring_parts(small_blocks):
+    edge_index, block = sbm_edges(4, 50, 1500, 0.9, seed=5)
+    csr = canonical_csr(edge_index, 200)
+    labels = block.copy()
+    labels[np.flatnonzero(block == 1)[:12]] = 0  # part 0: 62 nodes, part 1: 38
+    balanced = balance_labels(csr.indptr, csr.indices, labels, 4, 55)
+    counts = np.bincount(balanced, minlength=4)
+    assert counts.max() <= 55 and counts.sum() == 200
+    assert np.count_nonzero(balanced != labels) == 62 - 55
+    assert np.all(labels[balanced != labels] == 0)
+    # Cheapest first: it does no worse than rebalance, which picks the same way in one pass.
+    assert _inside(balanced, csr) >= _inside(rebalance(csr.indptr, csr.indices, labels, 4, 55), csr) - 0.01
+
+
+def test_balance_rejects_impossible_capacity():
+    with pytest.raises(ValueError, match="^2 parts of capacity 1 cannot hold 3 nodes$"):
+        balance_labels(np.array([0, 1, 2, 2]), np.array([1, 0]), np.array([0, 0, 1]), 2, 1)
+
+
+def test_hierarchy_shrinks_and_projection_composes_the_cluster_maps(small_blocks):
+    csr = canonical_csr(sbm_edges(8, 60, 2500, 0.9, seed=6)[0], 480)
+    levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 30, target_entries=csr.num_entries // 4)
+    assert levels and levels[0].indptr is csr.indptr and levels[0].edge_weights is None
+    sizes = [level.indptr.shape[0] - 1 for level in levels] + [coarsest[0].shape[0] - 1]
+    assert all(a > b for a, b in zip(sizes, sizes[1:]))
+    assert coarsest[3].sum() == 480 and coarsest[3].max() <= 30  # node weights: input nodes, capped
+    coarse_labels = np.arange(sizes[-1]) % 8
+    expected = coarse_labels
+    for level in reversed(levels):
+        expected = expected[level.clusters]
+    np.testing.assert_array_equal(project_labels(levels, coarse_labels, 8, 60, rounds=0), expected)
+    assert coarsen_graph(csr.indptr, csr.indices, 30, target_entries=csr.num_entries)[0] == []
+
+
+# ----------------------------------------------------------------------------- weighted ParHIP
+
+
+def _weighted_reference(indptr, indices, vertex_weights, edge_weights, wide_vertex, wide_edge):
+    """KaMinPar's layout built independently: header, offsets, ids, vertex then edge weights."""
+    n, m = len(indptr) - 1, len(indices)
+    version = 8 | (0 if wide_vertex else 16) | (0 if wide_edge else 32)
+    parts = [np.array([version, n, m], dtype=np.uint64),
+             (24 + 8 * (n + 1) + 4 * np.asarray(indptr, dtype=np.uint64)).astype(np.uint64),
+             np.asarray(indices, dtype=np.uint32),
+             np.asarray(vertex_weights, dtype=np.uint64 if wide_vertex else np.uint32),
+             np.asarray(edge_weights, dtype=np.uint64 if wide_edge else np.uint32)]
+    return b"".join(p.tobytes() for p in parts)
+
+
+# Path 0-1-2-3 with weighted nodes and edges; the second case needs 64-bit weights.
+_PATH = (np.array([0, 1, 3, 5, 6]), np.array([1, 0, 2, 1, 3, 2]))
+_WEIGHT_CASES = {"32-bit": (np.array([5, 6, 7, 8]), np.array([10, 10, 1, 1, 30, 30]), False, False),
+                 "64-bit vertex": (np.array([5, 2**31, 7, 8]), np.array([10, 10, 1, 1, 30, 30]), True, False),
+                 "64-bit edge": (np.array([5, 6, 7, 8]), np.array([10, 10, 2**33, 2**33, 30, 30]), False, True)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _weighted_writer_is_sound(tmp_path_factory):
+    """KaMinPar aborts the process on a malformed file: check the bytes before any load."""
+    for vertex_weights, edge_weights, wide_vertex, wide_edge in _WEIGHT_CASES.values():
+        path = tmp_path_factory.mktemp("parhip") / "g.parhip"
+        write_parhip(path, *_PATH, vertex_weights=vertex_weights, edge_weights=edge_weights)
+        if path.read_bytes() != _weighted_reference(*_PATH, vertex_weights, edge_weights, wide_vertex, wide_edge):
+            pytest.fail("write_parhip wrote a malformed weighted ParHIP file; not handing it to KaMinPar")
+
+
+@needs_kaminpar
+@pytest.mark.parametrize("case", list(_WEIGHT_CASES))
+def test_weighted_parhip_round_trips_through_kaminpar(tmp_path, case):
+    vertex_weights, edge_weights, wide_vertex, wide_edge = _WEIGHT_CASES[case]
+    path = tmp_path / "g.parhip"
+    size = write_parhip(path, *_PATH, vertex_weights=vertex_weights, edge_weights=edge_weights)
+    weight_bytes = (8 if wide_vertex else 4) * 4 + (8 if wide_edge else 4) * 6
+    assert size == path.stat().st_size == 24 + 8 * 5 + 4 * 6 + weight_bytes
+    for compress in (False, True):
+        graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=compress)
+        assert graph.is_node_weighted() and graph.is_edge_weighted()
+        assert [graph.node_weight(u) for u in range(4)] == vertex_weights.tolist()
+        indptr, indices = _PATH
+        for u in range(4):
+            row = slice(indptr[u], indptr[u + 1])
+            assert sorted(graph.neighbors(u)) == list(zip(indices[row].tolist(), edge_weights[row].tolist()))
+
+
+@needs_kaminpar
+def test_kaminpar_cuts_where_the_weights_say(tmp_path):
+    """An 8-cycle: unweighted, every bisection into two paths cuts two edges; weighted, only the
+    two light edges (2,3) and (6,7) make a cheap cut. Vertex weights then shift the balance."""
+    cycle = canonical_csr(np.array([np.arange(8), (np.arange(8) + 1) % 8]), 8)
+    rows = cycle.edge_rows()
+    light = {frozenset((2, 3)), frozenset((6, 7))}
+    edge_weights = np.array([1 if frozenset((a, b)) in light else 100 for a, b in zip(rows, cycle.indices)])
+    path = tmp_path / "cycle.parhip"
+    write_parhip(path, cycle.indptr, cycle.indices, edge_weights=edge_weights)
+    graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP)
+    solver = kaminpar.KaMinPar(1, kaminpar.fast_context())
+    for seed in range(3):
+        kaminpar.reseed(seed)
+        blocks = np.array(solver.compute_partition(graph, [4, 4]))
+        assert set(np.flatnonzero(blocks == blocks[3]).tolist()) == {3, 4, 5, 6}
+    # Now (2,3) and (6,7) are the heavy edges and node 0 weighs 3, so a part of weight <= 5
+    # holding node 0 has two more nodes: {6, 7, 0} cuts 2, {7, 0, 1} and {0, 1, 2} cut 101.
+    # Unit vertex weights would also allow {6, 7, 0, 1} (cut 2, weight 6).
+    vertex_weights = np.array([3, 1, 1, 1, 1, 1, 1, 1])
+    write_parhip(path, cycle.indptr, cycle.indices, vertex_weights=vertex_weights,
+                 edge_weights=np.where(edge_weights == 1, 100, 1))
+    graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP)
+    for seed in range(3):
+        kaminpar.reseed(seed)
+        blocks = np.array(solver.compute_partition(graph, [5, 5]))
+        assert set(np.flatnonzero(blocks == blocks[0]).tolist()) == {6, 7, 0}
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    (dict(vertex_weights=np.array([1, 2])), ValueError, "vertex_weights must have shape (4,), got (2,)"),
+    (dict(edge_weights=np.array([1, 1, 0, 0, 1, 1])), ValueError, "edge_weights must be >= 1, got 0"),
+    (dict(vertex_weights=np.array([1, -1, 1, 1])), ValueError, "vertex_weights must be >= 0, got -1"),
+    (dict(edge_weights=np.ones(6)), TypeError, "edge_weights must be integers, got dtype float64"),
+])
+def test_parhip_writer_rejects_bad_weights(tmp_path, kwargs, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        write_parhip(tmp_path / "g.parhip", *_PATH, **kwargs)
+
+
+# ----------------------------------------------------------------------------- the coarsened split
+@needs_kaminpar
+def test_splitter_coarsens_large_graphs_counts_and_logs_it(caplog):
+    edge_index, block = sbm_edges(40, 150, 20000, 0.9, seed=2)
+    csr = canonical_csr(edge_index, 6000)
+    assert kaminpar_module.COARSEN_ENTRIES == 200_000_000
+    assert KaMinParSplitter().coarsen_entries == kaminpar_module.COARSEN_ENTRIES
+    with caplog.at_level(logging.INFO, logger="ttgnn.partition.kaminpar"):
+        with KaMinParSplitter(num_threads=1, min_nodes=0, coarsen_entries=csr.num_entries) as splitter:
+            labels = splitter(csr.indptr, csr.indices, 8, 750)  # zero slack: 8 x 750 = 6000
+            assert splitter.calls["kaminpar-coarsened"] == 1 and splitter.calls["kaminpar"] == 1
+            assert list(Path(splitter._folder.name).iterdir()) == []  # spilled levels and file gone
+            small = canonical_csr(sbm_edges(4, 50, 600, 0.9)[0], 200)
+            splitter(small.indptr, small.indices, 4, 50)  # below the threshold: the plain path
+            assert splitter.calls["kaminpar-coarsened"] == 1 and splitter.calls["kaminpar"] == 2
+    np.testing.assert_array_equal(np.bincount(labels, minlength=8), [750] * 8)
+    assert _inside(labels, csr) > 0.8  # 5 planted blocks a part keep ~0.9 of the edges inside
+    (line,) = [r.getMessage() for r in caplog.records if "coarsened KaMinPar split" in r.getMessage()]
+    assert re.search(r"of 6000 nodes \(\d+ entries\) into 8 parts of <= 750: \d+ levels to \d+ coarse nodes", line)
+
+
+@needs_kaminpar
+def test_a_graph_that_does_not_shrink_goes_to_kaminpar_whole_with_a_warning(caplog):
+    csr = canonical_csr(sbm_edges(4, 50, 1500, 0.9, seed=1)[0], 200)
+    with KaMinParSplitter(num_threads=1, min_nodes=0, coarsen_entries=1, coarse_cluster_fraction=0.01) as splitter:
+        labels = splitter(csr.indptr, csr.indices, 4, 50)  # clusters of at most 1 node
+    assert splitter.calls["kaminpar-coarsened"] == 1
+    assert "label propagation could not shrink a graph of 200 nodes" in caplog.text
+    np.testing.assert_array_equal(np.bincount(labels, minlength=4), [50] * 4)
+    assert _inside(labels, csr) > 0.8
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(coarsen_entries=0), "coarsen_entries must be an int >= 1, got 0"),
+    (dict(coarsen_rounds=-1), "coarsen_rounds must be an int >= 0, got -1"),
+    (dict(coarse_cluster_fraction=0.0), "coarse_cluster_fraction must be a number in (0, 1], got 0.0"),
+    (dict(refine_rounds=1.5), "refine_rounds must be an int >= 0, got 1.5"),
+])
+def test_splitter_rejects_bad_coarsening_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        KaMinParSplitter(**kwargs)
+
+
+@pytest.fixture
+def kaminpar_everywhere(monkeypatch):
+    """Send every subgraph to KaMinPar (by default those under 50,000 nodes go to METIS)."""
+    monkeypatch.setattr(reorder_module, "_KAMINPAR_MIN_NODES", 0)
+
+
+@needs_kaminpar
+def test_coarsened_order_is_a_bijection_close_to_the_plain_one(kaminpar_everywhere, caplog):
+    """40,000 nodes in 160 planted blocks of 250, row shape 20 x 40 x 50 (no slack): the top
+    level coarsened keeps nearly as many edges inside first-digit parts as KaMinPar on the whole
+    graph, and every capacity is strict."""
+    edge_index, _ = sbm_edges(160, 250, 100_000, 0.8, seed=0)
+    csr = canonical_csr(edge_index, 40_000)
+    shape = (20, 40, 50)
+    plain = hierarchical_order(csr, shape, method="hierarchical-kaminpar", num_threads=1)
+    with caplog.at_level(logging.INFO, logger="ttgnn.partition"):
+        coarse = hierarchical_order(csr, shape, method="hierarchical-kaminpar", num_threads=1,
+                                    coarsen_entries=csr.num_entries)
+    check_order(coarse, 40_000, shape)
+    assert "1 of the KaMinPar calls coarsened first" in caplog.text  # the top level only
+    assert not np.array_equal(coarse.perm, plain.perm)
+    assert coarse.quality["shared_prefix_1"] >= plain.quality["shared_prefix_1"] - 0.05
+    assert coarse.quality["shared_prefix_1"] > 0.7  # random: 1/20
+    again = hierarchical_order(csr, shape, method="hierarchical-kaminpar", num_threads=1,
+                               coarsen_entries=csr.num_entries)
+    np.testing.assert_array_equal(again.perm, coarse.perm)
+
+
+@needs_kaminpar
+def test_cache_key_names_the_threshold_only_when_it_is_reached(tmp_path, kaminpar_everywhere, monkeypatch):
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    csr = canonical_csr(edge_index, 120)
+    plain = hierarchical_order(csr, (4, 4, 8), method="hierarchical-kaminpar", cache_dir=tmp_path, num_threads=1,
+                               coarsen_entries=csr.num_entries + 1)
+    (plain_file,) = tmp_path.iterdir()
+    assert plain_file.name.endswith("-hierarchical-kaminpar-seed0.npz")  # the key of before
+    coarse = hierarchical_order(csr, (4, 4, 8), method="hierarchical-kaminpar", cache_dir=tmp_path, num_threads=1,
+                                coarsen_entries=csr.num_entries)
+    check_order(coarse, 120, (4, 4, 8))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 2 and any(f"-hierarchical-kaminpar-coarsen{csr.num_entries}-seed0" in n for n in names)
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("recomputed")
+
+    monkeypatch.setattr(reorder_module, "_compute_perm", no_compute)
+    for threshold, expected in ((csr.num_entries, coarse), (None, plain)):
+        again = hierarchical_order(csr, (4, 4, 8), method="hierarchical-kaminpar", cache_dir=tmp_path,
+                                   coarsen_entries=threshold)
+        np.testing.assert_array_equal(again.perm, expected.perm)
+        assert again.method == "hierarchical-kaminpar"
+
+
+@pytest.mark.parametrize("value,error", [(0, ValueError), (-5, ValueError), ("10", TypeError), (True, TypeError)])
+def test_order_rejects_a_bad_threshold(value, error):
+    with pytest.raises(error, match="coarsen_entries"):
+        hierarchical_order(np.array([[0, 1], [1, 2]]), (2, 2), method="hierarchical-kaminpar", coarsen_entries=value)
