@@ -30,7 +30,7 @@ from ttgnn.partition import METHODS
     (dict(init="xavier"), "init must be one of"),
     (dict(init="spectral", spectral_vectors=0), "spectral_vectors must be an integer >= 1, got 0"),
     (dict(init="spectral", dim=16, spectral_vectors=17), "spectral_vectors must be at most dim=16, got 17"),
-    (dict(spectral_vectors=8), "spectral_vectors needs init='spectral'"),
+    (dict(init="gaussian", spectral_vectors=8), "spectral_vectors needs init='spectral' \\(or 'auto'\\), got init='gaussian'"),
     (dict(resume=True), "resume needs output_dir"),
     (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
 ])
@@ -56,3 +56,18 @@ def test_label_input_by_the_share_of_training_nodes():
     assert label_input_for(None, 2708, 140) is False  # Cora
     assert label_input_for(True, 2708, 140) is True and label_input_for(False, 1000, 900) is False
     assert label_input_for(None, 0, 0) is False
+
+
+def test_auto_init_by_the_share_of_training_nodes():
+    from ttgnn.config import AUTO_SPECTRAL_VECTORS, init_for
+
+    assert TrainConfig().init == "auto" and AUTO_SPECTRAL_VECTORS == 8
+    assert init_for("auto", None, 2708, 140) == ("spectral", 8)  # Cora: few labels
+    assert init_for("auto", 4, 2708, 140) == ("spectral", 4)  # the vector count given is kept
+    assert init_for("auto", None, 1000, 99) == ("spectral", 8)
+    assert init_for("auto", None, 1000, 100) == ("gaussian", None)  # 10%: as label input, on
+    assert init_for("auto", 4, 169_343, 90_941) == ("gaussian", None)  # ogbn-arxiv
+    for init in ("ortho", "gaussian", "spectral"):  # an explicit init is kept as given
+        assert init_for(init, None, 2708, 140) == (init, None)
+    assert init_for("spectral", 16, 169_343, 90_941) == ("spectral", 16)
+    TrainConfig(init="auto", spectral_vectors=8).validate()

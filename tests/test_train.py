@@ -268,12 +268,20 @@ def test_label_input_is_decided_by_the_graph_and_kept_on_resume(tmp_path, plante
     assert dense["label_input"] is True and dense["settings"]["label_input"] is True
     assert "label input on: training nodes are 50.0% of the graph (on from 10%" in caplog.text
     sparse_graph = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
-    sparse = train(_tiny_config(tmp_path / "sparse", label_input=None, epochs=2, correct_smooth=False), sparse_graph)
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        sparse = train(_tiny_config(tmp_path / "sparse", label_input=None, epochs=2, correct_smooth=False),
+                       sparse_graph)
     assert sparse["label_input"] is False
+    # the table init follows the same share: gaussian with many labels, 8 eigenvectors with few
+    assert (dense["settings"]["init"], dense["settings"]["spectral_vectors"]) == ("gaussian", None)
+    assert (sparse["settings"]["init"], sparse["settings"]["spectral_vectors"]) == ("spectral", 8)
+    assert "table init gaussian: training nodes are 50.0% of the graph (spectral below 10%" in caplog.text
+    assert "table init spectral (8 eigenvectors): training nodes are 5.0% of the graph" in caplog.text
     # resuming with the default decides the same way, so the checkpoint's setting matches
     resumed = train(_tiny_config(tmp_path / "dense", label_input=None, epochs=3, correct_smooth=False, resume=True),
                     planted)
     assert resumed["label_input"] is True and len(resumed["epochs"]) == 3
+    assert resumed["settings"]["init"] == "gaussian"
     assert resumed["epochs"][:2] == dense["epochs"][:2]
     with pytest.raises(ValueError, match="label_input"):  # an explicit other choice is refused, as before
         train(_tiny_config(tmp_path / "dense", label_input=False, epochs=4, correct_smooth=False, resume=True),

@@ -19,8 +19,9 @@ NORMS = ("none", "batch", "layer")
 #: Full-graph training or mini-batches of sampled neighbourhoods.
 MODES = ("full", "minibatch")
 #: Input-table initialisations: TT-GNN orthogonal, TT-Rec Gaussian (both TT only; a full table is
-#: normal), or Laplacian eigenvectors (:mod:`ttgnn.spectral`; TT by TT-SVD, full directly).
-INITS = ("ortho", "gaussian", "spectral")
+#: normal), Laplacian eigenvectors (:mod:`ttgnn.spectral`; TT by TT-SVD, full directly), or
+#: ``auto``: decided by the graph (:func:`ttgnn.config.init_for`).
+INITS = ("ortho", "gaussian", "spectral", "auto")
 #: Where to train (``auto``: CUDA when available).
 DEVICES = ("cpu", "cuda", "auto")
 #: GNN layers: DGL's convolutions, the tensor layers of :mod:`ttgnn.layers` (any device torch

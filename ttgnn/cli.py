@@ -21,7 +21,7 @@ import sys
 from typing import Optional, Sequence
 
 from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS
-from .config import LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
+from .config import AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -114,9 +114,12 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--max-params", type=int, default=d.max_params, help="pick the largest TT rank with at most "
                    "this many parameters instead of --rank")
     p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "
-                   "spectral: Laplacian eigenvectors, TT by TT-SVD)")
+                   "spectral: Laplacian eigenvectors, TT by TT-SVD; auto: spectral with "
+                   f"{AUTO_SPECTRAL_VECTORS} vectors when training nodes are under "
+                   f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph, else gaussian)")
     p.add_argument("--spectral-vectors", type=int, default=d.spectral_vectors, metavar="K",
-                   help="with --init spectral: the K leading eigenvectors, other columns zero (default: --dim)")
+                   help="with --init spectral: the K leading eigenvectors, other columns zero (default: --dim; "
+                   f"{AUTO_SPECTRAL_VECTORS} where --init auto picks spectral)")
     p.add_argument("--init-scale", type=float, default=d.init_scale,
                    help="std of the initial table entries (ortho TT: gain init_scale*sqrt(rows))")
     p.add_argument("--hidden", type=int, default=d.hidden)

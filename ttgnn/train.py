@@ -43,7 +43,7 @@ from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import ORDERS
-from .config import LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, label_input_for
+from .config import LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, init_for, label_input_for
 from .data import NodeDataset, load_dataset
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels
 from .fileio import atomic_write_json
@@ -133,6 +133,10 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
 
     if gnn_backend is None:
         gnn_backend = resolve_gnn_backend(config.gnn_backend, "cpu")
+    num_train = int(dataset.split["train"].numel())
+    if config.init == "auto":  # setup_run resolves it first; library callers may not
+        init, vectors = init_for(config.init, config.spectral_vectors, dataset.num_nodes, num_train)
+        config = dataclasses.replace(config, init=init, spectral_vectors=vectors)
 
     kwargs = {}
     if config.embedding == "tt":
@@ -151,8 +155,7 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
                        attn_dropout=config.attn_dropout, gnn_backend=gnn_backend,
-                       label_input=label_input_for(config.label_input, dataset.num_nodes,
-                                                   int(dataset.split["train"].numel())))
+                       label_input=label_input_for(config.label_input, dataset.num_nodes, num_train))
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -239,13 +242,20 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         raise ValueError(f"training nodes of {dataset.name} include unlabeled nodes (label -1)")
     if process_rank == 0:
         log.info("%s", dataset)
-    if config.label_input is None:  # decided by the graph, then fixed for the run (and its resume check)
-        num_train = int(dataset.split["train"].numel())
+    # Label input and the table init may be decided by the graph; then fixed for the run (and its resume check).
+    num_train = int(dataset.split["train"].numel())
+    share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
+    if config.label_input is None:
         config = dataclasses.replace(config, label_input=label_input_for(None, dataset.num_nodes, num_train))
         if process_rank == 0:
-            log.info("label input %s: training nodes are %.1f%% of the graph (on from %.0f%%; --label-input or "
-                     "--no-label-input to choose)", "on" if config.label_input else "off",
-                     100.0 * num_train / dataset.num_nodes, 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
+            log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
+                     "on" if config.label_input else "off", share, 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
+    if config.init == "auto" and config.embedding != "features":
+        init, vectors = init_for(config.init, config.spectral_vectors, dataset.num_nodes, num_train)
+        config = dataclasses.replace(config, init=init, spectral_vectors=vectors)
+        if process_rank == 0:
+            log.info("table init %s%s: %s (spectral below %.0f%%; --init to choose)", init,
+                     f" ({vectors} eigenvectors)" if vectors else "", share, 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
     from .models import resolve_gnn_backend
 
     gnn_backend = resolve_gnn_backend(config.gnn_backend, device)
