@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_partition import format_table, peak_rss_gib  # noqa: E402  (benchmarks/bench_partition.py)
+from bench_partition import format_table, peak_rss_gib, shared_prefix_columns  # noqa: E402  (benchmarks/bench_partition.py)
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
 log = logging.getLogger("bench_coarsen")
@@ -131,9 +131,7 @@ def main(argv=None) -> int:
             log.info("%s: %.1f s, order-phase peak %.2f GiB", variant, rows[-1]["seconds"],
                      rows[-1]["peak_order_gib"])
 
-    levels = sorted({k for row in rows for k in row if k.startswith("shared_prefix")})
-    columns = [("variant", "top level", "{}")] + [
-        (k, f"shared first {k.rsplit('_', 1)[1]} digit(s)", "{:.4f}") for k in levels] + [
+    columns = [("variant", "top level", "{}")] + shared_prefix_columns(rows) + [
         ("seconds", "order time (s)", "{:.1f}"), ("csr_loaded_gib", "RSS with the CSR (GiB)", "{:.2f}"),
         ("peak_order_gib", "peak RSS of the order (GiB)", "{:.2f}")]
     first = rows[0]

@@ -79,6 +79,12 @@ def nested_sbm_edges(num_nodes: int, num_entries: int, num_communities: int, num
     return np.stack([relabel[src], relabel[dst]])
 
 
+def shared_prefix_columns(rows: list[dict]) -> list[tuple[str, str, str]]:
+    """:func:`format_table` columns of every ``shared_prefix_l`` found in ``rows``, first level first."""
+    levels = sorted({key for row in rows for key in row if key.startswith("shared_prefix")})
+    return [(key, f"shared first {key.rsplit('_', 1)[1]} digit(s)", "{:.4f}") for key in levels]
+
+
 def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
     head = "| " + " | ".join(title for _, title, _ in columns) + " |"
     rule = "|" + "|".join("---" for _ in columns) + "|"
@@ -182,9 +188,7 @@ def main(argv=None) -> int:
         rows = run_real(args)
         title = args.dataset
 
-    levels = sorted({k for row in rows for k in row if k.startswith("shared_prefix")})
-    columns = [("method", "method", "{}")] + [(k, f"shared first {k.rsplit('_', 1)[1]} digit(s)", "{:.4f}")
-                                              for k in levels] + [
+    columns = [("method", "method", "{}")] + shared_prefix_columns(rows) + [
                ("order_seconds", "order time (s)", "{:.2f}"),
                ("total_seconds", "with symmetrising (s)", "{:.2f}"),
                ("peak_rss_gib", "peak RSS so far (GiB)", "{:.2f}")]

@@ -81,10 +81,9 @@ CONFIGS["sweep-sage-full-combined-labels"] = (["--model", "sage", "--embedding",
 
 # The command line's defaults as they are now (no EARLIER_DEFAULTS in front): GAT, which the sweep
 # did not cover, with TT and the full table, label input by the rule (on for arxiv) and off.
-for _model in ("gat",):
-    CONFIGS[f"defaults-{_model}-tt"] = (["--model", _model, *TT], "defaults")
-    CONFIGS[f"defaults-{_model}-full"] = (["--model", _model, "--embedding", "full"], "defaults")
-    CONFIGS[f"defaults-{_model}-tt-nolabels"] = (["--model", _model, *TT, "--no-label-input"], "defaults")
+CONFIGS["defaults-gat-tt"] = (["--model", "gat", *TT], "defaults")
+CONFIGS["defaults-gat-full"] = (["--model", "gat", "--embedding", "full"], "defaults")
+CONFIGS["defaults-gat-tt-nolabels"] = (["--model", "gat", *TT, "--no-label-input"], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

@@ -118,22 +118,18 @@ def write_parhip(path: Union[str, os.PathLike], indptr: np.ndarray, indices: np.
                          f"{int(indptr[0])} .. {int(indptr[-1])}")
     vid32 = num_nodes < 2**32
     vid_dtype = np.uint32 if vid32 else np.uint64
-    version = (_VID_32BIT if vid32 else 0)
-    weight_arrays = []
-    if vertex_weights is None:
-        version |= _NO_VERTEX_WEIGHTS
-    else:
-        vertex_weights = _weights_array("vertex_weights", vertex_weights, num_nodes, 0)
-        narrow = num_nodes == 0 or int(vertex_weights.max()) < 2**31
-        version |= _VW_32BIT if narrow else 0
-        weight_arrays.append((vertex_weights, np.uint32 if narrow else np.uint64))
-    if edge_weights is None:
-        version |= _NO_EDGE_WEIGHTS
-    else:
-        edge_weights = _weights_array("edge_weights", edge_weights, num_entries, 1)
-        narrow = num_entries == 0 or int(edge_weights.max()) < 2**31
-        version |= _EW_32BIT if narrow else 0
-        weight_arrays.append((edge_weights, np.uint32 if narrow else np.uint64))
+    version = _VID_32BIT if vid32 else 0
+    weight_arrays = []  # vertex weights first: the file's order
+    for name, weights, length, minimum, absent_bit, narrow_bit in (
+            ("vertex_weights", vertex_weights, num_nodes, 0, _NO_VERTEX_WEIGHTS, _VW_32BIT),
+            ("edge_weights", edge_weights, num_entries, 1, _NO_EDGE_WEIGHTS, _EW_32BIT)):
+        if weights is None:
+            version |= absent_bit
+            continue
+        weights = _weights_array(name, weights, length, minimum)
+        narrow = length == 0 or int(weights.max()) < 2**31
+        version |= narrow_bit if narrow else 0
+        weight_arrays.append((weights, np.uint32 if narrow else np.uint64))
     base = 24 + 8 * (num_nodes + 1)  # first byte of the adjacency
     vid_bytes = np.dtype(vid_dtype).itemsize
     with open(path, "wb") as fh:

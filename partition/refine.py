@@ -23,6 +23,20 @@ __all__ = ["balance_labels", "project_labels", "refine_labels"]
 log = logging.getLogger(__name__)
 
 
+def _check_partition(indptr, indices, labels, nparts, capacity, rounds, seed) -> tuple[int, int, int, int, int]:
+    """The checked ``(num_nodes, nparts, capacity, rounds, seed)`` of a partition to improve;
+    ``TypeError``/``ValueError`` naming the bad argument otherwise."""
+    num_nodes = _check_csr(indptr, indices)
+    nparts = _check_int("nparts", nparts, 1)
+    capacity = _check_int("capacity", capacity, 1)
+    rounds = _check_int("rounds", rounds, 0)
+    seed = _check_int("seed", seed, 0)
+    _check_array("labels", labels, num_nodes)
+    if num_nodes and (int(labels.min()) < 0 or int(labels.max()) >= nparts):
+        raise ValueError(f"labels must lie in [0, {nparts}), got {int(labels.min())} .. {int(labels.max())}")
+    return num_nodes, nparts, capacity, rounds, seed
+
+
 def refine_labels(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, nparts: int, capacity: int,
                   rounds: int = 3, seed: int = 0, *, node_weights: Optional[np.ndarray] = None,
                   edge_weights: Optional[np.ndarray] = None) -> np.ndarray:
@@ -56,14 +70,8 @@ def refine_labels(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, n
         TypeError: non-integer arrays or arguments.
         ValueError: a malformed CSR, labels out of range or weights of the wrong shape.
     """
-    num_nodes = _check_csr(indptr, indices)
-    nparts = _check_int("nparts", nparts, 1)
-    capacity = _check_int("capacity", capacity, 1)
-    rounds = _check_int("rounds", rounds, 0)
-    seed = _check_int("seed", seed, 0)
-    _check_array("labels", labels, num_nodes)
-    if num_nodes and (int(labels.min()) < 0 or int(labels.max()) >= nparts):
-        raise ValueError(f"labels must lie in [0, {nparts}), got {int(labels.min())} .. {int(labels.max())}")
+    num_nodes, nparts, capacity, rounds, seed = _check_partition(indptr, indices, labels, nparts, capacity,
+                                                                 rounds, seed)
     node_weights = _check_weights("node_weights", node_weights, num_nodes, 0)
     edge_weights = _check_weights("edge_weights", edge_weights, indices.shape[0], 1)
     refined = labels.astype(np.int64, copy=True)
@@ -149,14 +157,8 @@ def balance_labels(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, 
         TypeError: non-integer arrays or arguments.
         ValueError: a malformed CSR, labels out of range, or ``nparts * capacity < n``.
     """
-    num_nodes = _check_csr(indptr, indices)
-    nparts = _check_int("nparts", nparts, 1)
-    capacity = _check_int("capacity", capacity, 1)
-    rounds = _check_int("rounds", rounds, 0)
-    seed = _check_int("seed", seed, 0)
-    _check_array("labels", labels, num_nodes)
-    if num_nodes and (int(labels.min()) < 0 or int(labels.max()) >= nparts):
-        raise ValueError(f"labels must lie in [0, {nparts}), got {int(labels.min())} .. {int(labels.max())}")
+    num_nodes, nparts, capacity, rounds, seed = _check_partition(indptr, indices, labels, nparts, capacity,
+                                                                 rounds, seed)
     if nparts * capacity < num_nodes:
         raise ValueError(f"{nparts} parts of capacity {capacity} cannot hold {num_nodes} nodes")
     labels = labels.astype(np.int64, copy=True)

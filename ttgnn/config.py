@@ -21,8 +21,8 @@ __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTO
 LABEL_INPUT_MIN_TRAIN_FRACTION = 0.1
 #: ``init="auto"`` on a graph with fewer training nodes than that share starts the table from this
 #: many of its smoothest Laplacian eigenvectors (the other columns zero), and from the gaussian
-#: init otherwise: with the other defaults, 8 eigenvectors lifted Cora and CiteSeer by 12-17
-#: points for TT and for the full table (docs/results.md), where ogbn-arxiv's GNN did as well
+#: init otherwise: with the other defaults, 8 eigenvectors lifted TT on Cora and CiteSeer by 12-17
+#: points and the full table by 6-8 (docs/results.md), where ogbn-arxiv's GNN did as well
 #: without them.
 AUTO_SPECTRAL_VECTORS = 8
 

@@ -50,7 +50,7 @@ from .fileio import atomic_write_json
 from .seeding import derive_seed, generator, seed_everything
 
 __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run", "restore_run", "train_epoch",
-           "evaluate_and_checkpoint", "finish_run", "build_classifier", "split_known", "known_labels",
+           "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known", "known_labels",
            "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "ORDERS", "CHECKPOINT_NAME",
            "BEST_MODEL_NAME", "METRICS_NAME"]
 
@@ -133,10 +133,7 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
 
     if gnn_backend is None:
         gnn_backend = resolve_gnn_backend(config.gnn_backend, "cpu")
-    num_train = int(dataset.split["train"].numel())
-    if config.init == "auto":  # setup_run resolves it first; library callers may not
-        init, vectors = init_for(config.init, config.spectral_vectors, dataset.num_nodes, num_train)
-        config = dataclasses.replace(config, init=init, spectral_vectors=vectors)
+    config = settle_by_graph(config, dataset)  # setup_run settles it first; library callers may not
 
     kwargs = {}
     if config.embedding == "tt":
@@ -155,7 +152,19 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
                        attn_dropout=config.attn_dropout, gnn_backend=gnn_backend,
-                       label_input=label_input_for(config.label_input, dataset.num_nodes, num_train))
+                       label_input=config.label_input)
+
+
+def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
+    """``config`` with the settings the graph decides made explicit: label input
+    (:func:`~ttgnn.config.label_input_for`) and, for TT and full tables, the init
+    (:func:`~ttgnn.config.init_for`), both by the share of training nodes."""
+    num_train = int(dataset.split["train"].numel())
+    label_input = label_input_for(config.label_input, dataset.num_nodes, num_train)
+    init, vectors = config.init, config.spectral_vectors
+    if config.embedding != "features":
+        init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
+    return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors)
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -243,19 +252,19 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
     if process_rank == 0:
         log.info("%s", dataset)
     # Label input and the table init may be decided by the graph; then fixed for the run (and its resume check).
-    num_train = int(dataset.split["train"].numel())
-    share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
-    if config.label_input is None:
-        config = dataclasses.replace(config, label_input=label_input_for(None, dataset.num_nodes, num_train))
-        if process_rank == 0:
+    settled = settle_by_graph(config, dataset)
+    if process_rank == 0:
+        num_train = int(dataset.split["train"].numel())
+        share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
+        threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
+        if config.label_input is None:
             log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
-                     "on" if config.label_input else "off", share, 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
-    if config.init == "auto" and config.embedding != "features":
-        init, vectors = init_for(config.init, config.spectral_vectors, dataset.num_nodes, num_train)
-        config = dataclasses.replace(config, init=init, spectral_vectors=vectors)
-        if process_rank == 0:
-            log.info("table init %s%s: %s (spectral below %.0f%%; --init to choose)", init,
-                     f" ({vectors} eigenvectors)" if vectors else "", share, 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
+                     "on" if settled.label_input else "off", share, threshold)
+        if settled.init != config.init:
+            log.info("table init %s%s: %s (spectral below %.0f%%; --init to choose)", settled.init,
+                     f" ({settled.spectral_vectors} eigenvectors)" if settled.spectral_vectors else "", share,
+                     threshold)
+    config = settled
     from .models import resolve_gnn_backend
 
     gnn_backend = resolve_gnn_backend(config.gnn_backend, device)
