@@ -71,3 +71,14 @@ def test_auto_init_by_the_share_of_training_nodes():
         assert init_for(init, None, 2708, 140) == (init, None)
     assert init_for("spectral", 16, 169_343, 90_941) == ("spectral", 16)
     TrainConfig(init="auto", spectral_vectors=8).validate()
+
+
+def test_auto_init_never_picks_the_dense_spectral_table_on_large_graphs():
+    # ogbn-papers100M has 1.1% training nodes, but its dense spectral table would be 57 GB.
+    from ttgnn.config import AUTO_SPECTRAL_MAX_NODES, init_for
+
+    assert AUTO_SPECTRAL_MAX_NODES == 1_000_000
+    assert init_for("auto", None, AUTO_SPECTRAL_MAX_NODES, 1000) == ("spectral", 8)
+    assert init_for("auto", None, AUTO_SPECTRAL_MAX_NODES + 1, 1000) == ("gaussian", None)
+    assert init_for("auto", None, 111_059_956, 1_207_179) == ("gaussian", None)
+    assert init_for("spectral", 8, 111_059_956, 1_207_179) == ("spectral", 8)  # as asked

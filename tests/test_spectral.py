@@ -75,3 +75,16 @@ def test_bad_k(graph):
     indptr, indices, n = graph
     with pytest.raises(ValueError, match=r"k must be in \[1, 300\)"):
         leading_eigenvectors(indptr, indices, n, 300)
+
+
+def test_available_memory_is_positive_and_a_table_too_large_is_refused_up_front(monkeypatch):
+    import ttgnn.spectral as spectral
+
+    have = spectral.available_memory()
+    assert have is None or have > 0
+    monkeypatch.setattr(spectral, "available_memory", lambda: 10 * 2**30)
+    spectral.check_table_fits(1_000_000, 128, 28)  # 3.3 GiB of 10: fine
+    with pytest.raises(MemoryError, match=r"111,059,956 x 128 table \(53\.0 GiB.*10\.0 GiB is available.*--init"):
+        spectral.check_table_fits(111_059_956, 128, 4)
+    monkeypatch.setattr(spectral, "available_memory", lambda: None)
+    spectral.check_table_fits(111_059_956, 128, 4)  # unknown memory: no refusal

@@ -21,7 +21,7 @@ import sys
 from typing import Optional, Sequence
 
 from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS
-from .config import AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
+from .config import AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -116,7 +116,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "
                    "spectral: Laplacian eigenvectors, TT by TT-SVD; auto: spectral with "
                    f"{AUTO_SPECTRAL_VECTORS} vectors when training nodes are under "
-                   f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph, else gaussian)")
+                   f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of a graph of at most "
+                   f"{AUTO_SPECTRAL_MAX_NODES:,} nodes, else gaussian)")
     p.add_argument("--spectral-vectors", type=int, default=d.spectral_vectors, metavar="K",
                    help="with --init spectral: the K leading eigenvectors, other columns zero (default: --dim; "
                    f"{AUTO_SPECTRAL_VECTORS} where --init auto picks spectral)")

@@ -12,7 +12,7 @@ from typing import Optional
 
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS, check_choice
 
-__all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "init_for", "label_input_for"]
+__all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES", "init_for", "label_input_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -25,6 +25,10 @@ LABEL_INPUT_MIN_TRAIN_FRACTION = 0.1
 #: points and the full table by 6-8 (docs/results.md), where ogbn-arxiv's GNN did as well
 #: without them.
 AUTO_SPECTRAL_VECTORS = 8
+#: ``--init auto`` picks the spectral init only on graphs of at most this many nodes: it builds a
+#: dense ``(N, dim)`` table (and TT-SVDs it for a TT table), which a 10^8-node graph cannot hold,
+#: and it was measured only on graphs of up to 2x10^4 nodes (Planetoid).
+AUTO_SPECTRAL_MAX_NODES = 1_000_000
 
 
 @dataclass
@@ -210,10 +214,11 @@ def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_tra
     """The table init of a run and its eigenvector count: ``(init, spectral_vectors)`` unless
     ``init`` is ``"auto"``; then ``("spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS)`` when
     the ``num_train`` training nodes are fewer than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the
-    ``num_nodes`` (few labels: the graph's smoothest eigenvectors carry what they cannot), else
+    ``num_nodes`` (few labels: the graph's smoothest eigenvectors carry what they cannot) and the
+    graph has at most :data:`AUTO_SPECTRAL_MAX_NODES` nodes (the spectral table is dense), else
     ``("gaussian", None)``. The same threshold turns label input off (:func:`label_input_for`)."""
     if init != "auto":
         return init, spectral_vectors
-    if label_input_for(None, num_nodes, num_train):
+    if label_input_for(None, num_nodes, num_train) or num_nodes > AUTO_SPECTRAL_MAX_NODES:
         return "gaussian", None
     return "spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS

@@ -23,7 +23,8 @@ import numpy as np
 
 from .fileio import atomic_write
 
-__all__ = ["normalized_adjacency_scipy", "leading_eigenvectors", "spectral_table"]
+__all__ = ["normalized_adjacency_scipy", "leading_eigenvectors", "spectral_table", "available_memory",
+           "check_table_fits"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,34 @@ def _load(path: Path, key: dict, num_nodes: int) -> Optional[np.ndarray]:
         log.warning("spectral cache %s is corrupted or mismatched (%s); recomputing", path, err)
         return None
     return vectors
+
+
+def available_memory() -> Optional[int]:
+    """Bytes of memory the system can give without swapping (``MemAvailable``), or ``None`` where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os
+
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_table_fits(num_nodes: int, dim: int, bytes_per_entry: int, what: str = "spectral init") -> None:
+    """Raise :class:`MemoryError` before building a dense ``(num_nodes, dim)`` table of
+    ``bytes_per_entry`` bytes per entry (working copies included) that the available memory
+    cannot hold, instead of running out of memory part way."""
+    need = num_nodes * dim * bytes_per_entry
+    have = available_memory()
+    if have is not None and need > have:
+        raise MemoryError(f"the {what} builds a dense {num_nodes:,} x {dim} table ({need / 2**30:.1f} GiB with its "
+                          f"working copies) but {have / 2**30:.1f} GiB is available; use --init gaussian or ortho")
 
 
 def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim: int, std: float = 1.0, *,

@@ -43,7 +43,7 @@ from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import ORDERS
-from .config import LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, init_for, label_input_for
+from .config import AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, init_for, label_input_for
 from .data import NodeDataset, load_dataset
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels
 from .fileio import atomic_write_json
@@ -184,8 +184,10 @@ def tt_shape(config: TrainConfig, num_nodes: int):
 def _spectral_init(node_input, config: TrainConfig, dataset: NodeDataset) -> None:
     """Overwrite the input table with Laplacian eigenvectors (TT: their TT-SVD in TT-row order)."""
     from .data import default_cache_dir
-    from .spectral import spectral_table
+    from .spectral import check_table_fits, spectral_table
 
+    # float32 table; a TT table adds its float64 copy and the TT-SVD's working copies (about 3 more).
+    check_table_fits(dataset.num_nodes, config.dim, 4 if node_input.kind == "full" else 28)
     table = spectral_table(*dataset.csr(), dataset.num_nodes, config.dim, std=config.init_scale,
                            vectors=config.spectral_vectors, seed=config.seed, cache_dir=default_cache_dir(config.cache_dir))
     if node_input.kind == "full":
@@ -261,9 +263,10 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
             log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
                      "on" if settled.label_input else "off", share, threshold)
         if settled.init != config.init:
-            log.info("table init %s%s: %s (spectral below %.0f%%; --init to choose)", settled.init,
+            log.info("table init %s%s: %s, %s nodes (spectral below %.0f%% on graphs of at most %s nodes; "
+                     "--init to choose)", settled.init,
                      f" ({settled.spectral_vectors} eigenvectors)" if settled.spectral_vectors else "", share,
-                     threshold)
+                     f"{dataset.num_nodes:,}", threshold, f"{AUTO_SPECTRAL_MAX_NODES:,}")
     config = settled
     from .models import resolve_gnn_backend
 
