@@ -44,7 +44,8 @@ MUTMUT = "mutmut==3.8.1"
 MODULES = {
     "partition": (["ttgnn/partition/*"],
                   ["tests/test_partition_graph.py", "tests/test_partition_split.py", "tests/test_partition_reorder.py",
-                   "tests/test_partition_cache.py", "tests/test_partition_quality.py", "tests/test_partition_kaminpar.py"]),
+                   "tests/test_partition_cache.py", "tests/test_partition_quality.py", "tests/test_partition_kaminpar.py",
+                   "tests/test_partition_coarsen.py"]),
     "embedding": (["ttgnn/embedding.py"], ["tests/test_embedding.py"]),
     "init": (["ttgnn/init.py"], ["tests/test_init.py"]),
     "smoothing": (["ttgnn/smoothing.py"], ["tests/test_smoothing.py"]),
