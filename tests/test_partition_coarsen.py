@@ -241,6 +241,180 @@ def test_balance_rejects_impossible_capacity():
         balance_labels(np.array([0, 1, 2, 2]), np.array([1, 0]), np.array([0, 0, 1]), 2, 1)
 
 
+# Path 0-1-2 (labels [0, 0, 1]) for the argument checks of refine_labels and balance_labels.
+_P3 = (np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1]))
+
+
+@pytest.mark.parametrize("function", [refine_labels, balance_labels])
+@pytest.mark.parametrize("kwargs,error,message", [
+    (dict(nparts=0), ValueError, "nparts must be >= 1, got 0"),
+    (dict(capacity=0), ValueError, "capacity must be >= 1, got 0"),
+    (dict(rounds=-1), ValueError, "rounds must be >= 0, got -1"),
+    (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+    (dict(labels=np.array([0.0, 0.0, 1.0])), TypeError, "labels must be an integer numpy array, got float64"),
+    (dict(labels=np.array([0, 1])), ValueError, "labels must have shape (3,), got (2,)"),
+    (dict(labels=np.array([-1, 0, 1])), ValueError, "labels must lie in [0, 2), got -1 .. 1"),
+    (dict(labels=np.array([0, 1, 2])), ValueError, "labels must lie in [0, 2), got 0 .. 2"),
+])
+def test_partition_arguments_are_named_in_the_error(function, kwargs, error, message):
+    args = dict(labels=np.array([0, 0, 1]), nparts=2, capacity=2, rounds=3, seed=0, **{})
+    args.update(kwargs)
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        function(*_P3, args["labels"], args["nparts"], args["capacity"], rounds=args["rounds"], seed=args["seed"])
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(node_weights=np.array([1, 1])), "node_weights must have shape (3,), got (2,)"),
+    (dict(node_weights=np.array([1, -1, 1])), "node_weights must be >= 0, got -1"),
+    (dict(edge_weights=np.array([1, 1, 1])), "edge_weights must have shape (4,), got (3,)"),
+    (dict(edge_weights=np.array([1, 0, 0, 1])), "edge_weights must be >= 1, got 0"),
+])
+def test_refinement_weights_are_named_in_the_error(kwargs, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        refine_labels(*_P3, np.array([0, 0, 1]), 2, 2, **kwargs)
+
+
+def test_refinement_edge_cases_of_the_arguments():
+    labels = np.array([0, 0, 0])
+    np.testing.assert_array_equal(refine_labels(*_P3, labels, 1, 3), labels)  # one part: nothing to do
+    np.testing.assert_array_equal(balance_labels(*_P3, labels, 1, 3), labels)
+    labels = np.array([0, 1, 1])  # node 0's only link is to part 1: moved when a round runs
+    np.testing.assert_array_equal(refine_labels(*_P3, labels, 2, 3, rounds=0), labels)
+    np.testing.assert_array_equal(refine_labels(*_P3, labels, 2, 3), [1, 1, 1])
+    # Zero node weights are allowed: weightless nodes fit anywhere.
+    np.testing.assert_array_equal(refine_labels(*_P3, labels, 2, 2, node_weights=np.array([0, 1, 1])), [1, 1, 1])
+
+
+def test_refinement_counts_node_and_edge_weights():
+    # Triangle 1-2-0 plus 0-3; node 0 (part 0) has 2 links to part 1 and 1 to its own part.
+    csr = canonical_csr(np.array([[0, 0, 1, 0], [1, 2, 2, 3]]), 4)
+    labels = np.array([0, 1, 1, 0])
+    assert refine_labels(csr.indptr, csr.indices, labels, 2, 4)[0] == 1
+    # Node weights: node 0 weighs 2 and part 1 (weight 2) has room for 2 more only at capacity 4.
+    np.testing.assert_array_equal(
+        refine_labels(csr.indptr, csr.indices, labels, 2, 3, node_weights=np.array([2, 1, 1, 1])), labels)
+    assert refine_labels(csr.indptr, csr.indices, labels, 2, 4, node_weights=np.array([2, 1, 1, 1]))[0] == 1
+    # Edge weights: the 0-3 link weighs 5, more than node 0's two links into part 1.
+    rows = csr.edge_rows()
+    heavy = ((rows == 0) & (csr.indices == 3)) | ((rows == 3) & (csr.indices == 0))
+    np.testing.assert_array_equal(
+        refine_labels(csr.indptr, csr.indices, labels, 2, 4, edge_weights=np.where(heavy, 5, 1)), labels)
+    np.testing.assert_array_equal(labels, [0, 1, 1, 0])  # the input is not modified
+
+
+def test_refinement_defaults_and_seed():
+    edge_index, block = sbm_edges(4, 50, 1500, 0.7, seed=8)
+    csr = canonical_csr(edge_index, 200)
+    labels = np.random.default_rng(1).permutation(block)
+    default = refine_labels(csr.indptr, csr.indices, labels, 4, 55)
+    np.testing.assert_array_equal(default, refine_labels(csr.indptr, csr.indices, labels, 4, 55, rounds=3, seed=0))
+    assert not np.array_equal(default, refine_labels(csr.indptr, csr.indices, labels, 4, 55, rounds=3, seed=1))
+    assert not np.array_equal(default, refine_labels(csr.indptr, csr.indices, labels, 4, 55, rounds=4, seed=0))
+
+
+def test_projection_refines_every_level_with_its_weights_and_seed(small_blocks):
+    csr = canonical_csr(sbm_edges(8, 60, 2500, 0.8, seed=9)[0], 480)
+    levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 8, target_entries=csr.num_entries // 16)
+    assert len(levels) >= 2 and levels[1].node_weights is not None
+    coarse_labels = np.random.default_rng(2).integers(0, 8, size=coarsest[0].shape[0])
+    expected = coarse_labels
+    for depth in reversed(range(len(levels))):
+        level = levels[depth]
+        expected = refine_labels(level.indptr, level.indices, expected[level.clusters], 8, 66, rounds=2,
+                                 seed=5 + depth, node_weights=level.node_weights, edge_weights=level.edge_weights)
+    got = project_labels(list(levels), coarse_labels.astype(np.int32), 8, 66, rounds=2, seed=5)
+    assert got.dtype == np.int64
+    assert project_labels(list(levels), coarse_labels.astype(np.int32), 8, 66, rounds=0).dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
+    # Defaults: three rounds, seed 0.
+    np.testing.assert_array_equal(project_labels(list(levels), coarse_labels, 8, 66),
+                                  project_labels(list(levels), coarse_labels, 8, 66, rounds=3, seed=0))
+
+
+def _star_case():
+    """Part 0 (nodes 0-4) is 2 over capacity 3; part 1 = {5, 6} (room 1); part 2 = {7, 8} (room 1),
+    not linked to part 0. Node 0 has 2 links to part 1 and none to its own part (gain 2); node 1
+    has 1 link to part 1 and 1 to its own part (gain 0); nodes 2-4 link only inside part 0."""
+    edges = np.array([[0, 0, 1, 1, 2, 3, 5, 7], [5, 6, 5, 2, 3, 4, 6, 8]])
+    return canonical_csr(edges, 9), np.array([0, 0, 0, 0, 0, 1, 1, 2, 2])
+
+
+def test_balance_sends_the_best_gain_up_to_the_room_and_returns_what_it_cannot_place():
+    csr, labels = _star_case()
+    balanced = balance_labels(csr.indptr, csr.indices, labels, 3, 3)
+    expected = labels.copy()
+    expected[0] = 1  # the best gain fills part 1's one place; part 2 has no link from part 0
+    np.testing.assert_array_equal(balanced, expected)
+    np.testing.assert_array_equal(labels, [0, 0, 0, 0, 0, 1, 1, 2, 2])  # the input is not modified
+
+
+def test_balance_moves_a_single_node_of_excess_to_the_part_with_room():
+    # Part 0 = {0, 1, 2, 3} is one over capacity 3. Node 0 links three times to part 1 = {4, 5, 6}
+    # (full) and once to part 2 = {7} (room 2): it goes to part 2, the part with room.
+    edges = np.array([[0, 0, 0, 0, 1, 2, 1, 4], [4, 5, 6, 7, 2, 3, 3, 5]])
+    csr = canonical_csr(edges, 8)
+    labels = np.array([0, 0, 0, 0, 1, 1, 1, 2])
+    expected = labels.copy()
+    expected[0] = 2
+    np.testing.assert_array_equal(balance_labels(csr.indptr, csr.indices, labels, 3, 3), expected)
+    np.testing.assert_array_equal(balance_labels(csr.indptr, csr.indices, labels, 3, 4), labels)  # none over
+
+
+def test_balance_leaves_a_node_without_a_neighbour_in_a_part_with_room(small_blocks):
+    # Part 1 = {0, 1, 2} is one over capacity 2; node 0 is isolated, nodes 1-2 link only to each
+    # other; part 0 = {3} has room but no link from part 1; part 2 = {4, 5} is full.
+    csr = canonical_csr(np.array([[1, 4], [2, 5]]), 6)
+    labels = np.array([1, 1, 1, 0, 2, 2])
+    np.testing.assert_array_equal(balance_labels(csr.indptr, csr.indices, labels, 3, 2), labels)
+
+
+def _best_moves_reference(csr, labels, room, over):
+    """(node, target, gain) of every node of an over-full part that links to a part with room:
+    the part with room it has most links to (no ties in the tests' graphs), links there minus
+    links to its own part."""
+    rows = csr.edge_rows()
+    moves = {}
+    for node in np.flatnonzero(over[labels]):
+        parts = labels[csr.indices[rows == node]]
+        own = int(np.count_nonzero(parts == labels[node]))
+        counts = np.bincount(parts[(room[parts] > 0) & (parts != labels[node])], minlength=room.shape[0])
+        if counts.max() > 0:
+            assert np.count_nonzero(counts == counts.max()) == 1
+            moves[int(node)] = (int(counts.argmax()), int(counts.max()) - own)
+    return moves
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("block_entries", [7, 20])
+def test_each_candidate_picks_the_part_with_room_it_links_to_most(monkeypatch, seed, block_entries):
+    from ttgnn.partition import refine as refine_module
+    from ttgnn.partition.coarsen import _row_blocks
+
+    # Part 0 (nodes 0-11) is over-full; parts 1-4 (20 nodes each) have room except part 4.
+    # Each node of part 0 links to parts 1-4 with distinct counts (a permutation of 0, 1, 2, 3)
+    # and to k of its own part, so its best part with room is unique.
+    monkeypatch.setattr(coarsen_module, "_BLOCK_ENTRIES", block_entries)  # blocks of one row and of several
+    rng = np.random.default_rng(seed)
+    labels = np.r_[np.zeros(12, np.int64), np.repeat(np.arange(1, 5), 20)]
+    members = {p: np.flatnonzero(labels == p) for p in range(5)}
+    edges = []
+    for node in range(12):
+        for part, count in zip(range(1, 5), rng.permutation(4)):
+            edges += [(node, other) for other in rng.choice(members[part], size=count, replace=False)]
+        edges += [(node, other) for other in rng.choice(np.arange(12, dtype=np.int64)[np.arange(12) != node],
+                                                         size=int(rng.integers(0, 3)), replace=False)]
+    csr = canonical_csr(np.array(edges).T, 92)
+    room = np.array([0, 5, 1, 3, 0])
+    over = np.array([True, False, False, False, False])
+    bounds = _row_blocks(csr.indptr, coarsen_module._BLOCK_ENTRIES)
+    assert bounds.shape[0] > 3  # several blocks, so row offsets are exercised
+    found = [refine_module._moves_out_of_block(csr.indptr, csr.indices, labels, room, over, first, last, 7)
+             for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    got = {int(n): (int(t), int(g)) for f in found for n, t, g in zip(*f)}
+    assert all(f[0].dtype == np.int64 for f in found)
+    assert got == _best_moves_reference(csr, labels, room, over)
+
+
 def test_hierarchy_shrinks_and_projection_composes_the_cluster_maps(small_blocks):
     csr = canonical_csr(sbm_edges(8, 60, 2500, 0.9, seed=6)[0], 480)
     levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 30, target_entries=csr.num_entries // 4)
