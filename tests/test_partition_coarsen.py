@@ -206,6 +206,84 @@ def test_contraction_of_an_edgeless_graph():
     np.testing.assert_array_equal(c_node_weights, [1, 2, 2])
 
 
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: contract(*_P3_GRAPH, np.array([0, 0, 0]), -1), ValueError, "num_clusters must be >= 0, got -1"),
+    (lambda: contract(*_P3_GRAPH, np.array([0, 0, 0]), 1, node_weights=np.array([1, 1])), ValueError,
+     "node_weights must have shape (3,), got (2,)"),
+    (lambda: contract(*_P3_GRAPH, np.array([0, 0, 0]), 1, node_weights=np.array([1, -2, 1])), ValueError,
+     "node_weights must be >= 0, got -2"),
+    (lambda: coarsen_graph(*_P3_GRAPH, 0, 0), ValueError, "max_cluster_size must be >= 1, got 0"),
+    (lambda: coarsen_graph(*_P3_GRAPH, 2, -1), ValueError, "target_entries must be >= 0, got -1"),
+    (lambda: coarsen_graph(*_P3_GRAPH, 2, 0, max_levels=-1), ValueError, "max_levels must be >= 0, got -1"),
+])
+def test_contraction_and_hierarchy_arguments_are_named_in_the_error(call, error, message):
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        call()
+
+
+_P3_GRAPH = (np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1]))
+
+
+def test_contraction_keeps_empty_clusters_and_an_empty_graph():
+    c_indptr, c_indices, c_edge_weights, c_node_weights = contract(*_P3_GRAPH, np.array([0, 0, 1]), 4)
+    np.testing.assert_array_equal(c_indptr, [0, 1, 2, 2, 2])  # clusters 2 and 3 are empty
+    np.testing.assert_array_equal(c_indices, [1, 0])
+    np.testing.assert_array_equal(c_edge_weights, [1, 1])
+    np.testing.assert_array_equal(c_node_weights, [2, 1, 0, 0])
+    empty = contract(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
+    assert [a.shape for a in empty] == [(1,), (0,), (0,), (0,)]
+
+
+def test_hierarchy_levels_cluster_and_contract_the_previous_weighted_graph(small_blocks):
+    csr = canonical_csr(sbm_edges(8, 60, 2500, 0.8, seed=10)[0], 480)
+    levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 12, target_entries=0, max_levels=3, rounds=4,
+                                     seed=7, resolution=2.0)
+    assert len(levels) >= 2 and levels[1].node_weights is not None  # weighted levels are checked
+    graph = (csr.indptr, csr.indices, None, None)
+    for depth, level in enumerate(levels):
+        for got, expected in zip((level.indptr, level.indices, level.edge_weights, level.node_weights), graph):
+            assert (got is None) == (expected is None)
+            if got is not None:
+                np.testing.assert_array_equal(got, expected)
+        clusters = cluster_label_propagation(graph[0], graph[1], 12, rounds=4, seed=7 + depth, node_weights=graph[3],
+                                             edge_weights=graph[2], resolution=2.0)
+        np.testing.assert_array_equal(level.clusters, clusters)
+        graph = contract(graph[0], graph[1], clusters, int(clusters.max()) + 1, node_weights=graph[3],
+                         edge_weights=graph[2])
+    for got, expected in zip(coarsest, graph):
+        np.testing.assert_array_equal(got, expected)
+    assert coarsest[3].sum() == 480 and coarsest[3].max() <= 12
+    # The defaults: 8 levels at most, 5 rounds, seed 0, resolution 4.
+    default = coarsen_graph(csr.indptr, csr.indices, 12, target_entries=0)
+    explicit = coarsen_graph(csr.indptr, csr.indices, 12, target_entries=0, max_levels=8, rounds=5, seed=0,
+                             min_shrink=0.9, resolution=4.0)
+    assert len(default[0]) == len(explicit[0]) and len(default[0]) <= 8
+    for got, expected in zip(default[1], explicit[1]):
+        np.testing.assert_array_equal(got, expected)
+    assert coarsen_graph(csr.indptr, csr.indices, 12, target_entries=0, max_levels=0) == ([], (csr.indptr, csr.indices, None, None))
+    assert len(coarsen_graph(csr.indptr, csr.indices, 12, target_entries=0, max_levels=1)[0]) == 1
+
+
+def test_hierarchy_stops_and_logs_when_a_level_does_not_shrink(caplog):
+    csr = canonical_csr(sbm_edges(2, 30, 200, 0.8, seed=11)[0], 60)
+    with caplog.at_level(logging.DEBUG, logger="ttgnn.partition.coarsen"):
+        levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 1, target_entries=0)
+    assert levels == [] and coarsest[0] is csr.indptr  # clusters of one node: nothing shrinks
+    assert "coarsening stalled at level 1: 60 clusters of 60 nodes" in caplog.messages
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="ttgnn.partition.coarsen"):
+        levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 1, target_entries=0, min_shrink=1.0, max_levels=2)
+    assert len(levels) == 2  # "more than min_shrink of the nodes" stops it; all of them is not more
+    assert f"coarsening level 1: 60 nodes / {csr.num_entries} entries -> 60 / {csr.num_entries}" in caplog.messages
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="ttgnn.partition.coarsen"):
+        levels, coarsest = coarsen_graph(csr.indptr, csr.indices, 30, target_entries=0, max_levels=1)
+    num_clusters = int(levels[0].clusters.max()) + 1
+    assert num_clusters == coarsest[0].shape[0] - 1 < 60
+    assert (f"coarsening level 1: 60 nodes / {csr.num_entries} entries -> {num_clusters} / "
+            f"{coarsest[1].shape[0]}") in caplog.messages
+
+
 # ----------------------------------------------------------------------------- refinement, balance
 def test_refinement_repairs_a_perturbed_partition_within_capacity(small_blocks):
     edge_index, block = sbm_edges(4, 50, 1500, 0.95, seed=3)
