@@ -60,6 +60,16 @@ def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, m
     assert message in err and len(err.splitlines()) == 1
 
 
+def test_a_spectral_table_larger_than_memory_is_refused_in_one_line(graph_root, tmp_path, capsys, monkeypatch):
+    import ttgnn.spectral
+
+    monkeypatch.setattr(ttgnn.spectral, "available_memory", lambda: 1024)
+    assert main(_train_args(graph_root, tmp_path / "run", "--init", "spectral", "--spectral-vectors", "4")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("ttgnn train: error: the spectral init builds a dense 300 x 16 table") and "--init gaussian" in err
+
+
 def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
     a_file = tmp_path / "file"
     a_file.write_text("x")

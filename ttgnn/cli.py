@@ -425,7 +425,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         where = f": {err.filename}" if getattr(err, "filename", None) else ""
         print(f"ttgnn {args.command}: error: {err.strerror or err}{where}", file=sys.stderr)
         return EXIT_USAGE
-    except (ValueError, TypeError, IndexError) as err:
+    except (ValueError, TypeError, IndexError, MemoryError) as err:
         print(f"ttgnn {args.command}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 
