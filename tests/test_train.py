@@ -275,7 +275,8 @@ def test_label_input_is_decided_by_the_graph_and_kept_on_resume(tmp_path, plante
     # the table init follows the same share: gaussian with many labels, 8 eigenvectors with few
     assert (dense["settings"]["init"], dense["settings"]["spectral_vectors"]) == ("gaussian", None)
     assert (sparse["settings"]["init"], sparse["settings"]["spectral_vectors"]) == ("spectral", 8)
-    assert "table init gaussian: training nodes are 50.0% of the graph (spectral below 10%" in caplog.text
+    assert ("table init gaussian: training nodes are 50.0% of the graph, 400 nodes (spectral below 10% on graphs "
+            "of at most 1,000,000 nodes") in caplog.text
     assert "table init spectral (8 eigenvectors): training nodes are 5.0% of the graph" in caplog.text
     # resuming with the default decides the same way, so the checkpoint's setting matches
     resumed = train(_tiny_config(tmp_path / "dense", label_input=None, epochs=3, correct_smooth=False, resume=True),
