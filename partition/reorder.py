@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from .coarsen import _check_int
 from .graph import CSRGraph, GraphInput, canonical_csr
 from .quality import shared_prefix_fractions
 from .split import chunk_split, metis_split
@@ -234,7 +235,7 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
         return _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
                                   progress=progress)
     if method == "hierarchical-kaminpar":
-        from .kaminpar import COARSEN_ENTRIES, KaMinParSplitter
+        from .kaminpar import KaMinParSplitter
 
         # Subgraphs of at least `coarsen_entries` entries are coarsened before KaMinPar sees
         # them (its whole-graph call ran out of 24 GiB at 4.4 x 10^8 entries, docs/scale.md).
@@ -242,7 +243,7 @@ def _compute_perm(csr: CSRGraph, row_shape: tuple[int, ...], method: str, seed: 
         # 0.6764 of arxiv's edges inside a part, same seed, 2 threads), and exact resume needs
         # the same order again; one thread was still faster than METIS on arxiv.
         with KaMinParSplitter(num_threads=num_threads or 1, seed=seed, min_nodes=_KAMINPAR_MIN_NODES,
-                              coarsen_entries=coarsen_entries or COARSEN_ENTRIES) as splitter:
+                              coarsen_entries=coarsen_entries) as splitter:
             perm = _hierarchical_perm(csr, row_shape, metis_levels=len(row_shape) - 1, seed=seed,
                                       progress=progress, splitter=splitter, name="KaMinPar")
             log.info("KaMinPar split %d subgraphs, METIS %d (those under %d nodes)%s", splitter.calls["kaminpar"],
@@ -331,11 +332,12 @@ def hierarchical_order(
     seed = int(seed)
     if not 0 <= seed < 2**31:
         raise ValueError(f"seed must be in [0, 2**31), got {seed}")
-    if coarsen_entries is not None and (isinstance(coarsen_entries, bool)
-                                        or not isinstance(coarsen_entries, (int, np.integer))):
-        raise TypeError(f"coarsen_entries must be an int, got {type(coarsen_entries).__name__}")
-    if coarsen_entries is not None and coarsen_entries < 1:
-        raise ValueError(f"coarsen_entries must be >= 1, got {coarsen_entries}")
+    if coarsen_entries is not None:
+        coarsen_entries = _check_int("coarsen_entries", coarsen_entries, 1)
+    elif method == "hierarchical-kaminpar":
+        from .kaminpar import COARSEN_ENTRIES
+
+        coarsen_entries = COARSEN_ENTRIES
     csr = graph if isinstance(graph, CSRGraph) else canonical_csr(graph, num_nodes)
     shape = _check_row_shape(row_shape, csr.num_nodes)
 
@@ -345,12 +347,8 @@ def hierarchical_order(
 
         graph_hash = csr.content_hash()
         cache_method = method
-        if method == "hierarchical-kaminpar":
-            from .kaminpar import COARSEN_ENTRIES
-
-            threshold = int(coarsen_entries or COARSEN_ENTRIES)
-            if csr.num_entries >= threshold:  # some subgraph may be coarsened: another order
-                cache_method = f"{method}-coarsen{threshold}"
+        if method == "hierarchical-kaminpar" and csr.num_entries >= coarsen_entries:
+            cache_method = f"{method}-coarsen{coarsen_entries}"  # some subgraph may be coarsened: another order
         cache_path = cache_file(cache_dir, graph_hash, shape, cache_method, seed)
         cached = load_cached(cache_path, graph_hash, shape, cache_method, seed, csr.num_nodes)
         if cached is not None:

@@ -158,7 +158,8 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
 def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     """``config`` with the settings the graph decides made explicit: label input
     (:func:`~ttgnn.config.label_input_for`) and, for TT and full tables, the init
-    (:func:`~ttgnn.config.init_for`), both by the share of training nodes."""
+    (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
+    graph's size)."""
     num_train = int(dataset.split["train"].numel())
     label_input = label_input_for(config.label_input, dataset.num_nodes, num_train)
     init, vectors = config.init, config.spectral_vectors
