@@ -6,6 +6,11 @@ against its mutants::
 
     python benchmarks/mutation.py                       # every module, one after another
     python benchmarks/mutation.py --modules init smoothing --max-children 2
+    python benchmarks/mutation.py --modules train --sample 150    # a random sample of the mutants
+
+Where a module's tests are too slow to run every mutant (``ttgnn/train.py``: each test trains
+models), ``--sample N`` runs N of its mutants drawn uniformly at random (``--sample-seed``) and
+reports the score with a 95% Wilson interval for the whole module.
 
 mutmut 3.8.1 is installed into the running interpreter's environment when it is missing (it is
 not a dependency of ttgnn). The copy differs from the tree in two ways that change no behaviour:
@@ -28,7 +33,9 @@ import ast
 import collections
 import fnmatch
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -153,8 +160,36 @@ def read_results(copy: Path, patterns: list[str], only: list[str]) -> dict[str, 
     return statuses
 
 
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% for the default ``z``)."""
+    if trials == 0:
+        return float("nan"), float("nan")
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# A mutant name that matches nothing: ``mutmut run`` with it generates every mutant and collects
+# which tests call which function, then stops (it refuses a filter without a match).
+_NO_MUTANT = "no.such.module.x__mutmut_0"
+
+
+def sample_names(copy: Path, patterns: list[str], only: list[str], size: int, seed: int, mutmut: str,
+                 env: dict, log) -> tuple[list[str], int]:
+    """Generate the module's mutants without running them and draw ``size`` names at random;
+    returns the names and how many there were to draw from."""
+    subprocess.run([mutmut, "run", "--max-children", "1", _NO_MUTANT], cwd=copy, env=env, stdout=log,
+                   stderr=subprocess.STDOUT)
+    names = sorted(read_results(copy, patterns, only))
+    if not names:
+        raise RuntimeError(f"mutmut generated no mutants for {patterns} (see {log.name})")
+    return sorted(random.Random(seed).sample(names, min(size, len(names)))), len(names)
+
+
 def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: int,
-               timeout_multiplier: float, only: list[str], tests: Optional[list[str]] = None) -> dict:
+               timeout_multiplier: float, only: list[str], tests: Optional[list[str]] = None,
+               sample: int = 0, sample_seed: int = 0) -> dict:
     patterns, module_tests = MODULES[name]
     tests = tests or module_tests
     shutil.rmtree(copy / "mutants", ignore_errors=True)
@@ -171,11 +206,15 @@ def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: 
     env.pop("MUTANT_UNDER_TEST", None)
     started = time.perf_counter()
     log_path = workdir / f"mutmut-{name}.log"
+    population = None
     with open(log_path, "w") as log:
-        proc = subprocess.run([mutmut, "run", "--max-children", str(max_children), *only], cwd=copy, env=env,
+        selected = only
+        if sample:
+            selected, population = sample_names(copy, patterns, only, sample, sample_seed, mutmut, env, log)
+        proc = subprocess.run([mutmut, "run", "--max-children", str(max_children), *selected], cwd=copy, env=env,
                               stdout=log, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - started
-    statuses = read_results(copy, patterns, only)
+    statuses = read_results(copy, patterns, selected)
     counts = dict(collections.Counter(statuses.values()))
     killed = sum(counts.get(s, 0) for s in KILLED)
     not_run = sum(counts.get(s, 0) for s in NOT_RUN)
@@ -185,10 +224,13 @@ def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: 
             shown = subprocess.run([mutmut, "show", key], cwd=copy, env=env, capture_output=True, text=True)
             out.write(shown.stdout + "\n")
     tested = len(statuses) - not_run
-    return {"module": name, "mutants": len(statuses), "killed": killed, "survived": len(survivors),
-            "no_tests": not_run, "score": killed / tested if tested else float("nan"), "counts": counts,
-            "seconds": round(seconds, 1), "mutmut_exit_code": proc.returncode, "tests": tests,
-            "survivors": survivors}
+    row = {"module": name, "mutants": len(statuses), "killed": killed, "survived": len(survivors),
+           "no_tests": not_run, "score": killed / tested if tested else float("nan"), "counts": counts,
+           "seconds": round(seconds, 1), "mutmut_exit_code": proc.returncode, "tests": tests,
+           "survivors": survivors}
+    if sample:
+        row.update(sampled_from=population, sample_seed=sample_seed, score_95ci=wilson_interval(killed, tested))
+    return row
 
 
 def main(argv=None) -> int:
@@ -208,6 +250,9 @@ def main(argv=None) -> int:
                         help="run these test files against the mutants instead of the module's (e.g. "
                              "partition/graph.py, whose functions every partition test calls, with "
                              "tests/test_partition_graph.py alone)")
+    parser.add_argument("--sample", type=int, default=0, metavar="N",
+                        help="run N mutants drawn at random from the module's (0: all of them)")
+    parser.add_argument("--sample-seed", type=int, default=0, help="seed of the --sample draw")
     parser.add_argument("--summarize", action="store_true",
                         help="only count the results mutmut has recorded so far in the copy (of one module: give "
                              "the one whose run was cut off) and print them; nothing is run")
@@ -229,13 +274,17 @@ def main(argv=None) -> int:
     print(header, flush=True)
     for name in args.modules:
         row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier, args.only,
-                         args.tests)
+                         args.tests, args.sample, args.sample_seed)
         row["only"] = args.only
         row["commit"] = _git("rev-parse", "--short", "HEAD")
         results[name] = row
         results_path.write_text(json.dumps(results, indent=2))
         print(f"{name:<12} {row['mutants']:>8} {row['killed']:>7} {row['survived']:>9} {row['no_tests']:>9} "
               f"{row['score']:>7.1%} {row['seconds'] / 60:>8.1f}", flush=True)
+        if args.sample:
+            low, high = row["score_95ci"]
+            print(f"{'':<12} a sample of {row['mutants']} of {row['sampled_from']} mutants: score 95% interval "
+                  f"{low:.1%} - {high:.1%}", flush=True)
     print(f"details: {results_path}, survivors-<module>.txt and mutmut-<module>.log in {args.workdir}")
     return 0
 
