@@ -57,7 +57,8 @@ MODULES = {
     "init": (["ttgnn/init.py"], ["tests/test_init.py"]),
     "smoothing": (["ttgnn/smoothing.py"], ["tests/test_smoothing.py"]),
     "distributed": (["ttgnn/distributed.py"], ["tests/test_distributed.py"]),
-    "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py"]),
+    "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
+                                   "tests/test_distributed.py"]),
 }
 # mutmut's exit codes of a mutant's test run (see `mutmut results`).
 STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",

@@ -301,6 +301,36 @@ def test_two_ranks_match_one_process_on_the_union_of_their_batches(tmp_path):
     assert max((alone[k] - union[k]).abs().max().item() for k in names) > 1e-2
 
 
+def _refused_folder_worker(rank: int, world_size: int, port: int, out_dir: str, run_dir: str):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
+                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
+    from ttgnn.data import planted_partition
+    from ttgnn.train import TrainConfig, train
+
+    torch.set_num_threads(1)
+    tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
+    try:
+        config = TrainConfig(dataset="planted", dim=8, rank=2, hidden=8, num_layers=2, epochs=1, mode="full",
+                             order="identity", label_input=False, output_dir=run_dir, progress=False)
+        train(config, planted_partition(100, num_classes=2, seed=0))
+        outcome = "trained"
+    except ValueError as err:
+        outcome = f"ValueError: {err}"
+    finally:
+        tdist.teardown(wait=False)
+    (Path(out_dir) / f"rank{rank}.txt").write_text(outcome)
+
+
+def test_a_refused_run_folder_stops_every_rank_with_rank_0s_error(tmp_path):
+    # Only rank 0 looks at the folder; the other ranks must raise its error too, not go on
+    # training alone and wait for rank 0 at the first collective.
+    run_dir = tmp_path / "not-a-folder"
+    run_dir.write_text("a file")
+    run_spawned(_refused_folder_worker, 2, (free_port(), str(tmp_path), str(run_dir)))
+    expected = f"ValueError: output folder {run_dir} exists and is not a folder"
+    assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [expected, expected]
+
+
 def test_two_ranks_match_one_process_with_tensor_layers(tmp_path):
     # The same DDP equivalence with the tensor layers (--gnn-backend torch): blocks become index
     # tensors on each rank; averaged gradients give one process's result on the union of batches.

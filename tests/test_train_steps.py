@@ -25,8 +25,8 @@ def planted():
 
 def _config(out, **kw) -> TrainConfig:
     base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
-                num_layers=2, epochs=2, mode="full", fanouts=[5, 5], batch_size=64, output_dir=str(out),
-                progress=False, num_threads=1, label_input=False, seed=0)
+                num_layers=2, epochs=2, mode="full", fanouts=[5, 5], batch_size=64,
+                output_dir=str(out) if out else None, progress=False, num_threads=1, label_input=False, seed=0)
     base.update(kw)
     return TrainConfig(**base)
 
