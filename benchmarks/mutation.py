@@ -138,6 +138,7 @@ def write_config(copy: Path, patterns: list[str], tests: list[str], timeout_mult
     (copy / "setup.cfg").write_text(
         "[mutmut]\n"
         "source_paths = ttgnn\n"
+        "also_copy =\n    examples\n"  # tests that run the example scripts find them next to tests/
         f"only_mutate ={lines(patterns)}\n"
         f"pytest_add_cli_args_test_selection ={lines(tests)}\n"
         f"pytest_add_cli_args ={lines(pytest_args)}\n"
