@@ -698,3 +698,62 @@ def test_cache_key_names_the_threshold_only_when_it_is_reached(tmp_path, kaminpa
 def test_order_rejects_a_bad_threshold(value, error):
     with pytest.raises(error, match="coarsen_entries"):
         hierarchical_order(np.array([[0, 1], [1, 2]]), (2, 2), method="hierarchical-kaminpar", coarsen_entries=value)
+
+
+# ---------------------------------------------------------------------- refinement's log and defaults
+def _path_csr(n):
+    """CSR of the path 0 - 1 - ... - (n - 1)."""
+    rows = np.arange(n - 1)
+    adj = sp.coo_matrix((np.ones(2 * (n - 1)), (np.r_[rows, rows + 1], np.r_[rows + 1, rows])), shape=(n, n)).tocsr()
+    return adj.indptr.astype(np.int64), adj.indices.astype(np.int64)
+
+
+def test_balance_moves_one_boundary_node_per_round_for_eight_rounds_by_default(caplog):
+    # Path of 22 nodes: part 0 holds nodes 0-19, part 1 nodes 20-21; capacity 11 (9 over, 9 room).
+    # Only the node of part 0 next to part 1 can move in a round, so each round moves one node;
+    # the default 8 rounds leave part 0 one node over (rebalance's fallback places it).
+    indptr, indices = _path_csr(22)
+    labels = np.r_[np.zeros(20), np.ones(2)].astype(np.int64)
+    with caplog.at_level(logging.DEBUG, logger="ttgnn.partition.refine"):
+        out = balance_labels(indptr, indices, labels, 2, 20)  # capacity 20: nothing to do, no round logged
+        assert np.array_equal(out, labels) and caplog.messages == []
+        out = balance_labels(indptr, indices, labels, 2, 11)
+    assert np.array_equal(out, np.r_[np.zeros(12), np.ones(10)])  # nodes 19, 18, ..., 12 moved
+    assert np.array_equal(out, balance_labels(indptr, indices, labels, 2, 11, rounds=8, seed=0))
+    assert caplog.messages == [f"balance round {r}: 1 nodes moved, {10 - r} over capacity before"
+                               for r in range(1, 9)]
+    nine = balance_labels(indptr, indices, labels, 2, 11, rounds=9)
+    assert np.array_equal(nine, np.r_[np.zeros(11), np.ones(11)])
+
+
+def test_balance_breaks_ties_by_its_seed_and_seed_0_is_the_default():
+    # 40 nodes of part 0 (capacity 20: 20 must leave), each linked once to each of four hubs, one
+    # hub per part 1-4: every mover has equal links to four parts with room, so where it goes is
+    # the seeded tie-break; the default is seed 0.
+    n_over, hubs = 40, 4
+    rows, cols = [], []
+    for node in range(n_over):
+        for hub in range(hubs):
+            rows.append(node)
+            cols.append(n_over + hub)
+    adj = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_over + hubs,) * 2)
+    adj = (adj + adj.T).tocsr()
+    indptr, indices = adj.indptr.astype(np.int64), adj.indices.astype(np.int64)
+    labels = np.r_[np.zeros(n_over), 1 + np.arange(hubs)].astype(np.int64)
+    default = balance_labels(indptr, indices, labels, 1 + hubs, 20)
+    assert np.array_equal(default, balance_labels(indptr, indices, labels, 1 + hubs, 20, seed=0))
+    others = [balance_labels(indptr, indices, labels, 1 + hubs, 20, seed=s) for s in (1, 2, 3)]
+    assert all(not np.array_equal(default, other) for other in others)
+    for out in [default, *others]:  # every draw is a valid balance: 20 left, moved nodes spread over the hubs
+        assert np.bincount(out, minlength=1 + hubs)[0] == 20 and np.bincount(out).max() <= 20
+
+
+def test_refinement_logs_how_many_nodes_it_moved(caplog):
+    csr, labels = _cliques(4, 10, bridges=2)
+    swapped = np.array([0, 1, 10, 11])
+    noisy = labels.copy()
+    noisy[swapped] = (noisy[swapped] + 1) % 4
+    with caplog.at_level(logging.DEBUG, logger="ttgnn.partition.refine"):
+        out = refine_labels(csr.indptr, csr.indices, noisy, 4, 12, rounds=1)
+    moved = int(np.sum(out != noisy))
+    assert moved > 0 and caplog.messages == [f"refinement moved {moved} nodes"]
