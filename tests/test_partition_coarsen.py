@@ -757,3 +757,14 @@ def test_refinement_logs_how_many_nodes_it_moved(caplog):
         out = refine_labels(csr.indptr, csr.indices, noisy, 4, 12, rounds=1)
     moved = int(np.sum(out != noisy))
     assert moved > 0 and caplog.messages == [f"refinement moved {moved} nodes"]
+
+
+def test_coarsening_stops_after_eight_levels_by_default():
+    # A path of 4,096 nodes asked to shrink to no entries at all keeps shrinking for 9 levels;
+    # the default max_levels stops it after 8.
+    indptr, indices = _path_csr(4096)
+    levels, graph = coarsen_graph(indptr, indices, 4096, 0)
+    assert len(levels) == 8
+    capped, capped_graph = coarsen_graph(indptr, indices, 4096, 0, max_levels=8)
+    assert all(np.array_equal(a, b) for a, b in zip(graph, capped_graph))
+    assert len(coarsen_graph(indptr, indices, 4096, 0, max_levels=9)[0]) == 9
