@@ -187,6 +187,22 @@ def test_contraction_equals_the_scipy_quotient(small_blocks, seed, weighted):
     assert (coarse != coarse.T).nnz == 0  # symmetric, equal weights both ways
 
 
+def test_contraction_goes_on_after_a_block_without_cut_edges(small_blocks):
+    # Cluster 0 is a clique with no edge leaving it: its block (90 entries, more than the 7 of a
+    # block) contributes no coarse edge, and the blocks after it must still be contracted.
+    rng = np.random.default_rng(0)
+    clique = np.array([(a, b) for a in range(10) for b in range(a + 1, 10)]).T
+    rest = rng.integers(10, 60, size=(2, 120))
+    csr = canonical_csr(np.concatenate([clique, rest], axis=1), 60)
+    clusters = np.r_[np.zeros(10, dtype=np.int64), rng.integers(1, 6, size=50)]
+    c_indptr, c_indices, c_edge_weights, _ = contract(csr.indptr, csr.indices, clusters, 6)
+    quotient, _ = _quotient_reference(csr, clusters, 6, None, None)
+    assert quotient.nnz > 0 and c_indptr[1] == 0  # cluster 0 has no coarse edge, the others do
+    np.testing.assert_array_equal(c_indptr, quotient.indptr)
+    np.testing.assert_array_equal(c_indices, quotient.indices)
+    np.testing.assert_array_equal(c_edge_weights, quotient.data)
+
+
 def test_contracting_label_propagation_clusters_keeps_every_cut_edge():
     csr = canonical_csr(sbm_edges(5, 60, 1200, 0.85, seed=4)[0], 300)
     clusters = cluster_label_propagation(csr.indptr, csr.indices, 15)
