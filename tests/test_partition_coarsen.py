@@ -203,6 +203,16 @@ def test_contraction_goes_on_after_a_block_without_cut_edges(small_blocks):
     np.testing.assert_array_equal(c_edge_weights, quotient.data)
 
 
+def test_contraction_keeps_32_bit_ids_and_weights_below_2_31():
+    # 200 clusters and a total edge weight of 3,000: both far below 2^31, so int32 (half the
+    # memory of int64) for the coarse ids and weights.
+    csr = _random_csr(400, 1500, num_isolated=0, seed=1)
+    clusters = np.arange(400) % 200
+    _, c_indices, c_edge_weights, _ = contract(csr.indptr, csr.indices, clusters, 200)
+    assert c_indices.dtype == np.int32 and c_edge_weights.dtype == np.int32
+    assert c_edge_weights.sum() > 62
+
+
 def test_contracting_label_propagation_clusters_keeps_every_cut_edge():
     csr = canonical_csr(sbm_edges(5, 60, 1200, 0.85, seed=4)[0], 300)
     clusters = cluster_label_propagation(csr.indptr, csr.indices, 15)
