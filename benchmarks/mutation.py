@@ -6,7 +6,7 @@ against its mutants::
 
     python benchmarks/mutation.py                       # every module, one after another
     python benchmarks/mutation.py --modules init smoothing --max-children 2
-    python benchmarks/mutation.py --modules train --sample 150    # a random sample of the mutants
+    python benchmarks/mutation.py --modules train --sample 120    # 120 mutants drawn at random
 
 Where a module's tests are too slow to run every mutant (``ttgnn/train.py``: each test trains
 models), ``--sample N`` runs N of its mutants drawn uniformly at random (``--sample-seed``) and
