@@ -33,7 +33,6 @@ import ast
 import collections
 import fnmatch
 import json
-import math
 import os
 import random
 import shutil
@@ -162,14 +161,14 @@ def read_results(copy: Path, patterns: list[str], only: list[str]) -> dict[str, 
     return statuses
 
 
-def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (95% for the default ``z``)."""
+def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a binomial proportion (scipy's ``binomtest``)."""
     if trials == 0:
         return float("nan"), float("nan")
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    from scipy.stats import binomtest
+
+    interval = binomtest(successes, trials).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(interval.low), float(interval.high)
 
 
 # A mutant name that matches nothing: ``mutmut run`` with it generates every mutant and collects

@@ -21,3 +21,11 @@ def data_root() -> Path:
     if explicit or os.environ.get("CI"):
         pytest.fail(message + " (TTGNN_DATA or CI is set, so this is an error)")
     pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """A 400-node, 4-class planted-partition graph (homophily 0.9): the small training graph."""
+    from ttgnn.data import planted_partition
+
+    return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)

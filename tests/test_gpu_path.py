@@ -10,16 +10,10 @@ import pytest
 import torch
 
 from ttgnn.cli import main
-from ttgnn.data import planted_partition
 from ttgnn.layers import SparseGraph
 from ttgnn.train import CHECKPOINT_NAME, METRICS_NAME, TrainConfig, load_checkpoint, setup_run, train
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-
-
-@pytest.fixture(scope="module")
-def planted():
-    return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
 
 
 def _config(out, **kw) -> TrainConfig:

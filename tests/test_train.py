@@ -76,11 +76,6 @@ def _tiny_config(out, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-@pytest.fixture(scope="module")
-def planted():
-    return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
-
-
 @pytest.mark.parametrize("model,mode,labels", [("sage", "minibatch", False), ("gat", "full", False),
                                                ("sage", "minibatch", True)])
 def test_resume_matches_uninterrupted(tmp_path, planted, model, mode, labels):

@@ -14,13 +14,7 @@ import torch
 import ttgnn.distributed as tdist
 import ttgnn.train as ttrain
 from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME
-from ttgnn.data import planted_partition
 from ttgnn.train import TrainConfig, TrainingInterrupted, build_classifier, summarize, train
-
-
-@pytest.fixture(scope="module")
-def planted():
-    return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
 
 
 def _config(out, **kw) -> TrainConfig:

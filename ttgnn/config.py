@@ -12,7 +12,8 @@ from typing import Optional
 
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS, check_choice
 
-__all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES", "init_for", "label_input_for"]
+__all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
+           "init_for", "label_input_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on

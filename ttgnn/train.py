@@ -50,8 +50,8 @@ from .fileio import atomic_write_json
 from .seeding import derive_seed, generator, seed_everything
 
 __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run", "restore_run", "train_epoch",
-           "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known", "known_labels",
-           "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "ORDERS", "CHECKPOINT_NAME",
+           "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
+           "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "ORDERS", "CHECKPOINT_NAME",
            "BEST_MODEL_NAME", "METRICS_NAME"]
 
 log = logging.getLogger(__name__)
