@@ -55,7 +55,7 @@ MODULES = {
     "embedding": (["ttgnn/embedding.py"], ["tests/test_embedding.py"]),
     "init": (["ttgnn/init.py"], ["tests/test_init.py"]),
     "smoothing": (["ttgnn/smoothing.py"], ["tests/test_smoothing.py"]),
-    "distributed": (["ttgnn/distributed.py"], ["tests/test_distributed.py"]),
+    "distributed": (["ttgnn/distributed.py"], ["tests/test_distributed.py", "tests/test_distributed_group.py"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
                                    "tests/test_distributed.py"]),
 }
