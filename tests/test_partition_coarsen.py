@@ -117,6 +117,35 @@ def test_weighted_clusters_respect_the_cap_in_node_weight(small_blocks):
     assert clusters.max() + 1 < 160 / 2
 
 
+
+def test_label_propagation_defaults_are_five_rounds_and_seed_0():
+    # a random graph on which a sixth round and another seed change the clusters
+    csr = canonical_csr(np.random.default_rng(7).integers(0, 300, size=(2, 900)), 300)
+    default = cluster_label_propagation(csr.indptr, csr.indices, 6)
+    assert default.dtype == np.int32
+    np.testing.assert_array_equal(default, cluster_label_propagation(csr.indptr, csr.indices, 6, rounds=5, seed=0))
+    assert not np.array_equal(default, cluster_label_propagation(csr.indptr, csr.indices, 6, rounds=6))
+    assert not np.array_equal(default, cluster_label_propagation(csr.indptr, csr.indices, 6, seed=1))
+
+
+def test_nodes_of_weight_0_are_accepted():
+    clusters = cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 1, node_weights=np.array([0, 1]))
+    assert clusters.tolist() == [0, 0]  # the weightless node fits with the other under a cap of 1
+
+
+def test_weighted_degrees_are_summed_in_blocks_of_2_22_rows():
+    num_nodes = (1 << 22) + 5
+    counts = np.ones(num_nodes, dtype=np.int64)
+    counts[0] = 3
+    counts[(1 << 22) - 1] = counts[-1] = 0  # the last row of each block has no entry
+    counts[(1 << 22) + 1] = 2
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    weights = np.random.default_rng(0).integers(1, 6, size=int(indptr[-1]))
+    rows = np.repeat(np.arange(num_nodes), counts)
+    expect = np.bincount(rows, weights=weights, minlength=num_nodes)
+    np.testing.assert_array_equal(coarsen_module._weighted_degrees(indptr, weights), expect)
+    np.testing.assert_array_equal(coarsen_module._weighted_degrees(indptr, None), counts)
+
 @pytest.mark.parametrize("call,error,message", [
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0, 0]), 2), ValueError,
      "indptr must run from 0 to len(indices)=3, got 0 .. 2"),
@@ -134,6 +163,12 @@ def test_weighted_clusters_respect_the_cap_in_node_weight(small_blocks):
      "max_cluster_size must be an int, got float"),
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, node_weights=np.array([1])),
      ValueError, "node_weights must have shape (2,), got (1,)"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, seed=-1), ValueError,
+     "seed must be >= 0, got -1"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, edge_weights=np.array([1])),
+     ValueError, "edge_weights must have shape (2,), got (1,)"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, edge_weights=np.array([1, 0])),
+     ValueError, "edge_weights must be >= 1, got 0"),
     (lambda: contract(np.array([0, 1, 2]), np.array([1, 0]), np.array([0, 2]), 2), ValueError,
      "clusters must lie in [0, 2), got 0 .. 2"),
     (lambda: contract(np.array([0, 1, 2]), np.array([1, 0]), np.array([0]), 1), ValueError,
