@@ -107,8 +107,18 @@ def peer(monkeypatch):
         dist.destroy_process_group()
 
 
+@pytest.fixture
+def no_rank_filters_left():
+    """Remove the rank filters that configure_logging put on the root handlers, pytest's log capture
+    handlers among them (they live for the whole session)."""
+    yield
+    for handler in logging.getLogger().handlers:
+        for rank_filter in [f for f in handler.filters if isinstance(f, tdist._RankFilter)]:
+            handler.removeFilter(rank_filter)
+
+
 # ---------------------------------------------------------------------- a real gloo peer
-def test_rank_1_of_a_gloo_group_sums_broadcasts_and_averages_gradients(peer, caplog):
+def test_rank_1_of_a_gloo_group_sums_broadcasts_and_averages_gradients(peer, caplog, no_rank_filters_left):
     finish = peer("collectives")
     root = logging.getLogger()
     handler = logging.NullHandler()
@@ -148,9 +158,6 @@ def test_rank_1_of_a_gloo_group_sums_broadcasts_and_averages_gradients(peer, cap
         assert not dist.is_initialized()
     finally:
         root.removeHandler(handler)
-        for other in root.handlers:  # configure_logging filtered pytest's handlers too
-            for f in [f for f in other.filters if isinstance(f, tdist._RankFilter)]:
-                other.removeFilter(f)
     out = finish()
     assert "sums [10.25, 33554433.0]" in out and "received {'from': 1, 'epoch': 7}" in out
     messages = [r.getMessage() for r in caplog.records]
@@ -384,7 +391,7 @@ def test_rank_filter_tags_a_record_once_and_keeps_the_minimum_level_on_other_ran
     assert other.filter(rec) and rec.getMessage() == "[rank 1] slow rank"
 
 
-def test_configure_logging_adds_one_rank_filter_per_root_handler():
+def test_configure_logging_adds_one_rank_filter_per_root_handler(no_rank_filters_left):
     root = logging.getLogger()
     handlers = [logging.NullHandler(), logging.NullHandler()]
     for handler in handlers:
