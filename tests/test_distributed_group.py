@@ -132,7 +132,7 @@ def test_rank_1_of_a_gloo_group_sums_broadcasts_and_averages_gradients(peer, cap
             assert (tdist.get_rank(), tdist.get_world_size(), tdist.is_main_process()) == (1, 2, False)
             # an inner context reuses the group and leaves it alone, also on an error
             with tdist.distributed("cpu") as inner:
-                assert inner.backend == "gloo" and inner.rank == 1
+                assert inner.backend == "gloo" and inner.rank == 1 and inner.device == torch.device("cpu")
             with pytest.raises(KeyError):
                 with tdist.distributed("cpu"):
                     raise KeyError("inner")
@@ -233,6 +233,41 @@ def test_pick_device_rejects_a_local_rank_without_gpu_and_other_device_types(two
                                          r"got 'gpu'$"):
         tdist._pick_device("gpu", info)
     assert not two_gpus.calls
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+@pytest.fixture
+def single_process_environment(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def test_without_a_gpu_auto_is_the_cpu_and_cuda_an_error(no_gpu, single_process_environment):
+    assert tdist._pick_device("auto", tdist.detect({})) == torch.device("cpu")
+    ctx = tdist.setup(environ={})  # device "auto" by default
+    assert ctx.device == torch.device("cpu") and ctx.info == tdist.detect({}) and ctx.rank == 0
+    with tdist.distributed() as ctx:
+        assert ctx.device == torch.device("cpu") and ctx.backend is None and ctx.world_size == 1
+    with pytest.raises(ValueError, match=r"^device 'cuda' requested but torch.cuda.is_available\(\) is False$"):
+        tdist.setup("cuda", environ={})
+    tdist.teardown()  # no process group: nothing to do
+    tdist.teardown(wait=False)
+
+
+def test_distributed_passes_backend_and_timeout_to_setup(monkeypatch, single_process_environment):
+    init = Recorder()
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", init)
+    for key, value in _env(1).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    with tdist.distributed("cpu", backend="mpi", timeout=TIMEOUT) as ctx:
+        assert ctx.backend == "mpi"
+    assert init.calls == [((), dict(backend="mpi", rank=1, world_size=2, timeout=TIMEOUT, init_method="env://"))]
 
 
 def test_setup_on_gpus_initialises_nccl_with_the_ranks_device(two_gpus, monkeypatch):
@@ -417,6 +452,8 @@ def test_detect_defaults_from_rank_and_world_size_alone():
                                   master_addr="127.0.0.1", master_port=1)
     info = tdist.detect({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "2", "MASTER_PORT": "65535"})
     assert (info.local_rank, info.node_rank, info.master_port) == (1, 2, 65535)
+    info = tdist.detect({"RANK": "5", "WORLD_SIZE": "8", "MASTER_PORT": "1", "GROUP_RANK": "3"})
+    assert info.node_rank == 3  # GROUP_RANK wins over rank // LOCAL_WORLD_SIZE
     one = tdist.detect({"RANK": "0", "WORLD_SIZE": "1"})  # one rank needs no port
     assert one.master_port is None and one.is_distributed
     # empty variables count as unset
@@ -457,6 +494,15 @@ def test_detect_error_messages(env, message):
 
 def test_rank_seed_defaults_and_each_argument_checked():
     assert tdist.rank_seed(5) == tdist.rank_seed(5, 0) != tdist.rank_seed(5, 1)
+    assert tdist.rank_seed(5, 1) != tdist.rank_seed(6, 1)
     for args in [(-1, 0, 0), (0, -1, 0), (0, 0, -1)]:
         with pytest.raises(ValueError, match="seed, rank and epoch must be >= 0"):
             tdist.rank_seed(*args)
+
+
+def test_epoch_shard_defaults_to_the_whole_split_and_names_an_empty_one():
+    ids = torch.arange(10, 17)
+    whole = tdist.epoch_shard(ids, 0, seed=1)  # rank 0 of 1
+    assert sorted(whole.tolist()) == ids.tolist()
+    with pytest.raises(ValueError, match="^ids is empty: no training nodes to shard$"):
+        tdist.epoch_shard(ids[:0], 0, seed=1)
