@@ -146,6 +146,57 @@ def test_weighted_degrees_are_summed_in_blocks_of_2_22_rows():
     np.testing.assert_array_equal(coarsen_module._weighted_degrees(indptr, weights), expect)
     np.testing.assert_array_equal(coarsen_module._weighted_degrees(indptr, None), counts)
 
+
+def test_resolution_rates_a_cluster_without_the_nodes_own_degree():
+    # Two nodes, one edge (2m = 2, every degree 1): joining the other's cluster is worth
+    # 1 - gamma / 2 * 1 * 1 against 0 for staying alone (its own degree left out of its own
+    # cluster's volume). At gamma = 2 that is not strictly more: both stay; below 2 they merge.
+    indptr, indices = np.array([0, 1, 2]), np.array([1, 0])
+    assert cluster_label_propagation(indptr, indices, 2, resolution=2.0).tolist() == [0, 1]
+    assert cluster_label_propagation(indptr, indices, 2, resolution=1.9).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("seed", [0, 3, 4])
+def test_a_cluster_with_room_for_two_takes_the_largest_gains(seed):
+    # Node 0 (cap 3) links to 3 with weight 10, to 1 with 3, to 2 with 1. On these seeds 1 and 2
+    # ask to join node 0 in the same group of rows of the one round: the larger gain gets the room.
+    indptr, indices = np.array([0, 3, 4, 5, 6]), np.array([1, 2, 3, 0, 0, 0])
+    clusters = cluster_label_propagation(indptr, indices, 3, rounds=1, seed=seed,
+                                         edge_weights=np.array([3, 1, 10, 3, 1, 10]))
+    assert clusters[0] == clusters[1] == clusters[3] != clusters[2]
+
+
+def test_priorities_are_31_bit_hashes_and_phases_go_by_degree_class():
+    hashes = coarsen_module._mix(np.arange(100_000), salt=5)
+    assert hashes.dtype == np.int64 and hashes.min() >= 0 and 2**30 <= hashes.max() < 2**31
+    degree = np.array([0, 1, 2, 3, 4, 7, 8, 1000])
+    phases = coarsen_module._row_phases(degree, np.random.default_rng(0))
+    assert (phases // 2).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]  # log2 classes, capped at the last
+
+
+def test_row_blocks_cover_every_row():
+    csr = _random_csr(60, 150, 5, seed=2)  # the last five rows are empty
+    bounds = coarsen_module._row_blocks(csr.indptr, 7)
+    assert bounds[0] == 0 and bounds[-1] == 60 and np.all(np.diff(bounds) > 0)
+
+
+def test_propagation_logs_numbered_rounds_and_returns_the_nodes_moved(caplog):
+    csr = canonical_csr(np.random.default_rng(7).integers(0, 300, size=(2, 900)), 300)
+    labels, sizes = np.arange(300, dtype=np.int32), np.ones(300, dtype=np.int32)
+    caplog.set_level(logging.DEBUG, logger="ttgnn.partition.coarsen")
+    moved = coarsen_module._propagate(csr.indptr, csr.indices, labels, sizes, 6, rounds=5, seed=0)
+    lines = [re.fullmatch(r"label propagation round (\d+): (\d+) nodes moved", r.getMessage())
+             for r in caplog.records]
+    assert [int(m.group(1)) for m in lines] == [1, 2, 3, 4, 5]
+    assert moved == sum(int(m.group(2)) for m in lines) > int(lines[0].group(2))
+
+
+def test_indptr_is_checked_for_order_past_its_first_2_24_rows():
+    indptr = np.zeros((1 << 24) + 10, dtype=np.int32)
+    indptr[(1 << 24) + 5] = 1  # rises, then falls back to 0 in the second piece
+    with pytest.raises(ValueError, match="indptr must be non-decreasing"):
+        cluster_label_propagation(indptr, np.zeros(0, dtype=np.int32), 2)
+
 @pytest.mark.parametrize("call,error,message", [
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0, 0]), 2), ValueError,
      "indptr must run from 0 to len(indices)=3, got 0 .. 2"),
@@ -159,6 +210,8 @@ def test_weighted_degrees_are_summed_in_blocks_of_2_22_rows():
      "rounds must be >= 0, got -1"),
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1.0, 0.0]), 2), TypeError,
      "indices must be an integer numpy array, got float64"),
+    (lambda: cluster_label_propagation(np.array([0.0, 1.0, 2.0]), np.array([1, 0]), 2), TypeError,
+     "indptr must be an integer numpy array, got float64"),
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2.5), TypeError,
      "max_cluster_size must be an int, got float"),
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, node_weights=np.array([1])),
