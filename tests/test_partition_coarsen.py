@@ -104,6 +104,9 @@ def test_isolated_nodes_are_grouped_without_weights_and_stay_alone_with_them():
     assert not np.isin(clusters[isolated], np.delete(clusters, isolated)).any()
     weighted = cluster_label_propagation(csr.indptr, csr.indices, 4, node_weights=np.ones(30, dtype=np.int64))
     assert np.unique(weighted[isolated]).shape[0] == isolated.shape[0]
+    pairs = cluster_label_propagation(csr.indptr, csr.indices, 2)
+    chunk = np.arange(isolated.shape[0]) // 2
+    np.testing.assert_array_equal(np.unique(pairs[isolated], return_inverse=True)[1], chunk)
 
 
 def test_weighted_clusters_respect_the_cap_in_node_weight(small_blocks):
@@ -154,14 +157,19 @@ def test_resolution_rates_a_cluster_without_the_nodes_own_degree():
     indptr, indices = np.array([0, 1, 2]), np.array([1, 0])
     assert cluster_label_propagation(indptr, indices, 2, resolution=2.0).tolist() == [0, 1]
     assert cluster_label_propagation(indptr, indices, 2, resolution=1.9).tolist() == [0, 0]
+    # The same with edge weight 2 (degrees and volumes in edge weight) and an isolated third node.
+    indptr, weights = np.array([0, 1, 2, 2]), np.array([2, 2])
+    assert cluster_label_propagation(indptr, indices, 2, resolution=2.0, edge_weights=weights).tolist() == [0, 1, 2]
+    assert cluster_label_propagation(indptr, indices, 2, resolution=1.9, edge_weights=weights).tolist() == [0, 0, 1]
 
 
+@pytest.mark.parametrize("node_weights", [None, np.ones(4, dtype=np.int64)])
 @pytest.mark.parametrize("seed", [0, 3, 4])
-def test_a_cluster_with_room_for_two_takes_the_largest_gains(seed):
+def test_a_cluster_with_room_for_two_takes_the_largest_gains(seed, node_weights):
     # Node 0 (cap 3) links to 3 with weight 10, to 1 with 3, to 2 with 1. On these seeds 1 and 2
     # ask to join node 0 in the same group of rows of the one round: the larger gain gets the room.
     indptr, indices = np.array([0, 3, 4, 5, 6]), np.array([1, 2, 3, 0, 0, 0])
-    clusters = cluster_label_propagation(indptr, indices, 3, rounds=1, seed=seed,
+    clusters = cluster_label_propagation(indptr, indices, 3, rounds=1, seed=seed, node_weights=node_weights,
                                          edge_weights=np.array([3, 1, 10, 3, 1, 10]))
     assert clusters[0] == clusters[1] == clusters[3] != clusters[2]
 
@@ -172,6 +180,11 @@ def test_priorities_are_31_bit_hashes_and_phases_go_by_degree_class():
     degree = np.array([0, 1, 2, 3, 4, 7, 8, 1000])
     phases = coarsen_module._row_phases(degree, np.random.default_rng(0))
     assert (phases // 2).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]  # log2 classes, capped at the last
+
+
+def test_row_blocks_end_at_the_first_row_reaching_each_multiple_of_the_block_size():
+    indptr = np.arange(0, 42, 2)  # 20 rows of 2 entries
+    assert coarsen_module._row_blocks(indptr, 7).tolist() == [0, 4, 7, 11, 14, 18, 20]
 
 
 def test_row_blocks_cover_every_row():
@@ -189,11 +202,30 @@ def test_propagation_logs_numbered_rounds_and_returns_the_nodes_moved(caplog):
              for r in caplog.records]
     assert [int(m.group(1)) for m in lines] == [1, 2, 3, 4, 5]
     assert moved == sum(int(m.group(2)) for m in lines) > int(lines[0].group(2))
+    caplog.clear()  # converged before the last round: the total still comes back
+    converged = coarsen_module._propagate(csr.indptr, csr.indices, labels, sizes, 6, rounds=100, seed=0)
+    assert isinstance(converged, int) and len(caplog.records) < 100
+    assert converged == sum(int(re.fullmatch(r".* (\d+) nodes moved", r.getMessage()).group(1))
+                            for r in caplog.records)
+    caplog.clear()  # no entries: nothing to do, nothing logged
+    edgeless = np.zeros(5, dtype=np.int64)
+    assert coarsen_module._propagate(edgeless, edgeless[:0], labels[:4], sizes[:4], 6, rounds=5, seed=0) == 0
+    assert not caplog.records
+    # a block of rows without entries moves nothing
+    csr = _random_csr(60, 150, 5, seed=2)  # the last five rows are empty
+    rng = np.random.default_rng(0)
+    assert coarsen_module._propagate_block(csr.indptr, csr.indices, np.arange(60), np.ones(60, dtype=np.int64),
+                                           55, 60, 4, rng, 1, None, None) == 0
 
 
-def test_indptr_is_checked_for_order_past_its_first_2_24_rows():
-    indptr = np.zeros((1 << 24) + 10, dtype=np.int32)
-    indptr[(1 << 24) + 5] = 1  # rises, then falls back to 0 in the second piece
+@pytest.mark.parametrize("length, rise", [
+    ((1 << 24) + 10, (1 << 24) + 5),  # a fall inside the second piece of 2^24 rows
+    ((1 << 24) + 10, (1 << 24) - 1),  # a fall across the first piece's last pair
+    ((1 << 24) + 2, 1 << 24),  # a last piece of one pair
+])
+def test_indptr_is_checked_for_order_past_its_first_2_24_rows(length, rise):
+    indptr = np.zeros(length, dtype=np.int32)
+    indptr[rise] = 1  # rises, then falls back to 0
     with pytest.raises(ValueError, match="indptr must be non-decreasing"):
         cluster_label_propagation(indptr, np.zeros(0, dtype=np.int32), 2)
 
@@ -212,6 +244,14 @@ def test_indptr_is_checked_for_order_past_its_first_2_24_rows():
      "indices must be an integer numpy array, got float64"),
     (lambda: cluster_label_propagation(np.array([0.0, 1.0, 2.0]), np.array([1, 0]), 2), TypeError,
      "indptr must be an integer numpy array, got float64"),
+    (lambda: cluster_label_propagation([0, 1, 2], np.array([1, 0]), 2), TypeError,
+     "indptr must be an integer numpy array, got list"),
+    (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([[1, 0]]), 2), ValueError,
+     "indices must be one-dimensional, got shape (1, 2)"),
+    (lambda: cluster_label_propagation(np.array([], dtype=np.int64), np.array([], dtype=np.int64), 2), ValueError,
+     "indptr must have at least one entry (n + 1 >= 1)"),
+    (lambda: cluster_label_propagation(np.array([0, -1, 2]), np.array([1, 0]), 2), ValueError,
+     "indptr must be non-decreasing"),
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2.5), TypeError,
      "max_cluster_size must be an int, got float"),
     (lambda: cluster_label_propagation(np.array([0, 1, 2]), np.array([1, 0]), 2, node_weights=np.array([1])),
