@@ -14,7 +14,6 @@ import datetime
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -26,14 +25,10 @@ from torch import nn
 
 from ttgnn import distributed as tdist
 
+from network import free_port
+
 TIMEOUT = datetime.timedelta(seconds=30)
 PEER_DEADLINE_S = 90
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # The peer is rank 0 of a two-rank gloo group; the test process is rank 1. Each scenario mirrors,
@@ -463,9 +458,7 @@ def test_detect_defaults_from_rank_and_world_size_alone():
     assert tdist.detect({}) == tdist.DistInfo(restart_count=0, max_restarts=0)
 
 
-def test_detect_reads_os_environ(monkeypatch):
-    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR"):
-        monkeypatch.delenv(key, raising=False)
+def test_detect_reads_os_environ(monkeypatch, single_process_environment):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("MASTER_PORT", "29400")
