@@ -7,6 +7,7 @@ against its mutants::
     python benchmarks/mutation.py                       # every module, one after another
     python benchmarks/mutation.py --modules init smoothing --max-children 2
     python benchmarks/mutation.py --modules train --sample 120    # 120 mutants drawn at random
+    python benchmarks/mutation.py --modules train --resume        # go on with a run that was stopped
 
 Where a module's tests are too slow to run every mutant (``ttgnn/train.py``: each test trains
 models), ``--sample N`` runs N of its mutants drawn uniformly at random (``--sample-seed``) and
@@ -190,16 +191,17 @@ def sample_names(copy: Path, patterns: list[str], only: list[str], size: int, se
 
 def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: int,
                timeout_multiplier: float, only: list[str], tests: Optional[list[str]] = None,
-               sample: int = 0, sample_seed: int = 0) -> dict:
+               sample: int = 0, sample_seed: int = 0, resume: bool = False) -> dict:
     patterns, module_tests = MODULES[name]
     tests = tests or module_tests
-    shutil.rmtree(copy / "mutants", ignore_errors=True)
-    (copy / "mutants").mkdir()
-    for pattern in patterns:
-        files = sorted(copy.glob(pattern)) if "*" in pattern else [copy / pattern]
-        for path in files:
-            if path.suffix == ".py":
-                undecorate(path)
+    if not resume:  # a resumed run keeps the copy's mutants, configuration and recorded results
+        shutil.rmtree(copy / "mutants", ignore_errors=True)
+        (copy / "mutants").mkdir()
+        for pattern in patterns:
+            files = sorted(copy.glob(pattern)) if "*" in pattern else [copy / pattern]
+            for path in files:
+                if path.suffix == ".py":
+                    undecorate(path)
     write_config(copy, patterns, tests, timeout_multiplier)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                # subprocesses of the tests (CLI, torchrun) import the mutated copy too
@@ -208,7 +210,7 @@ def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: 
     started = time.perf_counter()
     log_path = workdir / f"mutmut-{name}.log"
     population = None
-    with open(log_path, "w") as log:
+    with open(log_path, "a" if resume else "w") as log:
         selected = only
         if sample:
             selected, population = sample_names(copy, patterns, only, sample, sample_seed, mutmut, env, log)
@@ -254,6 +256,10 @@ def main(argv=None) -> int:
     parser.add_argument("--sample", type=int, default=0, metavar="N",
                         help="run N mutants drawn at random from the module's (0: all of them)")
     parser.add_argument("--sample-seed", type=int, default=0, help="seed of the --sample draw")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a run that was stopped (of one module), in the same --workdir: its copy of the "
+                             "tree (at the commit it was made from) and the results mutmut recorded there are kept, "
+                             "and only the mutants without a result run")
     parser.add_argument("--summarize", action="store_true",
                         help="only count the results mutmut has recorded so far in the copy (of one module: give "
                              "the one whose run was cut off) and print them; nothing is run")
@@ -265,19 +271,26 @@ def main(argv=None) -> int:
             print(name, json.dumps(dict(collections.Counter(statuses.values()))))
         return 0
 
+    if args.resume and (len(args.modules) != 1 or args.sample):
+        parser.error("--resume continues the run of one module (give it with --modules), without --sample")
     mutmut = ensure_mutmut()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    copy = prepare_copy(args.workdir)
-    print(f"mutating a copy of {_git('rev-parse', '--short', 'HEAD')} in {copy}", flush=True)
+    copy = args.workdir / "tree"
+    if args.resume and not (copy / "mutants").is_dir():
+        parser.error(f"--resume: no stopped run in {args.workdir} (its tree/mutants folder is missing)")
+    if not args.resume:
+        copy = prepare_copy(args.workdir)
+    commit = _git("rev-parse", "--short", "HEAD", cwd=copy)
+    print(f"mutating a copy of {commit} in {copy}", flush=True)
     results_path = args.workdir / "mutation.json"
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     header = f"{'module':<12} {'mutants':>8} {'killed':>7} {'survived':>9} {'no tests':>9} {'score':>7} {'minutes':>8}"
     print(header, flush=True)
     for name in args.modules:
         row = run_module(name, copy, args.workdir, mutmut, args.max_children, args.timeout_multiplier, args.only,
-                         args.tests, args.sample, args.sample_seed)
+                         args.tests, args.sample, args.sample_seed, args.resume)
         row["only"] = args.only
-        row["commit"] = _git("rev-parse", "--short", "HEAD")
+        row["commit"] = commit
         results[name] = row
         results_path.write_text(json.dumps(results, indent=2))
         print(f"{name:<12} {row['mutants']:>8} {row['killed']:>7} {row['survived']:>9} {row['no_tests']:>9} "
