@@ -218,6 +218,137 @@ def test_propagation_logs_numbered_rounds_and_returns_the_nodes_moved(caplog):
                                            55, 60, 4, rng, 1, None, None) == 0
 
 
+# The rules of label propagation (cluster_label_propagation's docstring) written row by row, as
+# the oracle of the vectorised passes. It shares only the random draws with the module (which
+# rows go in which group, the round's salt and the hash priorities), whose helpers are tested
+# above.
+def _reference_pass(indptr, indices, labels, sizes, first, last, max_size, rng, salt, node_weights,
+                    edge_weights, volumes, penalty):
+    phases = coarsen_module._row_phases(np.diff(indptr[first:last + 1]), rng)
+    if indptr[last] == indptr[first]:
+        return 0
+
+    def weight(u):
+        return 1 if node_weights is None else int(node_weights[u])
+
+    def degree(u):
+        return float(indptr[u + 1] - indptr[u] if edge_weights is None else edge_weights[indptr[u]:indptr[u + 1]].sum())
+
+    moved = 0
+    for phase in range(2 * coarsen_module._DEGREE_CLASSES):
+        wishes = []  # (target cluster, -gain, node)
+        for u in (first + np.flatnonzero(phases == phase)).tolist():
+            own = int(labels[u])
+            links = {}
+            for entry in range(indptr[u], indptr[u + 1]):
+                cluster = int(labels[indices[entry]])
+                links[cluster] = links.get(cluster, 0) + (1 if edge_weights is None else int(edge_weights[entry]))
+            # clusters without room are left out; the node's own is always rated
+            links = {c: w for c, w in links.items() if c == own or sizes[c] + weight(u) <= max_size}
+            if not links:
+                continue
+            if volumes is None:
+                rating = dict(links)
+                own_rating = links.get(own, 0)
+            else:
+                d = degree(u)
+                rating = {c: w - penalty * d * (volumes[c] - (d if c == own else 0.0)) for c, w in links.items()}
+                own_rating = links.get(own, 0) - penalty * d * (volumes[own] - d)
+            priority = dict(zip(rating, coarsen_module._mix(np.array(list(rating), dtype=np.int64), salt).tolist()))
+            best = max(rating, key=lambda c: (rating[c], priority[c]))
+            if rating[best] - own_rating > 1e-9:
+                wishes.append((best, -(rating[best] - own_rating), u))
+        # Each cluster takes the largest gains first (ties by node id) while they fit.
+        filled, moves = {}, []
+        for target, _, u in sorted(wishes):
+            filled[target] = filled.get(target, 0) + weight(u)
+            if filled[target] <= max_size - sizes[target]:
+                moves.append((u, target))
+        for u, target in moves:
+            sizes[labels[u]] -= weight(u)
+            sizes[target] += weight(u)
+            if volumes is not None:
+                volumes[labels[u]] -= degree(u)
+                volumes[target] += degree(u)
+            labels[u] = target
+        moved += len(moves)
+    return moved
+
+
+def _reference_clusters(indptr, indices, max_size, rounds, seed, node_weights=None, edge_weights=None,
+                        resolution=0.0):
+    """(clusters, nodes moved) of cluster_label_propagation, row by row."""
+    num_nodes = indptr.shape[0] - 1
+    labels = np.arange(num_nodes)
+    sizes = np.ones(num_nodes, dtype=np.int64) if node_weights is None else node_weights.astype(np.int64)
+    volumes, penalty = None, 0.0
+    if resolution > 0 and indices.shape[0]:
+        entry_weights = np.ones(indices.shape[0]) if edge_weights is None else edge_weights
+        volumes = np.array([float(entry_weights[indptr[u]:indptr[u + 1]].sum()) for u in range(num_nodes)])
+        penalty = resolution / volumes.sum()
+    total = 0
+    if (max_size > 1 or node_weights is not None) and indices.shape[0]:
+        bounds = coarsen_module._row_blocks(indptr, coarsen_module._BLOCK_ENTRIES).tolist()
+        for round_index in range(rounds):
+            rng = np.random.default_rng([seed, round_index])
+            salt = int(rng.integers(0, 2**63))
+            moved = sum(_reference_pass(indptr, indices, labels, sizes, first, last, max_size, rng, salt,
+                                        node_weights, edge_weights, volumes, penalty)
+                        for first, last in zip(bounds[:-1], bounds[1:]))
+            total += moved
+            if moved == 0:
+                break
+    if node_weights is None and max_size > 1:  # isolated nodes in chunks of max_size, in id order
+        isolated = np.flatnonzero(np.diff(indptr) == 0)
+        labels[isolated] = isolated[np.arange(isolated.shape[0]) // max_size * max_size]
+    return np.unique(labels, return_inverse=True)[1], total
+
+
+def _propagation_case(seed, weighted_nodes, weighted_edges):
+    """A 90-node planted-partition graph with 4 isolated nodes, and optional random weights."""
+    csr = canonical_csr(sbm_edges(6, 15, 260, 0.8, seed=seed)[0] % 86, 90)
+    rng = np.random.default_rng(seed)
+    node_weights = rng.integers(0, 4, size=90) if weighted_nodes else None
+    edge_weights = None
+    if weighted_edges:  # symmetric: the weight of {u, v} on both of its entries
+        rows = csr.edge_rows()
+        pair_weight = rng.integers(1, 6, size=(90, 90))
+        pair_weight = np.triu(pair_weight) + np.triu(pair_weight, 1).T
+        edge_weights = pair_weight[rows, csr.indices]
+    return csr, node_weights, edge_weights
+
+
+@pytest.mark.parametrize("blocks", ["default", "tiny"])
+@pytest.mark.parametrize("weighted_nodes, weighted_edges", [(False, False), (True, False), (False, True),
+                                                             (True, True)])
+@pytest.mark.parametrize("resolution", [0.0, 0.5, 1.0, 4.0])
+def test_label_propagation_matches_its_rules_row_by_row(monkeypatch, blocks, weighted_nodes, weighted_edges,
+                                                        resolution):
+    # Tight caps make clusters fill up (a node then joins its second choice, and a cluster takes
+    # only some of those who ask); tiny blocks put rows after the first block (first > 0) and
+    # make a round's later blocks see the labels its earlier ones changed.
+    if blocks == "tiny":
+        monkeypatch.setattr(coarsen_module, "_BLOCK_ENTRIES", 7)
+    for seed, cap in [(1, 3), (2, 5), (3, 8)]:
+        csr, node_weights, edge_weights = _propagation_case(seed, weighted_nodes, weighted_edges)
+        expect, _ = _reference_clusters(csr.indptr, csr.indices, cap, 4, seed, node_weights, edge_weights,
+                                        resolution)
+        clusters = cluster_label_propagation(csr.indptr, csr.indices, cap, rounds=4, seed=seed,
+                                             node_weights=node_weights, edge_weights=edge_weights,
+                                             resolution=resolution)
+        np.testing.assert_array_equal(clusters, expect, err_msg=f"seed {seed}, cap {cap}")
+
+
+def test_propagation_counts_the_moves_of_every_block_of_a_round(small_blocks):
+    csr, node_weights, edge_weights = _propagation_case(4, True, True)
+    labels, sizes = np.arange(90, dtype=np.int32), node_weights.astype(np.int64)
+    moved = coarsen_module._propagate(csr.indptr, csr.indices, labels, sizes, 6, rounds=20, seed=4,
+                                      node_weights=node_weights, edge_weights=edge_weights)
+    expect, expect_moved = _reference_clusters(csr.indptr, csr.indices, 6, 20, 4, node_weights, edge_weights)
+    np.testing.assert_array_equal(np.unique(labels, return_inverse=True)[1], expect)
+    assert moved == expect_moved >= np.count_nonzero(labels != np.arange(90))
+
+
 @pytest.mark.parametrize("length, rise", [
     ((1 << 24) + 10, (1 << 24) + 5),  # a fall inside the second piece of 2^24 rows
     ((1 << 24) + 10, (1 << 24) - 1),  # a fall across the first piece's last pair
