@@ -7,6 +7,7 @@ ttgnn/train.py that the end-to-end training tests let through.
 import dataclasses
 import logging
 import math
+import re
 
 import pytest
 import torch
@@ -30,13 +31,14 @@ def _messages(caplog) -> list[str]:
 
 
 # ---------------------------------------------------------------------- losses and progress
-@pytest.mark.parametrize("batch_size", [64, 1000])
-def test_a_minibatch_epoch_loss_is_the_mean_over_the_training_nodes(tmp_path, planted, batch_size):
+@pytest.mark.parametrize("batch_size,gnn_backend", [(64, "dgl"), (1000, "dgl"), (64, "torch")])
+def test_a_minibatch_epoch_loss_is_the_mean_over_the_training_nodes(tmp_path, planted, batch_size, gnn_backend):
     # With nothing learned (learning rates of 1e-12, no dropout) and every neighbour sampled (fan-outs above
     # any degree), each batch's loss is the full graph's loss on its nodes; the epoch's loss is their
     # mean weighted by batch size (64: batches of 64 and a smaller last one), i.e. the full graph's.
+    # The tensor layers (gnn_backend "torch") get each sampled block as index tensors.
     frozen = dict(lr=1e-12, emb_lr=1e-12, dropout=0.0, norm="none", epochs=1, fanouts=[1000, 1000],
-                  batch_size=batch_size)
+                  batch_size=batch_size, gnn_backend=gnn_backend)
     full = train(_config(tmp_path / "full", **frozen), planted)
     mini = train(_config(tmp_path / "mini", mode="minibatch", **frozen), planted)
     loss = mini["epochs"][0]["loss"]
@@ -166,3 +168,205 @@ def test_correct_and_smooth_falls_back_to_the_last_model_without_best_weights(tm
     again = train(dataclasses.replace(config, resume=True), planted)
     assert "best model weights not found; Correct and Smooth uses the last epoch's model" in _messages(caplog)
     assert again["correct_smooth"]["epoch"] == 3 and again["best_epoch"] == first["best_epoch"]
+
+
+# ---------------------------------------------------------------------- settings that reach their step
+# Found by the full mutation run of ttgnn/train.py: each setting below was dropped, or replaced by
+# its default, by a mutant that every training test let through.
+@pytest.mark.parametrize("method,seed", [("random", 3), ("hierarchical-metis", 1)])
+def test_the_tt_node_order_is_the_partition_order_of_the_settings(tmp_path, planted, method, seed):
+    from ttgnn.partition import hierarchical_order
+
+    config = _config(None, order=method, seed=seed, cache_dir=str(tmp_path / "cache"))
+    order = ttrain._build_order(config, planted, [5, 8, 10])
+    expect = hierarchical_order(planted.csr(), [5, 8, 10], method=method, seed=seed)
+    assert order.dtype == torch.int64
+    assert order.tolist() == list(expect.perm)
+    assert list((tmp_path / "cache").iterdir())  # cached in the run's cache folder
+    other = hierarchical_order(planted.csr(), [5, 8, 10], method=method, seed=seed + 1)
+    assert list(other.perm) != list(expect.perm)  # the seed matters, so it must be passed
+    assert ttrain._build_order(dataclasses.replace(config, order="identity"), planted, [5, 8, 10]) is None
+
+
+@pytest.mark.parametrize("budget", [{}, {"max_params": 900}, {"compression": 5.0}])
+def test_the_tt_shape_keeps_the_given_cores_and_shapes(budget):
+    from ttgnn.shapes import TTShape
+
+    for shapes in (dict(num_cores=4), dict(row_shape=[4, 10, 10], col_shape=[4, 2, 2])):
+        shape = ttrain.tt_shape(_config(None, rank=3, **shapes, **budget), 400)
+        if "row_shape" in shapes:
+            assert list(shape.row_shape) == [4, 10, 10] and list(shape.col_shape) == [4, 2, 2]
+        else:
+            assert len(shape.row_shape) == len(shape.col_shape) == 4
+        if not budget:
+            assert shape == TTShape.build(400, 16, 3, shapes.get("num_cores"), shapes.get("row_shape"),
+                                          shapes.get("col_shape"))
+
+
+def test_the_spectral_init_keeps_unusual_tt_shapes_and_logs_its_error(tmp_path, planted, caplog):
+    from ttgnn.spectral import spectral_table
+
+    # Shapes unlike the automatic ones, at full rank for them: the TT table is the eigenvector table.
+    config = _config(None, init="spectral", init_scale=0.1, rank=64, row_shape=[4, 10, 10], col_shape=[4, 2, 2],
+                     order="random", seed=2, cache_dir=str(tmp_path))
+    caplog.set_level(logging.INFO, logger="ttgnn")
+    model = build_classifier(config, planted)
+    expected = spectral_table(*planted.csr(), planted.num_nodes, 16, std=0.1, seed=2)
+    torch.testing.assert_close(model.node_input(None).detach(), expected, rtol=1e-4, atol=1e-5)
+    assert "spectral init: TT-SVD of the eigenvector table, relative error 0.000" in _messages(caplog)
+
+
+@pytest.mark.parametrize("embedding,bytes_per_entry", [("full", 4), ("tt", 28)])
+def test_the_spectral_init_refuses_a_table_beyond_the_available_memory(planted, monkeypatch, embedding,
+                                                                       bytes_per_entry):
+    # float32 for the full table; a TT table adds a float64 copy and the TT-SVD's working copies.
+    import ttgnn.spectral as spectral
+
+    need = planted.num_nodes * 16 * bytes_per_entry
+    config = _config(None, embedding=embedding, init="spectral")
+    monkeypatch.setattr(spectral, "available_memory", lambda: need)
+    build_classifier(config, planted)  # exactly enough
+    monkeypatch.setattr(spectral, "available_memory", lambda: need - 1)
+    with pytest.raises(MemoryError, match="the spectral init builds a dense 400 x 16 table"):
+        build_classifier(config, planted)
+
+
+def test_peak_memory_is_the_resident_high_water_mark_in_mib():
+    import resource
+
+    # getrusage's ru_maxrss is in KiB on Linux (the kernel's VmHWM, updated lazily)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = ttrain._peak_memory(torch.device("cpu"))
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert before / 1024 <= peak["peak_memory_mib"] <= after / 1024
+    assert set(peak) == {"peak_memory_mib"}  # no GPU figure for a CPU run
+
+
+@pytest.mark.parametrize("mode", ["full", "minibatch"])
+def test_label_smoothing_reaches_the_loss(tmp_path, planted, mode):
+    # The first epoch's loss is taken before any step: smoothing alone changes it.
+    plain = train(_config(tmp_path / "plain", mode=mode, epochs=1, correct_smooth=False), planted)
+    smooth = train(_config(tmp_path / "smooth", mode=mode, epochs=1, correct_smooth=False, label_smoothing=0.5),
+                   planted)
+    assert smooth["epochs"][0]["loss"] != pytest.approx(plain["epochs"][0]["loss"], rel=1e-3)
+
+
+def test_metrics_json_is_the_returned_summary_and_a_run_without_folder_writes_nothing(tmp_path, planted):
+    import json
+
+    m = train(_config(tmp_path, epochs=2), planted)
+    assert "correct_smooth" in m
+    assert json.loads((tmp_path / ttrain.METRICS_NAME).read_text()) == json.loads(json.dumps(m))
+    no_folder = train(_config(None, epochs=2), planted)
+    assert no_folder["best_epoch"] >= 1 and "correct_smooth" in no_folder
+
+
+def test_a_best_model_of_another_epoch_is_named_in_the_error(tmp_path, planted):
+    config = _config(tmp_path, epochs=2)
+    m = train(config, planted)
+    best = ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)
+    ttrain.save_best_model(tmp_path / BEST_MODEL_NAME, epoch=best["epoch"] + 5, model=best["model"],
+                           settings=best["settings"])
+    message = (f"corrupted checkpoint {tmp_path / BEST_MODEL_NAME}: it holds epoch {best['epoch'] + 5}, "
+               f"{tmp_path / CHECKPOINT_NAME} says the best epoch is {m['best_epoch']}")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        train(dataclasses.replace(config, epochs=3, resume=True), planted)
+
+
+def _recording_batches(monkeypatch) -> list:
+    """Record the output nodes of every sampled batch (a list of lists, one per epoch's batch)."""
+    seen, real = [], ttrain._device_batches
+
+    def recorded(loader, gnn, device):
+        for batch in real(loader, gnn, device):
+            seen.append(batch[1].tolist())
+            yield batch
+
+    monkeypatch.setattr(ttrain, "_device_batches", recorded)
+    return seen
+
+
+def test_minibatches_are_shuffled_afresh_every_epoch(tmp_path, planted, monkeypatch):
+    seen = _recording_batches(monkeypatch)
+    train(_config(tmp_path, mode="minibatch", epochs=2, correct_smooth=False), planted)
+    train_nodes = planted.split["train"].tolist()
+    per_epoch = len(seen) // 2
+    first, second = sum(seen[:per_epoch], []), sum(seen[per_epoch:], [])
+    assert sorted(first) == sorted(second) == sorted(train_nodes)  # every training node once per epoch
+    assert first != train_nodes and first != second
+
+
+def test_a_minibatch_epoch_of_one_training_node_reports_its_loss(tmp_path, planted):
+    one = dataclasses.replace(planted, split=dict(planted.split, train=planted.split["train"][:1]))
+    frozen = dict(lr=1e-12, emb_lr=1e-12, dropout=0.0, norm="none", epochs=1, fanouts=[1000, 1000],
+                  correct_smooth=False)
+    full = train(_config(tmp_path / "full", **frozen), one)
+    mini = train(_config(tmp_path / "mini", mode="minibatch", **frozen), one)
+    assert mini["epochs"][0]["loss"] == pytest.approx(full["epochs"][0]["loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_the_batch_progress_bar_is_named_by_epoch_and_cleared_after_it(tmp_path, planted, capsys, progress):
+    train(_config(tmp_path, mode="minibatch", epochs=2, progress=progress, correct_smooth=False), planted)
+    err = capsys.readouterr().err
+    if not progress:
+        assert "epoch 1:" not in err and "epoch 2:" not in err
+        return
+    assert "epoch 1:" in err
+    last = err[err.rindex("epoch 2:"):]
+    assert last.endswith("\r") and "\n" not in last  # erased, not left on the screen
+
+
+def _run(tmp_path, planted, **kw):
+    config = _config(tmp_path, **kw)
+    return ttrain.setup_run(config, planted, 0, 1, torch.device("cpu"))
+
+
+def test_train_epoch_shows_no_progress_bar_unless_asked(tmp_path, planted, capsys):
+    run = _run(tmp_path, planted, mode="minibatch")
+    ttrain.train_epoch(run, 1)
+    assert "epoch 1:" not in capsys.readouterr().err
+    ttrain.train_epoch(run, 2, show_progress=True)
+    assert "epoch 2:" in capsys.readouterr().err
+
+
+def test_an_epochs_dropout_is_drawn_from_the_seed_rank_and_epoch(tmp_path, planted):
+    # Nothing learned (learning rates of 1e-12): each loss differs from the first only through the
+    # dropout masks of its epoch.
+    run = _run(tmp_path, planted, dropout=0.5, lr=1e-12, emb_lr=1e-12)
+    first = ttrain.train_epoch(run, 1)
+    assert ttrain.train_epoch(run, 1) == first  # the same draws again
+    assert ttrain.train_epoch(run, 2) != first
+    run.process_rank = 1
+    assert ttrain.train_epoch(run, 1) != first
+    run.process_rank = 0
+    run.config = dataclasses.replace(run.config, seed=5)
+    assert ttrain.train_epoch(run, 1) != first
+
+
+@pytest.mark.parametrize("mode", ["full", "minibatch"])
+def test_the_known_labels_of_an_epoch_are_the_model_input(tmp_path, planted, mode):
+    run = _run(tmp_path, planted, mode=mode, label_input=True, label_rate=0.5)
+    given, real = [], run.net.forward
+
+    def forward(*args, input_labels=None):
+        given.append(input_labels)
+        return real(*args, input_labels=input_labels)
+
+    run.net.forward = forward
+    ttrain.train_epoch(run, 3)
+    known, _ = ttrain.split_known(planted.split["train"], 0.5, 0, 3)
+    expect = torch.full((planted.num_nodes,), 4)
+    expect[known] = planted.labels[known]
+    assert given and all(torch.equal(labels, expect) for labels in given)
+
+
+def test_correct_and_smooth_leaves_the_runs_model_at_its_last_weights(tmp_path, planted):
+    run = _run(tmp_path, planted, epochs=3)
+    for epoch in (1, 2, 3):
+        loss = ttrain.train_epoch(run, epoch)
+        ttrain.evaluate_and_checkpoint(run, epoch, loss, 0.0)
+    last = {k: v.clone() for k, v in run.model.state_dict().items()}
+    run.best_state = {k: torch.zeros_like(v) for k, v in last.items()}  # a best epoch unlike the last
+    ttrain.finish_run(run)
+    assert all(torch.equal(v, last[k]) for k, v in run.model.state_dict().items())
