@@ -135,8 +135,13 @@ def test_ctrl_c_names_the_last_complete_checkpoint(tmp_path, planted, monkeypatc
     monkeypatch.setattr(ttrain, "train_epoch", interrupted)
     with pytest.raises(TrainingInterrupted) as caught:
         train(_config(tmp_path, epochs=4), planted)
-    assert caught.value.epoch == saved
+    assert caught.value.epoch == saved and str(caught.value) == f"interrupted after epoch {saved}"
     assert caught.value.checkpoint == (tmp_path / CHECKPOINT_NAME if saved else None)
+    if saved:  # metrics.json is written with every checkpoint: it lists the epochs done
+        import json
+
+        written = json.loads((tmp_path / ttrain.METRICS_NAME).read_text())
+        assert [r["epoch"] for r in written["epochs"]] == list(range(1, saved + 1))
 
 
 class _Killed(Exception):
@@ -192,10 +197,10 @@ def test_the_tt_node_order_is_the_partition_order_of_the_settings(tmp_path, plan
 def test_the_tt_shape_keeps_the_given_cores_and_shapes(budget):
     from ttgnn.shapes import TTShape
 
-    for shapes in (dict(num_cores=4), dict(row_shape=[4, 10, 10], col_shape=[4, 2, 2])):
+    for shapes in (dict(num_cores=4), dict(row_shape=[4, 10, 10], col_shape=[2, 2, 4])):
         shape = ttrain.tt_shape(_config(None, rank=3, **shapes, **budget), 400)
         if "row_shape" in shapes:
-            assert list(shape.row_shape) == [4, 10, 10] and list(shape.col_shape) == [4, 2, 2]
+            assert list(shape.row_shape) == [4, 10, 10] and list(shape.col_shape) == [2, 2, 4]
         else:
             assert len(shape.row_shape) == len(shape.col_shape) == 4
         if not budget:
@@ -207,7 +212,7 @@ def test_the_spectral_init_keeps_unusual_tt_shapes_and_logs_its_error(tmp_path, 
     from ttgnn.spectral import spectral_table
 
     # Shapes unlike the automatic ones, at full rank for them: the TT table is the eigenvector table.
-    config = _config(None, init="spectral", init_scale=0.1, rank=64, row_shape=[4, 10, 10], col_shape=[4, 2, 2],
+    config = _config(None, init="spectral", init_scale=0.1, rank=64, row_shape=[4, 10, 10], col_shape=[2, 2, 4],
                      order="random", seed=2, cache_dir=str(tmp_path))
     caplog.set_level(logging.INFO, logger="ttgnn")
     model = build_classifier(config, planted)
@@ -370,3 +375,28 @@ def test_correct_and_smooth_leaves_the_runs_model_at_its_last_weights(tmp_path, 
     run.best_state = {k: torch.zeros_like(v) for k, v in last.items()}  # a best epoch unlike the last
     ttrain.finish_run(run)
     assert all(torch.equal(v, last[k]) for k, v in run.model.state_dict().items())
+
+
+def test_an_epoch_record_and_its_log_line(tmp_path, planted, caplog):
+    caplog.set_level(logging.INFO, logger="ttgnn")
+    m = train(_config(tmp_path, epochs=2), planted)
+    best = ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)
+    assert best["settings"] == m["settings"]  # enough to rebuild the model from best_model.pt
+    pattern = (r"epoch +(\d+) \| loss (\d\.\d{4}) \| train \d\.\d{4} valid (\d\.\d{4}) test \d\.\d{4} \| "
+               r"best valid \d\.\d{4} \(test \d\.\d{4}, epoch \d+\) \| \d+\.\d\ds train \+ \d+\.\d\ds eval \| "
+               r"peak mem \d+ MiB")
+    lines = [re.fullmatch(pattern, line) for line in _messages(caplog) if line.startswith("epoch")]
+    assert [int(line.group(1)) for line in lines] == [1, 2]
+    for line, record in zip(lines, m["epochs"]):
+        assert set(record) == {"epoch", "loss", "train_acc", "valid_acc", "test_acc", "valid_loss", "epoch_time",
+                               "eval_time", "peak_memory_mib"}
+        assert float(line.group(2)) == pytest.approx(record["loss"], abs=5e-5)
+        assert float(line.group(3)) == pytest.approx(record["valid_acc"], abs=5e-5)
+        assert 0.0 <= record["eval_time"] < 60.0 and record["valid_loss"] > 0.0
+
+
+def test_a_tie_in_validation_accuracy_keeps_the_earlier_epoch_as_best(tmp_path, planted):
+    # Nothing learned: every epoch has the same validation accuracy.
+    m = train(_config(tmp_path, epochs=3, lr=1e-12, emb_lr=1e-12, dropout=0.0), planted)
+    assert len({r["valid_acc"] for r in m["epochs"]}) == 1
+    assert m["best_epoch"] == 1 and ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
