@@ -400,3 +400,57 @@ def test_a_tie_in_validation_accuracy_keeps_the_earlier_epoch_as_best(tmp_path, 
     m = train(_config(tmp_path, epochs=3, lr=1e-12, emb_lr=1e-12, dropout=0.0), planted)
     assert len({r["valid_acc"] for r in m["epochs"]}) == 1
     assert m["best_epoch"] == 1 and ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
+
+
+@pytest.mark.parametrize("embedding,gnn_backend", [("tt", "dgl"), ("full", "torch")])
+def test_the_metrics_name_the_run(tmp_path, planted, embedding, gnn_backend):
+    m = train(_config(tmp_path, embedding=embedding, order="random", gnn_backend=gnn_backend, epochs=1,
+                      correct_smooth=False), planted)
+    assert (m["dataset"], m["model"], m["embedding"], m["gnn_backend"]) == (planted.name, "sage", embedding,
+                                                                            gnn_backend)
+    assert m["order"] == ("random" if embedding == "tt" else None)  # a full table has no TT order
+
+
+def test_a_new_run_starts_with_empty_metrics(tmp_path, planted):
+    run = _run(tmp_path, planted)
+    m = run.metrics
+    assert (m["best_valid_acc"], m["test_acc"], m["best_epoch"], m["epochs"], m["world_size"]) == (0.0, 0.0, 0, [], 1)
+    table = run.model.node_input.table
+    assert (m["row_shape"], m["col_shape"], m["ranks"]) == (list(table.row_shape), list(table.col_shape),
+                                                            list(table.ranks))
+    full = _run(tmp_path / "full", planted, embedding="full").metrics
+    assert not {"row_shape", "col_shape", "ranks"} & set(full) and full["rank"] is None
+
+
+def test_restore_run_resumes_only_when_asked_and_says_when_there_is_nothing(tmp_path, planted, caplog):
+    train(_config(tmp_path, epochs=2, correct_smooth=False), planted)
+    fresh = _run(tmp_path, planted, epochs=4)  # resume not set: the checkpoint there is not read
+    ttrain.restore_run(fresh)
+    assert fresh.start_epoch == 1 and fresh.metrics["epochs"] == []
+    resumed = _run(tmp_path, planted, epochs=4, resume=True)
+    ttrain.restore_run(resumed)
+    assert resumed.start_epoch == 3 and len(resumed.metrics["epochs"]) == 2
+    empty, not_resuming = (_run(tmp_path / "empty", planted, epochs=4, resume=resume) for resume in (True, False))
+    caplog.set_level(logging.INFO, logger="ttgnn")
+    caplog.clear()
+    ttrain.restore_run(empty)
+    assert empty.start_epoch == 1
+    assert _messages(caplog) == [f"no checkpoint at {tmp_path / 'empty' / CHECKPOINT_NAME}; starting from scratch"]
+    caplog.clear()
+    ttrain.restore_run(not_resuming)  # nothing to say
+    assert _messages(caplog) == []
+
+
+def test_resuming_with_other_settings_names_the_checkpoint_and_both_values(tmp_path, planted):
+    train(_config(tmp_path, epochs=1, correct_smooth=False), planted)
+    message = (f"checkpoint {tmp_path / CHECKPOINT_NAME} was written with model='sage', "
+               f"this run has model='gat'")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        train(_config(tmp_path, model="gat", epochs=2, resume=True), planted)
+
+
+def test_only_a_restarted_data_parallel_process_counts_as_an_elastic_restart(monkeypatch):
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+    assert ttrain._elastic_restart(2) and not ttrain._elastic_restart(1)
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")
+    assert not ttrain._elastic_restart(2)
