@@ -454,3 +454,18 @@ def test_only_a_restarted_data_parallel_process_counts_as_an_elastic_restart(mon
     assert ttrain._elastic_restart(2) and not ttrain._elastic_restart(1)
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")
     assert not ttrain._elastic_restart(2)
+
+
+def test_the_epoch_progress_bar_of_a_full_graph_run_counts_from_where_it_resumes(tmp_path, planted, capsys):
+    config = _config(tmp_path, epochs=3, progress=True, correct_smooth=False)
+    train(config, planted)
+    err = capsys.readouterr().err
+    assert "epochs:   0%" in err and "| 0/3 [" in err
+    last = err[err.rindex("epochs:"):]
+    assert last.endswith("\r") and "\n" not in last  # erased, not left on the screen
+    train(dataclasses.replace(config, epochs=4, resume=True), planted)
+    err = capsys.readouterr().err
+    assert "| 3/4 [" in err and "| 0/4 [" not in err
+    train(_config(tmp_path / "quiet", epochs=2, progress=False), planted)
+    train(_config(tmp_path / "batches", epochs=2, progress=True, mode="minibatch"), planted)
+    assert "epochs:" not in capsys.readouterr().err  # off, or the batch bars only
