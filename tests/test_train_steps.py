@@ -469,3 +469,50 @@ def test_the_epoch_progress_bar_of_a_full_graph_run_counts_from_where_it_resumes
     train(_config(tmp_path / "quiet", epochs=2, progress=False), planted)
     train(_config(tmp_path / "batches", epochs=2, progress=True, mode="minibatch"), planted)
     assert "epochs:" not in capsys.readouterr().err  # off, or the batch bars only
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_the_classifier_is_built_with_every_network_setting(planted, model):
+    config = _config(None, model=model, hidden=24, num_layers=3, dropout=0.3, input_dropout=0.2, norm="layer",
+                     residual=True, heads=2, attn_dropout=0.1, label_input=True, gnn_backend="torch")
+    classifier = build_classifier(config, planted)
+    gnn = classifier.gnn
+    assert (gnn.backend, gnn.num_layers, gnn.hidden, gnn.residual) == ("torch", 3, 24, True)
+    assert (gnn.dropout.p, gnn.input_dropout.p) == (0.3, 0.2)
+    assert len(gnn.norms) == 2 and all(isinstance(norm, torch.nn.LayerNorm) for norm in gnn.norms)
+    if model == "gat":
+        assert (gnn.heads, gnn.attn_dropout) == (2, 0.1)
+    assert classifier.label_input is not None
+    # the backend: the settings' ("auto" is DGL on a CPU), unless the caller names one
+    assert build_classifier(dataclasses.replace(config, gnn_backend="auto"), planted).gnn.backend == "dgl"
+    assert build_classifier(config, planted, gnn_backend="dgl").gnn.backend == "dgl"
+
+
+def test_the_tt_table_has_the_settings_shape_order_and_seeded_cores(planted):
+    from ttgnn.partition import hierarchical_order
+
+    config = _config(None, rank=3, row_shape=[4, 10, 10], col_shape=[2, 2, 4], order="random", seed=4)
+    table = build_classifier(config, planted).node_input.table
+    shape = ttrain.tt_shape(config, planted.num_nodes)
+    assert (list(table.ranks), list(table.row_shape), list(table.col_shape)) == (
+        list(shape.ranks), [4, 10, 10], [2, 2, 4])
+    expect = hierarchical_order(planted.csr(), [4, 10, 10], method="random", seed=4)
+    assert table.node_order.tolist() == list(expect.perm)
+    again = build_classifier(config, planted).node_input.table
+    other = build_classifier(dataclasses.replace(config, seed=5), planted).node_input.table
+    assert all(torch.equal(a, b) for a, b in zip(table.cores, again.cores))  # drawn from the seed
+    assert not torch.equal(table.cores[0], other.cores[0])
+
+
+def test_the_optimiser_gives_the_table_and_the_network_their_own_rates_and_decays(tmp_path, planted):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        run = _run(tmp_path, planted, lr=0.01, weight_decay=1e-4, emb_lr=0.05, emb_weight_decay=1e-6, num_threads=1)
+        assert torch.get_num_threads() == 1  # the run's thread count
+    finally:
+        torch.set_num_threads(threads)
+    gnn_group, table_group = run.optimizer.param_groups
+    assert (gnn_group["lr"], gnn_group["weight_decay"]) == (0.01, 1e-4)
+    assert (table_group["lr"], table_group["weight_decay"]) == (0.05, 1e-6)
+    assert {id(p) for p in table_group["params"]} == {id(p) for p in run.model.node_input.parameters()}
