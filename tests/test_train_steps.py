@@ -17,6 +17,8 @@ import ttgnn.train as ttrain
 from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME
 from ttgnn.train import TrainConfig, TrainingInterrupted, build_classifier, summarize, train
 
+from raw_layout import write_raw_dataset
+
 
 def _config(out, **kw) -> TrainConfig:
     base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
@@ -516,3 +518,38 @@ def test_the_optimiser_gives_the_table_and_the_network_their_own_rates_and_decay
     assert (gnn_group["lr"], gnn_group["weight_decay"]) == (0.01, 1e-4)
     assert (table_group["lr"], table_group["weight_decay"]) == (0.05, 1e-6)
     assert {id(p) for p in table_group["params"]} == {id(p) for p in run.model.node_input.parameters()}
+
+
+def test_setup_run_loads_the_dataset_from_the_settings_root_and_cache(tmp_path, monkeypatch):
+    write_raw_dataset(tmp_path / "data" / "tiny", num_nodes=300, num_classes=3)
+    monkeypatch.delenv("TTGNN_DATA", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./dataset: only the given root has the graph
+    config = _config(None, dataset="tiny", root=str(tmp_path / "data"), cache_dir=str(tmp_path / "cache"))
+    run = ttrain.setup_run(config, None, 0, 1, torch.device("cpu"))
+    assert (run.dataset.num_nodes, run.dataset.num_classes) == (300, 3)
+    (tmp_path / "not-a-folder").write_text("")
+    with pytest.raises(ValueError, match="cache directory .*not-a-folder exists and is not a folder"):
+        ttrain.setup_run(dataclasses.replace(config, cache_dir=str(tmp_path / "not-a-folder")), None, 0, 1,
+                         torch.device("cpu"))
+
+
+def test_unlabeled_training_nodes_are_refused_by_name(planted):
+    labels = planted.labels.clone()
+    labels[planted.split["train"][3]] = -1
+    with pytest.raises(ValueError, match=r"^training nodes of planted-400 include unlabeled nodes \(label -1\)$"):
+        train(_config(None, epochs=1), dataclasses.replace(planted, labels=labels))
+
+
+def test_a_checkpoint_write_restores_the_callers_sigint_handler():
+    import signal
+
+    def handler(signum, frame):
+        pass
+
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        with ttrain._deferred_interrupt():
+            assert signal.getsignal(signal.SIGINT) is not handler  # held back meanwhile
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, before)
