@@ -394,7 +394,8 @@ def test_an_epoch_record_and_its_log_line(tmp_path, planted, caplog):
                                "eval_time", "peak_memory_mib"}
         assert float(line.group(2)) == pytest.approx(record["loss"], abs=5e-5)
         assert float(line.group(3)) == pytest.approx(record["valid_acc"], abs=5e-5)
-        assert 0.0 <= record["eval_time"] < 60.0 and record["valid_loss"] > 0.0
+        assert 0.0 <= record["eval_time"] < 60.0 and 0.0 <= record["epoch_time"] < 60.0
+        assert record["valid_loss"] > 0.0
 
 
 def test_a_tie_in_validation_accuracy_keeps_the_earlier_epoch_as_best(tmp_path, planted):
@@ -553,3 +554,18 @@ def test_a_checkpoint_write_restores_the_callers_sigint_handler():
         assert signal.getsignal(signal.SIGINT) is handler
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_checkpoint_that_does_not_fit_the_model_is_named_in_the_error(tmp_path, planted):
+    from ttgnn.checkpoint import save_checkpoint
+
+    config = _config(tmp_path, epochs=1, correct_smooth=False)
+    train(config, planted)
+    state = ttrain.load_checkpoint(tmp_path / CHECKPOINT_NAME)
+    name = next(iter(state["model"]))
+    state["model"][name] = torch.zeros(3, 3, 3)  # the wrong shape for the model
+    save_checkpoint(tmp_path / CHECKPOINT_NAME, epoch=state["epoch"], model=state["model"],
+                    optimizer=state["optimizer"], metrics=state["metrics"], settings=state["settings"])
+    prefix = re.escape(f"corrupted checkpoint {tmp_path / CHECKPOINT_NAME}: ")
+    with pytest.raises(ValueError, match=f"(?s)^{prefix}.*{name}"):  # the loader's error, over several lines
+        train(dataclasses.replace(config, epochs=2, resume=True), planted)
