@@ -5,16 +5,23 @@ Found by mutation testing (docs/testing.md): each test here fails for a one-line
 ttgnn/train.py that the end-to-end training tests let through.
 """
 import dataclasses
+import json
 import logging
 import math
 import re
+import resource
+import signal
 
 import pytest
 import torch
 
 import ttgnn.distributed as tdist
+import ttgnn.spectral as spectral
 import ttgnn.train as ttrain
-from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME
+from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME, save_checkpoint
+from ttgnn.partition import hierarchical_order
+from ttgnn.shapes import TTShape
+from ttgnn.spectral import spectral_table
 from ttgnn.train import TrainConfig, TrainingInterrupted, build_classifier, summarize, train
 
 from raw_layout import write_raw_dataset
@@ -28,6 +35,19 @@ def _config(out, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
+# Nothing learned (learning rates of 1e-12): losses and draws can be compared across epochs and runs.
+_NO_LEARNING = dict(lr=1e-12, emb_lr=1e-12)
+
+
+def _first_losses(tmp_path, dataset, **kw) -> tuple[float, float]:
+    """The first epoch's loss of a minibatch run and of a full-graph run with nothing learned, no
+    dropout and every neighbour sampled (fan-outs above any degree): the two should agree."""
+    exact = dict(_NO_LEARNING, dropout=0.0, norm="none", epochs=1, fanouts=[1000, 1000], correct_smooth=False, **kw)
+    mini = train(_config(tmp_path / "mini", mode="minibatch", **exact), dataset)
+    full = train(_config(tmp_path / "full", **exact), dataset)
+    return mini["epochs"][0]["loss"], full["epochs"][0]["loss"]
+
+
 def _messages(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "ttgnn.train"]
 
@@ -35,16 +55,11 @@ def _messages(caplog) -> list[str]:
 # ---------------------------------------------------------------------- losses and progress
 @pytest.mark.parametrize("batch_size,gnn_backend", [(64, "dgl"), (1000, "dgl"), (64, "torch")])
 def test_a_minibatch_epoch_loss_is_the_mean_over_the_training_nodes(tmp_path, planted, batch_size, gnn_backend):
-    # With nothing learned (learning rates of 1e-12, no dropout) and every neighbour sampled (fan-outs above
-    # any degree), each batch's loss is the full graph's loss on its nodes; the epoch's loss is their
-    # mean weighted by batch size (64: batches of 64 and a smaller last one), i.e. the full graph's.
+    # Each batch's loss is the full graph's loss on its nodes; the epoch's loss is their mean
+    # weighted by batch size (64: batches of 64 and a smaller last one), i.e. the full graph's.
     # The tensor layers (gnn_backend "torch") get each sampled block as index tensors.
-    frozen = dict(lr=1e-12, emb_lr=1e-12, dropout=0.0, norm="none", epochs=1, fanouts=[1000, 1000],
-                  batch_size=batch_size, gnn_backend=gnn_backend)
-    full = train(_config(tmp_path / "full", **frozen), planted)
-    mini = train(_config(tmp_path / "mini", mode="minibatch", **frozen), planted)
-    loss = mini["epochs"][0]["loss"]
-    assert loss == pytest.approx(full["epochs"][0]["loss"], rel=1e-5)
+    loss, full = _first_losses(tmp_path, planted, batch_size=batch_size, gnn_backend=gnn_backend)
+    assert loss == pytest.approx(full, rel=1e-5)
     assert 0.5 * math.log(4) < loss < 2 * math.log(4)  # an untrained 4-class model: about ln 4
 
 
@@ -140,8 +155,6 @@ def test_ctrl_c_names_the_last_complete_checkpoint(tmp_path, planted, monkeypatc
     assert caught.value.epoch == saved and str(caught.value) == f"interrupted after epoch {saved}"
     assert caught.value.checkpoint == (tmp_path / CHECKPOINT_NAME if saved else None)
     if saved:  # metrics.json is written with every checkpoint: it lists the epochs done
-        import json
-
         written = json.loads((tmp_path / ttrain.METRICS_NAME).read_text())
         assert [r["epoch"] for r in written["epochs"]] == list(range(1, saved + 1))
 
@@ -182,8 +195,6 @@ def test_correct_and_smooth_falls_back_to_the_last_model_without_best_weights(tm
 # its default, by a mutant that every training test let through.
 @pytest.mark.parametrize("method,seed", [("random", 3), ("hierarchical-metis", 1)])
 def test_the_tt_node_order_is_the_partition_order_of_the_settings(tmp_path, planted, method, seed):
-    from ttgnn.partition import hierarchical_order
-
     config = _config(None, order=method, seed=seed, cache_dir=str(tmp_path / "cache"))
     order = ttrain._build_order(config, planted, [5, 8, 10])
     expect = hierarchical_order(planted.csr(), [5, 8, 10], method=method, seed=seed)
@@ -197,8 +208,6 @@ def test_the_tt_node_order_is_the_partition_order_of_the_settings(tmp_path, plan
 
 @pytest.mark.parametrize("budget", [{}, {"max_params": 900}, {"compression": 5.0}])
 def test_the_tt_shape_keeps_the_given_cores_and_shapes(budget):
-    from ttgnn.shapes import TTShape
-
     for shapes in (dict(num_cores=4), dict(row_shape=[4, 10, 10], col_shape=[2, 2, 4])):
         shape = ttrain.tt_shape(_config(None, rank=3, **shapes, **budget), 400)
         if "row_shape" in shapes:
@@ -211,8 +220,6 @@ def test_the_tt_shape_keeps_the_given_cores_and_shapes(budget):
 
 
 def test_the_spectral_init_keeps_unusual_tt_shapes_and_logs_its_error(tmp_path, planted, caplog):
-    from ttgnn.spectral import spectral_table
-
     # Shapes unlike the automatic ones, at full rank for them: the TT table is the eigenvector table.
     config = _config(None, init="spectral", init_scale=0.1, rank=64, row_shape=[4, 10, 10], col_shape=[2, 2, 4],
                      order="random", seed=2, cache_dir=str(tmp_path))
@@ -227,8 +234,6 @@ def test_the_spectral_init_keeps_unusual_tt_shapes_and_logs_its_error(tmp_path, 
 def test_the_spectral_init_refuses_a_table_beyond_the_available_memory(planted, monkeypatch, embedding,
                                                                        bytes_per_entry):
     # float32 for the full table; a TT table adds a float64 copy and the TT-SVD's working copies.
-    import ttgnn.spectral as spectral
-
     need = planted.num_nodes * 16 * bytes_per_entry
     config = _config(None, embedding=embedding, init="spectral")
     monkeypatch.setattr(spectral, "available_memory", lambda: need)
@@ -239,8 +244,6 @@ def test_the_spectral_init_refuses_a_table_beyond_the_available_memory(planted, 
 
 
 def test_peak_memory_is_the_resident_high_water_mark_in_mib():
-    import resource
-
     # getrusage's ru_maxrss is in KiB on Linux (the kernel's VmHWM, updated lazily)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     peak = ttrain._peak_memory(torch.device("cpu"))
@@ -259,8 +262,6 @@ def test_label_smoothing_reaches_the_loss(tmp_path, planted, mode):
 
 
 def test_metrics_json_is_the_returned_summary_and_a_run_without_folder_writes_nothing(tmp_path, planted):
-    import json
-
     m = train(_config(tmp_path, epochs=2), planted)
     assert "correct_smooth" in m
     assert json.loads((tmp_path / ttrain.METRICS_NAME).read_text()) == json.loads(json.dumps(m))
@@ -305,11 +306,8 @@ def test_minibatches_are_shuffled_afresh_every_epoch(tmp_path, planted, monkeypa
 
 def test_a_minibatch_epoch_of_one_training_node_reports_its_loss(tmp_path, planted):
     one = dataclasses.replace(planted, split=dict(planted.split, train=planted.split["train"][:1]))
-    frozen = dict(lr=1e-12, emb_lr=1e-12, dropout=0.0, norm="none", epochs=1, fanouts=[1000, 1000],
-                  correct_smooth=False)
-    full = train(_config(tmp_path / "full", **frozen), one)
-    mini = train(_config(tmp_path / "mini", mode="minibatch", **frozen), one)
-    assert mini["epochs"][0]["loss"] == pytest.approx(full["epochs"][0]["loss"], rel=1e-5)
+    loss, full = _first_losses(tmp_path, one)
+    assert loss == pytest.approx(full, rel=1e-5)
 
 
 @pytest.mark.parametrize("progress", [True, False])
@@ -338,9 +336,8 @@ def test_train_epoch_shows_no_progress_bar_unless_asked(tmp_path, planted, capsy
 
 
 def test_an_epochs_dropout_is_drawn_from_the_seed_rank_and_epoch(tmp_path, planted):
-    # Nothing learned (learning rates of 1e-12): each loss differs from the first only through the
-    # dropout masks of its epoch.
-    run = _run(tmp_path, planted, dropout=0.5, lr=1e-12, emb_lr=1e-12)
+    # Nothing learned: each loss differs from the first only through the dropout masks of its epoch.
+    run = _run(tmp_path, planted, dropout=0.5, **_NO_LEARNING)
     first = ttrain.train_epoch(run, 1)
     assert ttrain.train_epoch(run, 1) == first  # the same draws again
     assert ttrain.train_epoch(run, 2) != first
@@ -400,7 +397,7 @@ def test_an_epoch_record_and_its_log_line(tmp_path, planted, caplog):
 
 def test_a_tie_in_validation_accuracy_keeps_the_earlier_epoch_as_best(tmp_path, planted):
     # Nothing learned: every epoch has the same validation accuracy.
-    m = train(_config(tmp_path, epochs=3, lr=1e-12, emb_lr=1e-12, dropout=0.0), planted)
+    m = train(_config(tmp_path, epochs=3, dropout=0.0, **_NO_LEARNING), planted)
     assert len({r["valid_acc"] for r in m["epochs"]}) == 1
     assert m["best_epoch"] == 1 and ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
 
@@ -492,8 +489,6 @@ def test_the_classifier_is_built_with_every_network_setting(planted, model):
 
 
 def test_the_tt_table_has_the_settings_shape_order_and_seeded_cores(planted):
-    from ttgnn.partition import hierarchical_order
-
     config = _config(None, rank=3, row_shape=[4, 10, 10], col_shape=[2, 2, 4], order="random", seed=4)
     table = build_classifier(config, planted).node_input.table
     shape = ttrain.tt_shape(config, planted.num_nodes)
@@ -542,8 +537,6 @@ def test_unlabeled_training_nodes_are_refused_by_name(planted):
 
 
 def test_a_checkpoint_write_restores_the_callers_sigint_handler():
-    import signal
-
     def handler(signum, frame):
         pass
 
@@ -557,8 +550,6 @@ def test_a_checkpoint_write_restores_the_callers_sigint_handler():
 
 
 def test_a_checkpoint_that_does_not_fit_the_model_is_named_in_the_error(tmp_path, planted):
-    from ttgnn.checkpoint import save_checkpoint
-
     config = _config(tmp_path, epochs=1, correct_smooth=False)
     train(config, planted)
     state = ttrain.load_checkpoint(tmp_path / CHECKPOINT_NAME)
