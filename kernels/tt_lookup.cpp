@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/ops/aminmax.h>
 #include <torch/library.h>
 
 #include "cpu/contraction.h"
@@ -186,6 +187,17 @@ TTDims check_lookup_inputs(const std::vector<at::Tensor>& cores, const at::Tenso
   dims.num_rows = num_rows;
   dims.dim = dim;
   return dims;
+}
+
+void check_rows_in_range(const at::Tensor& rows, const TTDims& dims, const char* op) {
+  if (rows.numel() == 0) return;
+  const auto [lo, hi] = at::aminmax(rows);
+  const int64_t low = lo.item<int64_t>();
+  const int64_t high = hi.item<int64_t>();
+  const int64_t bad = low < 0 ? low : high;
+  TORCH_CHECK(low >= 0 && high < dims.num_rows, op, ": row ", bad,
+              " is out of range for a TT table with ", dims.num_rows, " rows (valid: 0 to ",
+              dims.num_rows - 1, ")");
 }
 
 void check_grad_output(const at::Tensor& grad_out, const at::Tensor& rows, const TTDims& dims,

@@ -19,6 +19,11 @@ TTDims check_lookup_inputs(const std::vector<at::Tensor>& cores, const at::Tenso
 void check_grad_output(const at::Tensor& grad_out, const at::Tensor& rows, const TTDims& dims,
                        const at::Tensor& first_core, const char* op);
 
+// Raises if a row of `rows` (int64, any device; one reduction, then two scalars to the host) is
+// outside [0, dims.num_rows). Used by the CUDA kernels; the CPU kernels check each row as they
+// read it.
+void check_rows_in_range(const at::Tensor& rows, const TTDims& dims, const char* op);
+
 // Contiguous copies (no copy when already contiguous) of the cores.
 std::vector<at::Tensor> contiguous_cores(const std::vector<at::Tensor>& cores);
 

@@ -85,6 +85,19 @@ def test_to_same_device_is_identity_and_copies_carry_every_index():
     assert (copy.num_src, copy.num_dst) == (sg.num_src, sg.num_dst)
 
 
+def test_csr_of_one_head_stores_contiguous_values():
+    # A head's column of an (E, H) weight is strided; torch's CUDA sparse-dense product reads the
+    # values buffer as if it were dense (seen on an H100, 2026-11-24: errors of order 1), so the
+    # CSR matrices must hold a contiguous copy.
+    sg = SparseGraph.from_dgl(random_graph(20, 60))
+    weight = torch.rand(sg.num_edges, 3, dtype=torch.float64)
+    for head in range(3):
+        for matrix, want in ((sg.csr(weight[:, head]), weight[:, head]),
+                             (sg.csr_t(weight[:, head]), weight[:, head][sg.t_perm])):
+            assert matrix.values().is_contiguous()
+            assert torch.equal(matrix.values(), want)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="pinned memory needs an accelerator")
 def test_pinned_copy_to_cuda():
     sg = SparseGraph.from_dgl(random_graph()).pin_memory()

@@ -156,6 +156,9 @@ class SparseGraph:
 
 
 def _csr(indptr: torch.Tensor, indices: torch.Tensor, values: torch.Tensor, size: tuple) -> torch.Tensor:
+    # contiguous values: a head's column of an (E, H) weight is strided, and torch's CUDA sparse
+    # kernels read the values buffer as if it were dense
+    values = values.contiguous()
     with warnings.catch_warnings():  # torch calls sparse CSR "beta" on every first use
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
         return torch.sparse_csr_tensor(indptr, indices, values, size, check_invariants=False)

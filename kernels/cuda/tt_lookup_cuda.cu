@@ -25,7 +25,6 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/aminmax.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -232,18 +231,6 @@ Levels build_levels(const at::Tensor& rows, const TTDims& dims) {
     values = prefixes;
   }
   return lv;
-}
-
-void check_rows_in_range(const at::Tensor& rows, const TTDims& dims, const char* op) {
-  if (rows.numel() == 0) return;
-  at::Tensor lo, hi;
-  std::tie(lo, hi) = at::aminmax(rows);
-  const int64_t low = lo.item<int64_t>();
-  const int64_t high = hi.item<int64_t>();
-  const int64_t bad = low < 0 ? low : high;
-  TORCH_CHECK(low >= 0 && high < dims.num_rows, op, ": row ", bad,
-              " is out of range for a TT table with ", dims.num_rows, " rows (valid: 0 to ",
-              dims.num_rows - 1, ")");
 }
 
 template <typename scalar_t>
