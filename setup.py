@@ -117,6 +117,10 @@ def _extensions():
              "compiled on first use for the torch ttgnn runs with")
         return [], {}
 
+    override = recipe.cxx_override()  # raises when no compiler here links the shared libstdc++
+    if override is not None:
+        _say(override[1])
+        os.environ["CXX"] = override[0]
     cuda_skipped = recipe.cuda_problem(cpp_extension) if recipe.cuda_wanted() else None
     with_cuda = recipe.cuda_wanted() and cuda_skipped is None
     if cuda_skipped is not None:

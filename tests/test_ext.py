@@ -554,3 +554,69 @@ def test_build_errors_are_summarised_by_their_telling_lines():
     assert _ext._error_summary(link) == ("/usr/bin/ld: cannot find -lcudart | collect2: error: ld "
                                          "returned 1 exit status")
     assert _ext._error_summary(RuntimeError("")) == "RuntimeError"
+
+
+# --- the C++ compiler: libstdc++ must be the shared one torch uses ------------------------------
+
+def _fake_compiler(path: Path, libstdcxx_so: str, code: int = 0) -> Path:
+    """A stand-in compiler answering ``-print-file-name=libstdc++.so`` as GCC does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho '{libstdcxx_so}'\nexit {code}\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def compilers(tmp_path, monkeypatch):
+    """``static/g++`` with only libstdc++.a (GCC prints the bare name), ``bin/g++`` with the
+    shared library; PATH holds only ``bin``."""
+    static = _fake_compiler(tmp_path / "static" / "g++", "libstdc++.so")
+    shared = _fake_compiler(tmp_path / "bin" / "g++", "/usr/lib/gcc/x86_64-linux-gnu/13/libstdc++.so")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    return static, shared
+
+
+def test_shared_libstdcxx_reads_the_compilers_answer(compilers, tmp_path):
+    static, shared = compilers
+    assert _build.shared_libstdcxx(str(static)) is False
+    assert _build.shared_libstdcxx(str(shared)) is True
+    assert _build.shared_libstdcxx(f"/usr/bin/env {shared}") is True  # a command with arguments (ccache g++)
+    assert _build.shared_libstdcxx(str(tmp_path / "missing")) is None
+    assert _build.shared_libstdcxx(str(_fake_compiler(tmp_path / "clang++", "x", code=1))) is None
+    assert _build.shared_libstdcxx("'unbalanced") is None
+
+
+def test_a_compiler_with_only_a_static_libstdcxx_is_replaced(compilers, monkeypatch):
+    static, shared = compilers
+    monkeypatch.setenv("CXX", str(static))
+    compiler, why = _build.cxx_override()
+    assert compiler == str(shared)
+    assert why == (f"the C++ compiler {static} has only a static libstdc++, which would put a second "
+                   f"libstdc++ into the kernels' library beside torch's; building with {shared} instead")
+    monkeypatch.setenv("CXX", str(shared))
+    assert _build.cxx_override() is None
+    monkeypatch.delenv("CXX")  # torch's default, c++: not on this PATH, so it cannot be told
+    assert _build.cxx_override() is None
+
+
+def test_no_compiler_with_the_shared_libstdcxx_is_an_error(compilers, monkeypatch, tmp_path):
+    static, _ = compilers
+    monkeypatch.setenv("PATH", str(static.parent))
+    monkeypatch.setenv("CXX", str(static))
+    with pytest.raises(RuntimeError, match=r"has only a static libstdc\+\+ .*set CXX to a compiler with "
+                                           r"libstdc\+\+\.so$"):
+        _build.cxx_override()
+
+
+def test_first_use_and_setup_build_with_the_replacement_compiler(compilers, monkeypatch, caplog):
+    static, shared = compilers
+    monkeypatch.setenv("CXX", str(static))
+    with caplog.at_level("WARNING", logger="ttgnn"):
+        with _ext._build_environment(cuda=False):
+            assert os.environ["CXX"] == str(shared)
+    assert os.environ["CXX"] == str(static)  # restored after the build
+    assert f"building with {shared} instead" in caplog.text
+    setup = _setup_module()
+    monkeypatch.setenv("PATH", f"{shared.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    setup._extensions()
+    assert os.environ["CXX"] == str(shared)

@@ -19,6 +19,8 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +46,8 @@ __all__ = [
     "torch_tag",
     "cuda_wanted",
     "cuda_problem",
+    "shared_libstdcxx",
+    "cxx_override",
     "make_record",
     "read_record",
     "write_record",
@@ -247,6 +251,54 @@ def cuda_problem(cpp_extension=None) -> Optional[str]:
                 f"{', '.join(library_dirs) or 'any library folder'} (CUDA_HOME={home}); set "
                 f"CUDA_HOME to the CUDA toolkit's root, the folder with lib64/libcudart.so")
     return None
+
+
+def shared_libstdcxx(compiler: str) -> Optional[bool]:
+    """Whether the C++ compiler ``compiler`` (a command, e.g. ``"g++"`` or ``"ccache g++"``)
+    links libstdc++ as a shared library; ``None`` when it cannot be told (not GCC-like, not found).
+
+    GCC prints the bare name for ``-print-file-name=libstdc++.so`` when it has no such file.
+    """
+    try:
+        argv = shlex.split(compiler)
+        output = subprocess.run(argv + ["-print-file-name=libstdc++.so"], capture_output=True,
+                                text=True, timeout=60)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    name = output.stdout.strip()
+    if output.returncode != 0 or not name:
+        return None
+    return os.sep in name
+
+
+def cxx_override() -> Optional[tuple[str, str]]:
+    """A C++ compiler to build with instead of the one torch would use, and why; ``None`` to keep it.
+
+    torch compiles and links with ``$CXX`` (default ``c++``). A compiler that has only a static
+    libstdc++ links a second copy of libstdc++ into the extension, beside the shared one torch
+    uses, and then formatting any error message with a number in it crashes the process (seen
+    on an H100 machine whose ``CXX=/opt/gcc/bin/g++`` had only ``libstdc++.a``, torch 2.11,
+    2026-11-24). Then the first of ``g++``, ``c++`` on ``PATH`` that links the shared library
+    is used. Only Linux is checked.
+
+    Raises:
+        RuntimeError: the compiler links libstdc++ statically and no other one on ``PATH`` does.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    current = os.environ.get("CXX") or "c++"
+    if shared_libstdcxx(current) is not False:
+        return None
+    for candidate in ("g++", "c++"):
+        found = shutil.which(candidate)
+        if found and shared_libstdcxx(found):
+            return found, (f"the C++ compiler {current} has only a static libstdc++, which would "
+                           f"put a second libstdc++ into the kernels' library beside torch's; "
+                           f"building with {found} instead")
+    raise RuntimeError(f"the C++ compiler {current} has only a static libstdc++ (its "
+                       f"-print-file-name=libstdc++.so finds no file), and no g++ or c++ on PATH "
+                       f"links the shared one: a library built with it crashes on error "
+                       f"messages; set CXX to a compiler with libstdc++.so")
 
 
 def make_record(tag: dict[str, Any], digest: Optional[str], *, cuda_kernels: bool,

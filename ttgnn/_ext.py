@@ -202,8 +202,10 @@ def _prebuilt() -> tuple[Optional[ExtensionInfo], tuple[str, ...]]:
 @contextlib.contextmanager
 def _build_environment(cuda: bool) -> Iterator[None]:
     """``ninja`` on ``PATH`` (pip installs it beside the interpreter, which an unactivated venv
-    does not put on PATH) and the CUDA architectures, for the duration of a build."""
-    saved = {key: os.environ.get(key) for key in ("PATH", "TORCH_CUDA_ARCH_LIST")}
+    does not put on PATH), the CUDA architectures, and ``CXX`` where the configured compiler
+    would link libstdc++ statically (:func:`ttgnn._build.cxx_override`), for the duration of a
+    build."""
+    saved = {key: os.environ.get(key) for key in ("PATH", "TORCH_CUDA_ARCH_LIST", "CXX")}
     extra = [str(Path(sys.executable).parent)]
     with contextlib.suppress(ImportError):
         import ninja  # the PyPI package
@@ -213,6 +215,10 @@ def _build_environment(cuda: bool) -> Iterator[None]:
     if cuda:
         os.environ["TORCH_CUDA_ARCH_LIST"] = _build.cuda_arch_list()
     try:
+        override = _build.cxx_override()
+        if override is not None:
+            log.warning("ttgnn: %s", override[1])
+            os.environ["CXX"] = override[0]
         yield
     finally:
         for key, value in saved.items():
