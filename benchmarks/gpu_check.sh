@@ -4,13 +4,18 @@
 #   bash benchmarks/gpu_check.sh                     # data: $TTGNN_DATA, else ./dataset
 #   bash benchmarks/gpu_check.sh --root DIR --out gpu_check
 #   bash benchmarks/gpu_check.sh --dry-run           # print the steps only
+#   bash benchmarks/gpu_check.sh --steps setup,kernels,tests   # some steps only (names below)
+#   bash benchmarks/gpu_check.sh --offline           # no network: dgl, ogb, pymetis already importable
+#   bash benchmarks/gpu_check.sh --venv none         # no venv: use (and install into) python3 itself
 #
 # Steps (each logged to OUT/<step>.log; a failing step is reported and the next ones still run):
 #   setup      a venv (.venv-gpu): a torch that already sees the GPU (the machine's own build) is
 #              kept (--system-site-packages), else the pinned one from requirements.txt (on a GPU
 #              machine the PyPI torch==2.13.0 is the CUDA 13.0 build); the rest of
 #              requirements.txt; the package with the CUDA kernels (TORCH_CUDA_ARCH_LIST defaults
-#              to this GPU's architecture, which keeps the build short)
+#              to this GPU's architecture, which keeps the build short). With --offline nothing is
+#              downloaded: the requirements must already import (e.g. installed from wheels), and
+#              the package is built with --no-deps
 #   kernels    ttgnn._C has its CUDA kernels and one lookup equals the reference
 #   tests      every CUDA test (pytest -k "cuda or gpu": kernels vs reference, tensor layers, training)
 #   lookup     benchmarks/bench_lookup.py --device cuda (the whole table)
@@ -25,26 +30,40 @@ ROOT_DIR="${TTGNN_DATA:-dataset}"
 OUT="gpu_check_out"
 VENV=".venv-gpu"
 DRY=0
+OFFLINE=0
+STEPS="setup,kernels,tests,lookup,train,epoch,torchrun"
+ALL_STEPS="$STEPS"
 while [ $# -gt 0 ]; do
   case "$1" in
     --root) ROOT_DIR="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --venv) VENV="$2"; shift 2 ;;
     --dry-run) DRY=1; shift ;;
+    --offline) OFFLINE=1; shift ;;
+    --steps) STEPS="$2"; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+for s in ${STEPS//,/ }; do
+  case ",$ALL_STEPS," in *",$s,"*) ;; *) echo "gpu_check.sh: unknown step $s (valid: $ALL_STEPS)" >&2; exit 2 ;; esac
+done
 cd "$(dirname "$0")/.." || exit 2
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
-: > "$OUT/steps.tsv"
-PY="$VENV/bin/python"
+[ -f "$OUT/steps.tsv" ] || : > "$OUT/steps.tsv"   # a later call with other --steps adds its rows
+# --venv none: no venv, the python found first (PYTHON, else python3) is used and the package goes into it
+# (for a machine whose torch lives in a venv already: a venv made from a venv does not see its packages)
+if [ "$VENV" = none ]; then PY="$(command -v "${PYTHON:-python3}")"; else PY="$VENV/bin/python"; fi
 export TTGNN_DATA="$ROOT_DIR"  # the tests that need the real graphs read it
 
-# step NAME COMMAND...: run it (logged), record status and seconds
+# wanted GROUP: whether --steps names GROUP
+wanted() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+# step NAME COMMAND...: run it (logged), record status and seconds, if its group is wanted
 step() {
   local name="$1"; shift
+  wanted "${name%%-*}" || return 0
   echo "== $name: $*"
   if [ "$DRY" = 1 ]; then return 0; fi
   local start=$SECONDS
@@ -57,7 +76,11 @@ step() {
 
 setup_env() {
   local base="${PYTHON:-python3}"
-  if "$base" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  if [ "$OFFLINE" = 1 ]; then
+    [ -x "$PY" ] || "$base" -m venv --system-site-packages "$VENV" || return 1
+    "$PY" -c "import torch, dgl, ogb, pymetis, numpy, scipy, tqdm, pytest" || {
+      echo "--offline: the requirements above must already import (install them from wheels first)"; return 1; }
+  elif "$base" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     echo "keeping this machine's torch: $("$base" -c 'import torch; print(torch.__version__, torch.version.cuda)')"
     [ -x "$PY" ] || "$base" -m venv --system-site-packages "$VENV" || return 1
     grep -v '^torch==' requirements.txt > "$OUT/requirements-no-torch.txt"
@@ -69,7 +92,10 @@ setup_env() {
   "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'this torch sees no GPU')" || return 1
   local arch
   arch="$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability())')"
-  TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-$arch}" "$PY" -m pip install --no-build-isolation -e . || return 1
+  local nodeps=()
+  [ "$OFFLINE" = 1 ] && nodeps=(--no-deps --no-index)
+  TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-$arch}" "$PY" -m pip install --no-build-isolation "${nodeps[@]}" -e . \
+    || return 1
 }
 
 check_kernels() {
