@@ -7,7 +7,8 @@
 // which skip reading each scattered line from memory before overwriting it.
 //
 // Sorted rows that share leading digits are adjacent, so the unique rows are walked depth first:
-// threads take contiguous chunks of them (dynamically) and keep one partial product P_k per level;
+// threads take contiguous chunks of them (dynamically in the forward, round-robin in the backward,
+// whose per-thread sums must not depend on timing) and keep one partial product P_k per level;
 // a row recomputes only the levels from its first digit that differs from the previous row's. The
 // prefix (t_0 .. t_k) product is thus computed once per unique prefix (plus once per chunk
 // boundary). The last core's step is tiled (see tt_lookup_math.h) so that it vectorises.
@@ -86,9 +87,9 @@ using cpu::matmul_tn_acc_transposed;
 
 // Fewest unique rows worth a thread of its own.
 constexpr int64_t kMinRowsPerThread = 256;
-// Unique rows per chunk of work. Threads take chunks dynamically, so a thread the OS
-// deschedules (shared machines) does not hold the others up; each chunk restarts the walk, which
-// costs one recomputation of the prefix products.
+// Unique rows per chunk of work. The forward's threads take chunks dynamically, so a thread the
+// OS deschedules (shared machines) does not hold the others up; each chunk restarts the walk,
+// which costs one recomputation of the prefix products.
 constexpr int64_t kRowsPerChunk = 2048;
 
 // A grow-only scratch buffer per thread (and per use `kTag`). Buffers of a batch's size are past
@@ -1029,7 +1030,9 @@ void backward_impl(const TTDims& dims, const std::vector<at::Tensor>& cores,
       private_grads.assign(total_params, scalar_t(0));
       for (int k = 0; k < num_cores; ++k) grad_ptrs[tid].push_back(private_grads.data() + offsets[k]);
     }
-#pragma omp for schedule(dynamic, 1)
+    // Chunks dealt out round-robin, not dynamically: which chunks a thread sums into its buffer
+    // (and so the rounding of the gradients) depends only on the thread count.
+#pragma omp for schedule(static, 1)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       int64_t begin, end;
       split_range(num_unique, chunk, chunks, &begin, &end);
