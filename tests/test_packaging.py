@@ -169,12 +169,14 @@ def test_wheel_installs_into_a_fresh_venv_with_the_pinned_torch_and_runs(dists, 
                  env=dict(env, TTGNN_NO_EXTENSION="1")).stdout.strip()
     build_dir = Path(where)
     tag = _build.torch_tag()
+    cuda_tag = "cu" + tag["cuda"].replace(".", "") if tag["cuda"] else "cpu"
     assert build_dir.parent == (tmp_path / "cache" / "ext" /
                                 f"{tag['python']}-torch{torch.__version__}-cxx11abi"
-                                f"{int(tag['cxx11abi'])}-cpu")
+                                f"{int(tag['cxx11abi'])}-{cuda_tag}")
+    cuda = build_dir.name.startswith("cuda-")  # a CUDA torch on a machine with a GPU
     build_dir.mkdir(parents=True)
     shutil.copy2(_library_for_this_torch(), build_dir / "ttgnn_C.so")
-    record = _build.make_record(tag, _build.source_digest(kernels, cuda=False), cuda_kernels=False,
+    record = _build.make_record(tag, _build.source_digest(kernels, cuda=cuda), cuda_kernels=cuda,
                                 cuda_skipped=None, flags=_build.cxx_flags(), built_by="jit")
     _build.write_record(build_dir / "build.json", dict(record, library="ttgnn_C.so"))
 

@@ -414,8 +414,11 @@ def _npz_edge_chunks(path: Path):
         return np.frombuffer(data, dtype=dtype)
 
     def chunks():
-        with zipfile.ZipFile(path) as archive, archive.open("edge_index.npy") as first, \
-                archive.open("edge_index.npy") as second:
+        # one ZipFile per stream: Python 3.12's fast seek in a stored member moved the position
+        # that another open member of the same ZipFile reads from (CPython gh-127847; seen on
+        # Python 3.12.3, 2026-11-24: node ids out of range)
+        with zipfile.ZipFile(path) as archive_a, zipfile.ZipFile(path) as archive_b, \
+                archive_a.open("edge_index.npy") as first, archive_b.open("edge_index.npy") as second:
             first.read(header)
             if fortran:  # (src, dst) pairs side by side
                 for start in range(0, num_edges, _NPZ_CHUNK):
