@@ -608,15 +608,36 @@ def test_no_compiler_with_the_shared_libstdcxx_is_an_error(compilers, monkeypatc
         _build.cxx_override()
 
 
-def test_first_use_and_setup_build_with_the_replacement_compiler(compilers, monkeypatch, caplog):
+def test_first_use_and_setup_build_with_the_replacement_compiler(compilers, fresh_ext, monkeypatch, caplog):
     static, shared = compilers
     monkeypatch.setenv("CXX", str(static))
+    compilers_used = []
+
+    def compile_noting_cxx(**kwargs):
+        compilers_used.append(os.environ["CXX"])
+        return fresh_ext.compile(**kwargs)
+
+    monkeypatch.setattr(_ext, "_cpp_extension_load", compile_noting_cxx)
     with caplog.at_level("WARNING", logger="ttgnn"):
-        with _ext._build_environment(cuda=False):
-            assert os.environ["CXX"] == str(shared)
+        info, _ = _load_collecting_warnings()
+    assert info.origin == "compiled" and compilers_used == [str(shared)]
     assert os.environ["CXX"] == str(static)  # restored after the build
     assert f"building with {shared} instead" in caplog.text
     setup = _setup_module()
     monkeypatch.setenv("PATH", f"{shared.parent}{os.pathsep}{os.environ.get('PATH', '')}")
     setup._extensions()
     assert os.environ["CXX"] == str(shared)
+
+
+def test_first_use_without_a_shared_libstdcxx_compiles_nothing_and_says_why(compilers, fresh_ext, monkeypatch):
+    static, _ = compilers
+    monkeypatch.setenv("PATH", str(static.parent))
+    monkeypatch.setenv("CXX", str(static))
+    _cuda_torch(monkeypatch)
+    monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
+    monkeypatch.setattr(_build, "cuda_problem", lambda cpp_extension=None: None)
+    info, caught = _load_collecting_warnings()
+    assert info.origin == "unavailable" and "set CXX to a compiler with libstdc++.so" in info.error
+    assert fresh_ext.compiles == []  # no CUDA attempt, no CPU retry
+    # the one warning of a fallback to the reference, with the reason; none about the CUDA part
+    assert len(caught) == 1 and "static libstdc++" in str(caught[0].message)

@@ -200,11 +200,10 @@ def _prebuilt() -> tuple[Optional[ExtensionInfo], tuple[str, ...]]:
 
 
 @contextlib.contextmanager
-def _build_environment(cuda: bool) -> Iterator[None]:
+def _build_environment(cuda: bool, cxx: Optional[str] = None) -> Iterator[None]:
     """``ninja`` on ``PATH`` (pip installs it beside the interpreter, which an unactivated venv
-    does not put on PATH), the CUDA architectures, and ``CXX`` where the configured compiler
-    would link libstdc++ statically (:func:`ttgnn._build.cxx_override`), for the duration of a
-    build."""
+    does not put on PATH), the CUDA architectures, and ``CXX`` when ``cxx`` is given, for the
+    duration of a build."""
     saved = {key: os.environ.get(key) for key in ("PATH", "TORCH_CUDA_ARCH_LIST", "CXX")}
     extra = [str(Path(sys.executable).parent)]
     with contextlib.suppress(ImportError):
@@ -214,11 +213,9 @@ def _build_environment(cuda: bool) -> Iterator[None]:
     os.environ["PATH"] = os.pathsep.join(extra + [saved["PATH"] or os.defpath])
     if cuda:
         os.environ["TORCH_CUDA_ARCH_LIST"] = _build.cuda_arch_list()
+    if cxx is not None:
+        os.environ["CXX"] = cxx
     try:
-        override = _build.cxx_override()
-        if override is not None:
-            log.warning("ttgnn: %s", override[1])
-            os.environ["CXX"] = override[0]
         yield
     finally:
         for key, value in saved.items():
@@ -255,6 +252,13 @@ def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional
     if baton.exists():  # (we hold the build lock, so no live ttgnn build is using it)
         log.warning("ttgnn: removing %s, left by a build that did not finish", baton)
         baton.unlink(missing_ok=True)
+    # Once per build, outside the attempts: a compiler with only a static libstdc++ is replaced,
+    # and where none here has the shared one, the build fails with that reason (no CUDA retry).
+    override = _build.cxx_override()
+    cxx = None
+    if override is not None:
+        cxx, why = override
+        log.warning("ttgnn: %s", why)
     flags = _build.cxx_flags()
     while True:
         log.warning("ttgnn: compiling the TT-lookup kernels (%s) for torch %s into %s; this "
@@ -262,7 +266,7 @@ def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional
                     "CPU and CUDA" if cuda else "CPU", torch.__version__, build_dir)
         start = time.perf_counter()
         try:
-            with _build_environment(cuda):
+            with _build_environment(cuda, cxx):
                 library = _cpp_extension_load(
                     name=_JIT_NAME,
                     sources=[str(path) for path in _build.sources(kernels, cuda=cuda)],
