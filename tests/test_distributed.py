@@ -6,7 +6,9 @@ processes when it passes, so a hung rank fails the test instead of hanging the s
 from __future__ import annotations
 
 import datetime
+import gzip
 import json
+import math
 import logging
 import os
 import signal
@@ -326,6 +328,52 @@ def test_a_refused_run_folder_stops_every_rank_with_rank_0s_error(tmp_path):
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [expected, expected]
 
 
+def _full_graph_config(**overrides):
+    """Full-graph training without dropout: the two ranks' shards are the only difference from
+    one process, so the epoch-1 loss (computed before the first step) is the same number."""
+    from ttgnn.train import TrainConfig
+
+    settings = dict(dataset="planted", dim=8, rank=2, hidden=8, num_layers=2, epochs=2, mode="full", order="identity",
+                    label_input=False, dropout=0.0, correct_smooth=False, progress=False, seed=5)
+    settings.update(overrides)
+    return TrainConfig(**settings)
+
+
+def _full_graph_worker(rank: int, world_size: int, port: int, out_dir: str):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
+                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
+    from ttgnn.data import planted_partition
+    from ttgnn.train import train
+
+    torch.set_num_threads(1)
+    tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
+    try:
+        summary = train(_full_graph_config(), planted_partition(200, num_classes=4, seed=2))
+    finally:
+        tdist.teardown()
+    (Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(summary))
+
+
+def test_two_ranks_log_the_epoch_mean_loss_and_return_rank_0s_metrics(tmp_path):
+    from ttgnn.data import planted_partition
+    from ttgnn.train import train
+
+    run_spawned(_full_graph_worker, 2, (free_port(), str(tmp_path)))
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0]["world_size"] == 2 and [r["epoch"] for r in ranks[0]["epochs"]] == [1, 2]
+    # Every rank returns rank 0's metrics (rank 1 evaluates nothing itself).
+    assert ranks[1] == ranks[0]
+    alone = train(_full_graph_config(), planted_partition(200, num_classes=4, seed=2))
+    # The logged loss is the mean over all training nodes: the mean of the two equal shards' means,
+    # not one rank's own shard mean, nor their sum.
+    first = ranks[0]["epochs"][0]["loss"]
+    assert first == pytest.approx(alone["epochs"][0]["loss"], rel=1e-6)
+    # Full-graph gradients averaged over equal shards are the one-process gradient: the next
+    # epoch's loss agrees too, to rounding.
+    assert ranks[0]["epochs"][1]["loss"] == pytest.approx(alone["epochs"][1]["loss"], rel=1e-5)
+    assert ranks[0]["epochs"][1]["loss"] < first
+
+
 def test_two_ranks_match_one_process_with_tensor_layers(tmp_path):
     # The same DDP equivalence with the tensor layers (--gnn-backend torch): blocks become index
     # tensors on each rank; averaged gradients give one process's result on the union of batches.
@@ -354,8 +402,6 @@ RECORD_KEYS = ("epoch", "loss", "train_acc", "valid_acc", "test_acc", "valid_los
 @pytest.fixture(scope="module")
 def toy_folder(tmp_path_factory) -> Path:
     """A 400-node planted-partition graph written in OGB's raw layout (what ``ttgnn train`` reads)."""
-    import gzip
-
     from ttgnn.data import planted_partition
 
     dataset = planted_partition(400, num_classes=4, avg_degree=8, seed=3)
@@ -432,12 +478,25 @@ def two_rank_run(toy_folder, tmp_path_factory) -> Path:
     return tmp / "out"
 
 
-def test_ttgnn_train_under_torchrun_two_ranks(two_rank_run):
+def test_ttgnn_train_under_torchrun_two_ranks(two_rank_run, toy_folder):
     metrics = json.loads((two_rank_run / "metrics.json").read_text())
     assert metrics["world_size"] == 2
     assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3]
     losses = [r["loss"] for r in metrics["epochs"]]
     assert losses[-1] < losses[0] - 0.3  # it trains (2.39 -> 1.34 measured)
+    # Each rank trains on its half of each epoch's target nodes (label input is on for this graph:
+    # half of the training nodes are inputs), in batches of 32: the optimiser's step count.
+    from ttgnn.train import load_checkpoint, split_known
+
+    assert metrics["label_input"] is True
+    with gzip.open(toy_folder / "split" / "random" / "train.csv.gz", "rt") as fh:
+        train_ids = torch.tensor([int(line) for line in fh.read().split()])
+    targets = [split_known(train_ids, 0.5, 0, epoch)[1].numel() for epoch in (1, 2, 3)]
+    expected = sum(math.ceil(math.ceil(n / 2) / 32) for n in targets)
+    alone = sum(math.ceil(n / 32) for n in targets)  # what each rank would run without shards
+    assert expected < alone
+    optimizer = load_checkpoint(two_rank_run / "checkpoint.pt")["optimizer"]
+    assert {int(state["step"]) for state in optimizer["state"].values()} == {expected}
     assert set(final_model(two_rank_run)) >= {f"node_input.table.cores.{k}" for k in range(3)}
 
 

@@ -591,9 +591,9 @@ def _epochs(run: RunState) -> None:
                   desc="epochs", leave=False, initial=run.start_epoch - 1, total=config.epochs)
     for epoch in epochs:
         started = time.perf_counter()
+        # With several ranks, train_epoch ends in an all-reduce of the loss: every rank has finished
+        # the epoch before rank 0 evaluates and saves.
         loss = train_epoch(run, epoch, show_progress=show)
-        if run.world_size > 1:
-            tdist.barrier()  # every rank has finished the epoch before rank 0 evaluates and saves
         if run.is_main:
             evaluate_and_checkpoint(run, epoch, loss, time.perf_counter() - started)
         tdist.barrier()  # no rank starts the next epoch before this epoch's checkpoint exists
