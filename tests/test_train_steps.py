@@ -310,6 +310,44 @@ def test_a_minibatch_epoch_of_one_training_node_reports_its_loss(tmp_path, plant
     assert loss == pytest.approx(full, rel=1e-5)
 
 
+def test_a_minibatch_epoch_loss_is_summed_in_double_precision(tmp_path, planted, monkeypatch):
+    # Each batch's float32 loss, weighted by its size, is summed in float64: the epoch's loss is
+    # exactly the Python-float sum divided by the node count (a float32 sum differs in the last bits).
+    batches = []
+    cross_entropy = ttrain.F.cross_entropy
+
+    def recorded(logits, labels, **kw):
+        loss = cross_entropy(logits, labels, **kw)
+        if torch.is_grad_enabled():  # training steps; evaluation runs under no_grad
+            batches.append((float(loss), labels.numel()))
+        return loss
+
+    monkeypatch.setattr(ttrain.F, "cross_entropy", recorded)
+    m = train(_config(tmp_path, mode="minibatch", epochs=1, batch_size=16, correct_smooth=False), planted)
+    assert len(batches) == math.ceil(planted.split["train"].numel() / 16)
+    total = 0.0
+    for loss, size in batches:
+        total += loss * size
+    assert m["epochs"][0]["loss"] == total / sum(size for _, size in batches)
+
+
+def test_minibatches_are_sampled_in_the_training_process(tmp_path, planted, monkeypatch):
+    # No sampling worker processes: DGL's workers fork the process after torch has started its
+    # thread pools, and the shard and seed of each step are drawn in this process.
+    import dgl
+
+    workers = []
+    loader = dgl.dataloading.DataLoader
+
+    def recorded(*args, **kw):
+        workers.append(kw.get("num_workers"))
+        return loader(*args, **kw)
+
+    monkeypatch.setattr(dgl.dataloading, "DataLoader", recorded)
+    train(_config(tmp_path, mode="minibatch", epochs=2, correct_smooth=False), planted)
+    assert len(workers) >= 2 and set(workers) == {0}  # each epoch's training loader, and evaluation's
+
+
 @pytest.mark.parametrize("progress", [True, False])
 def test_the_batch_progress_bar_is_named_by_epoch_and_cleared_after_it(tmp_path, planted, capsys, progress):
     train(_config(tmp_path, mode="minibatch", epochs=2, progress=progress, correct_smooth=False), planted)
