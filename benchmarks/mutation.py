@@ -58,7 +58,7 @@ MODULES = {
     "smoothing": (["ttgnn/smoothing.py"], ["tests/test_smoothing.py"]),
     "distributed": (["ttgnn/distributed.py"], ["tests/test_distributed.py", "tests/test_distributed_group.py"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
-                                   "tests/test_distributed.py"]),
+                                   "tests/test_distributed.py", "tests/test_cli.py", "tests/test_gpu_path.py"]),
 }
 # mutmut's exit codes of a mutant's test run (see `mutmut results`).
 STATUS_BY_EXIT_CODE = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
@@ -124,7 +124,9 @@ def prepare_copy(workdir: Path) -> Path:
         shutil.rmtree(copy, ignore_errors=True)
     subprocess.run(["git", "worktree", "prune"], cwd=REPO, check=True)
     _git("worktree", "add", "--detach", str(copy), "HEAD")
-    for built in (REPO / "ttgnn").glob("_C*.so"):  # ignored build output: the kernels of this tree
+    # Ignored build output: the kernels of this tree and their build record, without which the
+    # copy would not load them (tests that read a command's stderr then see the fallback warning).
+    for built in [*(REPO / "ttgnn").glob("_C*.so"), *(REPO / "ttgnn").glob("_C.build.json")]:
         shutil.copy2(built, copy / "ttgnn" / built.name)
     shutil.move(str(copy / "partition"), str(copy / "ttgnn" / "partition"))
     return copy
@@ -138,7 +140,8 @@ def write_config(copy: Path, patterns: list[str], tests: list[str], timeout_mult
     (copy / "setup.cfg").write_text(
         "[mutmut]\n"
         "source_paths = ttgnn\n"
-        "also_copy =\n    examples\n"  # tests that run the example scripts find them next to tests/
+        # tests that run the example and benchmark scripts find them next to tests/
+        "also_copy =\n    examples\n    benchmarks\n"
         f"only_mutate ={lines(patterns)}\n"
         f"pytest_add_cli_args_test_selection ={lines(tests)}\n"
         f"pytest_add_cli_args ={lines(pytest_args)}\n"

@@ -365,6 +365,21 @@ def _run(tmp_path, planted, **kw):
     return ttrain.setup_run(config, planted, 0, 1, torch.device("cpu"))
 
 
+@pytest.mark.parametrize("mode", ["full", "minibatch"])
+def test_a_full_graph_run_converts_its_graph_once_for_the_tensor_layers(tmp_path, planted, mode):
+    # Full-graph mode: the graph becomes index tensors once, in setup (not at every forward);
+    # mini-batch mode keeps the DGL graph, from which blocks are sampled.
+    import dgl
+
+    from ttgnn.layers import SparseGraph
+
+    run = _run(tmp_path, planted, mode=mode, gnn_backend="torch")
+    if mode == "full":
+        assert isinstance(run.graph, SparseGraph) and run.graph.num_dst == planted.num_nodes
+    else:
+        assert isinstance(run.graph, dgl.DGLGraph) and run.graph.num_nodes() == planted.num_nodes
+
+
 def test_train_epoch_shows_no_progress_bar_unless_asked(tmp_path, planted, capsys):
     run = _run(tmp_path, planted, mode="minibatch")
     ttrain.train_epoch(run, 1)
