@@ -218,6 +218,8 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
             raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
 
     if isinstance(graph, CSRGraph):  # already canonical (built by this module)
+        if graph.num_nodes < 1:
+            raise ValueError(f"a graph needs at least one node, got a CSRGraph of {graph.num_nodes}")
         if num_nodes is not None and num_nodes != graph.num_nodes:
             raise ValueError(f"num_nodes={num_nodes} does not match the CSRGraph's {graph.num_nodes} nodes")
         return graph

@@ -38,7 +38,7 @@ def shared_prefix_fractions(
         dict: ``{"shared_prefix_1": ..., ..., "shared_prefix_{K-1}": ...}``, each in ``[0, 1]``;
         ``nan`` for a graph without edges.
     """
-    csr = graph if isinstance(graph, CSRGraph) else canonical_csr(graph, num_nodes)
+    csr = canonical_csr(graph, num_nodes)  # a CSRGraph passes through, checked against num_nodes
     perm = np.asarray(perm)
     if perm.shape != (csr.num_nodes,):
         raise ValueError(f"perm must have shape ({csr.num_nodes},), got {perm.shape}")

@@ -205,7 +205,7 @@ def _hierarchical_perm(csr: CSRGraph, row_shape: tuple[int, ...], metis_levels: 
                   "entries left", level + 1, len(starts), capacity, indices.shape[0])
 
     # The last digit is the slot inside the innermost part.
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if num_nodes else np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])  # num_nodes >= 1 (canonical_csr)
     run_lengths = np.diff(np.r_[starts, num_nodes])
     slot = np.arange(num_nodes, dtype=np.int64) - np.repeat(starts, run_lengths)
     perm = np.empty(num_nodes, dtype=np.int64)
@@ -297,7 +297,8 @@ def hierarchical_order(
         seed (int): seed for METIS and the random order; the same seed gives the same order.
             (default: ``0``)
         num_nodes (int, optional): the node count; required for an edge index whose largest ids
-            are isolated nodes. (default: ``max id + 1``)
+            are isolated nodes; for CSR input (a tuple or a ``CSRGraph``) it must match the
+            graph. (default: ``max id + 1``)
         cache_dir (str or Path, optional): folder caching results by the graph's content hash,
             row shape, method and seed. Corrupted or mismatched files are reported (warning) and
             recomputed. (default: no caching)
@@ -338,7 +339,7 @@ def hierarchical_order(
         from .kaminpar import COARSEN_ENTRIES
 
         coarsen_entries = COARSEN_ENTRIES
-    csr = graph if isinstance(graph, CSRGraph) else canonical_csr(graph, num_nodes)
+    csr = canonical_csr(graph, num_nodes)  # a CSRGraph passes through, checked against num_nodes
     shape = _check_row_shape(row_shape, csr.num_nodes)
 
     cache_path = None

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ttgnn.partition import METHODS, hierarchical_order
+from ttgnn.partition import METHODS, CSRGraph, canonical_csr, hierarchical_order, shared_prefix_fractions
 from ttgnn.partition import reorder as reorder_module
 
 from partition_graphs import check_order, sbm_edges
@@ -347,3 +347,19 @@ def test_order_does_not_depend_on_the_filter_block_size(monkeypatch):
     monkeypatch.setattr(reorder_module, "_FILTER_ROWS", 13)
     blocked = hierarchical_order(edge_index, (4, 5, 4, 5), method="hierarchical-metis")
     np.testing.assert_array_equal(default.perm, blocked.perm)
+
+
+def test_a_csrgraph_is_checked_like_any_other_input():
+    # A CSRGraph passes through canonical_csr: a contradicting num_nodes and a graph without nodes
+    # are errors, not an order of the wrong length or an IndexError deep in the splits.
+    csr = canonical_csr(np.array([[0, 1], [1, 2]]), 3)
+    perm = hierarchical_order(csr, (2, 2), num_nodes=3).perm  # a matching num_nodes is fine
+    assert perm.shape == (3,) and len(set(perm.tolist())) == 3 and perm.max() < 4
+    with pytest.raises(ValueError, match="num_nodes=5 does not match the CSRGraph's 3 nodes"):
+        hierarchical_order(csr, (2, 2), num_nodes=5)
+    with pytest.raises(ValueError, match="num_nodes=5 does not match the CSRGraph's 3 nodes"):
+        shared_prefix_fractions(csr, np.arange(3), (2, 2), num_nodes=5)
+    empty = CSRGraph(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32))
+    for row_shape in [(4,), (2, 2)]:
+        with pytest.raises(ValueError, match="a graph needs at least one node, got a CSRGraph of 0"):
+            hierarchical_order(empty, row_shape)

@@ -177,6 +177,43 @@ def test_rebalance_spreads_an_excess_over_more_parts_than_its_rounds():
     np.testing.assert_array_equal(out[20:50], labels[20:50])
 
 
+def test_rebalance_fallback_handles_an_edgeless_node_with_the_highest_id():
+    # Part 0: a 4-clique {0..3} and 17 edgeless nodes 4..20 (excess 17); parts 1..9 have room 2
+    # each. Edgeless movers all go to the part with the most room, so each round fills one part:
+    # eight rounds move nodes 4..19 (lowest ids first) and the fallback places node 20, the
+    # highest-numbered node left in part 0 and one without edges.
+    clique = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    csr = canonical_csr(np.array(clique).T, 39)
+    labels = np.r_[np.zeros(21), np.repeat(np.arange(1, 10), 2)].astype(np.int64)
+    out = rebalance(csr.indptr, csr.indices, labels, nparts=10, capacity=4)
+    np.testing.assert_array_equal(out[:4], 0)
+    np.testing.assert_array_equal(out[4:20], np.repeat(np.arange(1, 9), 2))
+    assert out[20] == 9
+    np.testing.assert_array_equal(out[21:], labels[21:])
+
+
+def test_rebalance_takes_movers_from_a_pool_of_the_least_connected_candidates():
+    # The movers of a round come from a pool of 4 * excess + 16 candidates of the over-full part,
+    # the least connected inside it (a speed heuristic: the pool, not the whole part, is scored).
+    # Part 0 (capacity 26) holds 28 nodes, excess 2, so the pool is the 24 least connected:
+    #   nodes 0..17  (9 pairs):             1 edge inside, no edge out -> cut +1 by moving
+    #   nodes 18..23 (2 triangles):         2 inside, 4 into part 1     -> cut -2
+    #   nodes 24..27 (a 4-clique):          3 inside, 10 into part 1    -> cut -7, outside the pool
+    # Part 1 (nodes 28..39) has room. The two movers are the best-scored in the pool: 18 and 19.
+    part1 = np.arange(28, 40)
+    edges = [(2 * i, 2 * i + 1) for i in range(9)]
+    for t in (18, 21):
+        edges += [(t, t + 1), (t + 1, t + 2), (t, t + 2)]
+    edges += [(a, b) for a in range(24, 28) for b in range(a + 1, 28)]
+    edges += [(x, int(p)) for x in range(18, 24) for p in part1[:4]]
+    edges += [(x, int(p)) for x in range(24, 28) for p in part1[:10]]
+    csr = canonical_csr(np.array(edges).T, 40)
+    labels = np.r_[np.zeros(28), np.ones(12)].astype(np.int64)
+    out = rebalance(csr.indptr, csr.indices, labels, nparts=2, capacity=26)
+    np.testing.assert_array_equal(np.flatnonzero(out != labels), [18, 19])
+    assert (out[[18, 19]] == 1).all()
+
+
 def test_rebalance_returns_int64_labels_for_int32_input():
     csr = canonical_csr(np.array([[3], [4]]), 6)
     for labels in ([0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 2]):  # over-full, and already within capacity
