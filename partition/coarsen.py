@@ -43,6 +43,11 @@ _BLOCK_ENTRIES = 1 << 22
 _DEGREE_CLASSES = 4
 
 
+def _narrow_dtype(bound: int) -> type:
+    """``np.int32`` for values below ``bound`` when ``bound < 2**31``, else ``np.int64``."""
+    return np.int32 if bound < 2**31 else np.int64
+
+
 def _check_int(name: str, value, minimum: int) -> int:
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, got bool")
@@ -352,7 +357,7 @@ def cluster_label_propagation(indptr: np.ndarray, indices: np.ndarray, max_clust
     seed = _check_int("seed", seed, 0)
     node_weights = _check_weights("node_weights", node_weights, num_nodes, 0)
     edge_weights = _check_weights("edge_weights", edge_weights, indices.shape[0], 1)
-    id_dtype = np.int32 if num_nodes < 2**31 else np.int64
+    id_dtype = _narrow_dtype(num_nodes)
     labels = np.arange(num_nodes, dtype=id_dtype)
     if node_weights is None:
         sizes = np.ones(num_nodes, dtype=id_dtype)
@@ -434,9 +439,9 @@ def contract(indptr: np.ndarray, indices: np.ndarray, clusters: np.ndarray, num_
             raise ValueError(f"clusters must lie in [0, {num_clusters}), got {low} .. {high}")
     node_weights = _check_weights("node_weights", node_weights, num_nodes, 0)
     edge_weights = _check_weights("edge_weights", edge_weights, indices.shape[0], 1)
-    id_dtype = np.int32 if num_clusters < 2**31 else np.int64
+    id_dtype = _narrow_dtype(num_clusters)
     total_edge_weight = indices.shape[0] if edge_weights is None else int(edge_weights.sum(dtype=np.int64))
-    weight_dtype = np.int32 if total_edge_weight < 2**31 else np.int64
+    weight_dtype = _narrow_dtype(total_edge_weight)
     cluster_sizes = np.bincount(clusters, minlength=num_clusters)
     if node_weights is None:
         c_node_weights = cluster_sizes.astype(np.int64, copy=False)

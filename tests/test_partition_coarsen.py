@@ -1053,3 +1053,11 @@ def test_coarsening_stops_after_eight_levels_by_default():
     capped, capped_graph = coarsen_graph(indptr, indices, 4096, 0, max_levels=8)
     assert all(np.array_equal(a, b) for a, b in zip(graph, capped_graph))
     assert len(coarsen_graph(indptr, indices, 4096, 0, max_levels=9)[0]) == 9
+
+
+def test_ids_and_weights_switch_to_64_bits_at_2_31():
+    # Labels, cluster ids and summed weights below 2**31 are int32; from 2**31 on (graphs far past
+    # this machine's memory) int64: checked on the rule itself, the graphs cannot be built here.
+    narrow = coarsen_module._narrow_dtype
+    assert [narrow(n) for n in (0, 1, 2**31 - 1)] == [np.int32] * 3
+    assert [narrow(n) for n in (2**31, 2**32, 2**40)] == [np.int64] * 3
