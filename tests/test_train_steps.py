@@ -380,6 +380,36 @@ def test_a_full_graph_run_converts_its_graph_once_for_the_tensor_layers(tmp_path
         assert isinstance(run.graph, dgl.DGLGraph) and run.graph.num_nodes() == planted.num_nodes
 
 
+def test_build_classifier_gives_an_orthogonal_table_when_asked(planted):
+    # init "ortho": the TT table's columns are orthogonal, each of squared norm
+    # init_scale^2 * rows (rows 20 x 20 = the 400 nodes, no padding); the gaussian init is not.
+    grams = {}
+    for init in ("ortho", "gaussian"):
+        config = _config(None, init=init, init_scale=0.5, row_shape=[20, 20], col_shape=[4, 4])
+        model = build_classifier(config, planted)
+        with torch.no_grad():
+            weight = model.node_input.table.full_weight().double()
+        assert weight.shape == (400, 16)
+        grams[init] = weight.T @ weight / (0.5**2 * 400)
+    eye = torch.eye(16, dtype=torch.float64)
+    torch.testing.assert_close(grams["ortho"], eye, rtol=0, atol=1e-5)
+    assert (grams["gaussian"] - eye).abs().max() > 0.05
+
+
+@pytest.mark.parametrize("init", ["auto", "spectral"])
+def test_a_feature_input_is_used_as_given_whatever_the_table_init(planted, init):
+    # Few training nodes (10 of 400) would make "auto" pick the spectral init for a table; a
+    # feature matrix is not a table: no eigenvectors, the features unchanged, the init left as set.
+    features = torch.randn(planted.num_nodes, 5, generator=torch.Generator().manual_seed(0))
+    dataset = dataclasses.replace(planted, features=features,
+                                  split=dict(planted.split, train=planted.split["train"][:10]))
+    config = _config(None, embedding="features", init=init)
+    assert ttrain.settle_by_graph(config, dataset).init == init
+    assert ttrain.settle_by_graph(_config(None, init="auto"), dataset).init == "spectral"  # a table would
+    model = build_classifier(config, dataset)
+    assert torch.equal(model.node_input(torch.arange(planted.num_nodes)), features)
+
+
 def test_train_epoch_shows_no_progress_bar_unless_asked(tmp_path, planted, capsys):
     run = _run(tmp_path, planted, mode="minibatch")
     ttrain.train_epoch(run, 1)
