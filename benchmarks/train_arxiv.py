@@ -266,9 +266,13 @@ def main() -> int:
     header = ("| model | embedding | order | rank | compression | seeds | valid acc | test acc | C&S valid | C&S test | "
               "best epochs | epoch time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for group in ("main", "labels", "spectral", "ablation", "sweep", "defaults"):
-        lines = []
+        lines, unfinished = [], []
         for name in (n for n in names if CONFIGS[n][1] == group):
-            runs = [json.loads(p.read_text()) for p in sorted((out / name).glob("seed*/metrics.json"))]
+            # Only runs that reached their last epoch count; one still running (or stopped) is named.
+            epochs = run_epochs(name, args.epochs, args.ablation_epochs)
+            paths = sorted((out / name).glob("seed*/metrics.json"))
+            runs = [json.loads(p.read_text()) for p in paths if finished(p, epochs)]
+            unfinished += [f"{name}/{p.parent.name}" for p in paths if not finished(p, epochs)]
             if runs:
                 lines.append(row(name, runs))
         if lines:
@@ -279,6 +283,8 @@ def main() -> int:
                               "as named)",
                      "defaults": "the CLI defaults as they are now (GAT: 100 epochs unless --epochs)"}[group]
             print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
+        if unfinished:
+            print(f"not counted, not finished: {', '.join(unfinished)}")
     print("\ncommands:")
     for name in names:
         epochs = run_epochs(name, args.epochs, args.ablation_epochs)
