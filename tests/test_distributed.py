@@ -78,6 +78,16 @@ def test_train_with_world_size_needs_a_process_group():
         train(TrainConfig(dataset="unused", epochs=1), process_rank=2, world_size=2)
 
 
+def test_one_process_of_a_larger_group_cannot_train_alone(monkeypatch):
+    # world_size=1 inside a group of two would wait at the group's barrier for a rank that is not
+    # training: an error before anything starts.
+    from ttgnn.train import TrainConfig, train
+
+    monkeypatch.setattr(tdist, "get_world_size", lambda: 2)
+    with pytest.raises(ValueError, match="world_size=1 needs an initialised process group of that size .* got 2"):
+        train(TrainConfig(dataset="unused", epochs=1), process_rank=0, world_size=1)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
 def test_setup_cuda_without_gpu_is_an_error():
     with pytest.raises(ValueError, match="torch.cuda.is_available"):

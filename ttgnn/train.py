@@ -548,8 +548,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         dataset (NodeDataset, optional): an already loaded dataset. (default: loaded from ``config``)
         process_rank (int, optional): this process's rank in a data-parallel job; only rank 0
             evaluates, logs and writes. (default: the rank in the process group, else ``0``)
-        world_size (int, optional): number of processes; ``> 1`` needs an initialised process
-            group of that size (:func:`ttgnn.distributed.setup`). (default: the group's size, else ``1``)
+        world_size (int, optional): number of processes: the size of the initialised process
+            group (:func:`ttgnn.distributed.setup`), ``1`` without one. (default: the group's size, else ``1``)
         device (torch.device, optional): where to train. (default: CPU)
 
     Raises:
@@ -561,7 +561,9 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
     world_size = tdist.get_world_size() if world_size is None else world_size
     if not 0 <= process_rank < world_size:
         raise ValueError(f"process_rank must be in [0, {world_size}), got {process_rank}")
-    if world_size > 1 and tdist.get_world_size() != world_size:
+    # The run's collectives (the barrier after each epoch's checkpoint) span the whole process
+    # group: one process of a larger group cannot train alone.
+    if tdist.get_world_size() != world_size:
         raise ValueError(f"world_size={world_size} needs an initialised process group of that size (launch with "
                          f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
     device = torch.device("cpu") if device is None else torch.device(device)
