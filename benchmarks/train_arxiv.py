@@ -269,10 +269,12 @@ def main() -> int:
         lines, unfinished = [], []
         for name in (n for n in names if CONFIGS[n][1] == group):
             # Only runs that reached their last epoch count; one still running (or stopped) is named.
-            epochs = run_epochs(name, args.epochs, args.ablation_epochs)
-            paths = sorted((out / name).glob("seed*/metrics.json"))
-            runs = [json.loads(p.read_text()) for p in paths if finished(p, epochs)]
-            unfinished += [f"{name}/{p.parent.name}" for p in paths if not finished(p, epochs)]
+            epochs, runs = run_epochs(name, args.epochs, args.ablation_epochs), []
+            for path in sorted((out / name).glob("seed*/metrics.json")):
+                if finished(path, epochs):
+                    runs.append(json.loads(path.read_text()))
+                else:
+                    unfinished.append(f"{name}/{path.parent.name}")
             if runs:
                 lines.append(row(name, runs))
         if lines:

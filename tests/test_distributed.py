@@ -8,8 +8,8 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
-import math
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -338,15 +338,13 @@ def test_a_refused_run_folder_stops_every_rank_with_rank_0s_error(tmp_path):
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [expected, expected]
 
 
-def _full_graph_config(**overrides):
+def _full_graph_config():
     """Full-graph training without dropout: the two ranks' shards are the only difference from
     one process, so the epoch-1 loss (computed before the first step) is the same number."""
     from ttgnn.train import TrainConfig
 
-    settings = dict(dataset="planted", dim=8, rank=2, hidden=8, num_layers=2, epochs=2, mode="full", order="identity",
-                    label_input=False, dropout=0.0, correct_smooth=False, progress=False, seed=5)
-    settings.update(overrides)
-    return TrainConfig(**settings)
+    return TrainConfig(dataset="planted", dim=8, rank=2, hidden=8, num_layers=2, epochs=2, mode="full",
+                       order="identity", label_input=False, dropout=0.0, correct_smooth=False, progress=False, seed=5)
 
 
 def _full_graph_worker(rank: int, world_size: int, port: int, out_dir: str):

@@ -366,7 +366,7 @@ def _run(tmp_path, planted, **kw):
 
 
 @pytest.mark.parametrize("mode", ["full", "minibatch"])
-def test_a_full_graph_run_converts_its_graph_once_for_the_tensor_layers(tmp_path, planted, mode):
+def test_setup_converts_the_graph_for_the_tensor_layers_in_full_graph_mode_only(tmp_path, planted, mode):
     # Full-graph mode: the graph becomes index tensors once, in setup (not at every forward);
     # mini-batch mode keeps the DGL graph, from which blocks are sampled.
     import dgl
