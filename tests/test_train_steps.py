@@ -632,6 +632,25 @@ def test_a_checkpoint_write_restores_the_callers_sigint_handler():
         signal.signal(signal.SIGINT, before)
 
 
+def test_ctrl_c_while_the_best_model_is_written_waits_for_the_checkpoint(tmp_path, planted, monkeypatch):
+    # SIGINT arriving during best_model.pt's write (torch.save would fail half-way with its own
+    # error) is held until the epoch's checkpoint is written too, then stops the run cleanly.
+    import os
+
+    real = ttrain.save_best_model
+
+    def interrupted(*args, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(ttrain, "save_best_model", interrupted)
+    with pytest.raises(TrainingInterrupted) as caught:
+        train(_config(tmp_path, epochs=3), planted)
+    assert caught.value.epoch == 1 and caught.value.checkpoint == tmp_path / CHECKPOINT_NAME
+    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
+    assert ttrain.load_checkpoint(tmp_path / CHECKPOINT_NAME)["epoch"] == 1
+
+
 def test_a_checkpoint_that_does_not_fit_the_model_is_named_in_the_error(tmp_path, planted):
     config = _config(tmp_path, epochs=1, correct_smooth=False)
     train(config, planted)

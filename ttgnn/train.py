@@ -439,18 +439,21 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
               "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
               "eval_time": time.perf_counter() - started, **_peak_memory(run.device)}
     metrics["epochs"].append(record)
-    if result["valid"] > metrics["best_valid_acc"]:
+    improved = result["valid"] > metrics["best_valid_acc"]
+    if improved:
         metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=epoch)
         run.best_state = {key: value.detach().cpu().clone() for key, value in run.model.state_dict().items()}
-        if run.out_dir is not None:  # before the checkpoint that names this epoch as the best
-            save_best_model(run.path(BEST_MODEL_NAME), epoch=epoch, model=run.best_state,
-                            settings=run.config.settings())
     log.info("epoch %3d | loss %.4f | train %.4f valid %.4f test %.4f | best valid %.4f (test %.4f, epoch %d) | "
              "%.2fs train + %.2fs eval | peak mem %.0f MiB", epoch, loss, result["train"], result["valid"],
              result["test"], metrics["best_valid_acc"], metrics["test_acc"], metrics["best_epoch"], train_time,
              record["eval_time"], record["peak_memory_mib"])
     if run.out_dir is not None:
-        with _deferred_interrupt():  # Ctrl-C waits until the checkpoint and its metrics are both written
+        # Ctrl-C waits until the best model, the checkpoint and its metrics are all written (an
+        # interrupted torch.save raises its own error, not KeyboardInterrupt).
+        with _deferred_interrupt():
+            if improved:  # before the checkpoint that names this epoch as the best
+                save_best_model(run.path(BEST_MODEL_NAME), epoch=epoch, model=run.best_state,
+                                settings=run.config.settings())
             save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
                             optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings())
             run.saved_epoch = epoch
