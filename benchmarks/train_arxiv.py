@@ -41,7 +41,7 @@ CONFIGS = {
     "gat-tt": (["--model", "gat", *TT, "--order", "hierarchical-metis"], "main"),
     "gat-full": (["--model", "gat", "--embedding", "full"], "main"),
 }
-# Label reuse (--label-input): known training labels as node inputs; the same TT tables.
+# The label trick (--label-input): known training labels as node inputs; the same TT tables.
 CONFIGS["sage-tt-labels"] = (["--model", "sage", *TT, "--order", "hierarchical-metis", "--label-input"], "labels")
 CONFIGS["sage-tt-labels-dropout"] = (["--model", "sage", *TT, "--order", "hierarchical-metis", "--label-input",
                                      "--dropout", "0.5"], "labels")
@@ -84,6 +84,11 @@ CONFIGS["sweep-sage-full-combined-labels"] = (["--model", "sage", "--embedding",
 CONFIGS["defaults-gat-tt"] = (["--model", "gat", *TT], "defaults")
 CONFIGS["defaults-gat-full"] = (["--model", "gat", "--embedding", "full"], "defaults")
 CONFIGS["defaults-gat-tt-nolabels"] = (["--model", "gat", *TT, "--no-label-input"], "defaults")
+# Label reuse on top of the defaults: predictions of the nodes without a known label fed back once.
+for _model in ("gat", "sage"):
+    CONFIGS[f"defaults-{_model}-tt-reuse1"] = (["--model", _model, *TT, "--label-reuse", "1"], "defaults")
+    CONFIGS[f"defaults-{_model}-full-reuse1"] = (["--model", _model, "--embedding", "full", "--label-reuse", "1"],
+                                                 "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

@@ -52,6 +52,8 @@ def _train_args(root, out, *extra):
     (["--lr", "-1"], "lr must be a finite number > 0, got -1.0"),
     (["--dropout", "1.5"], "dropout"),
     (["--label-rate", "0"], "label_rate"),
+    (["--label-reuse", "-2"], "label_reuse must be an integer >= 0, got -2"),
+    (["--no-label-input", "--label-reuse", "1"], "it needs label input"),
     (["--dist-timeout", "0"], "dist-timeout"),
 ])
 def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, message):

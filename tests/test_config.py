@@ -31,6 +31,9 @@ from ttgnn.partition import METHODS
     (dict(init="spectral", spectral_vectors=0), "spectral_vectors must be an integer >= 1, got 0"),
     (dict(init="spectral", dim=16, spectral_vectors=17), "spectral_vectors must be at most dim=16, got 17"),
     (dict(init="gaussian", spectral_vectors=8), "spectral_vectors needs init='spectral' \\(or 'auto'\\), got init='gaussian'"),
+    (dict(label_reuse=-1), "label_reuse must be an integer >= 0, got -1"),
+    (dict(label_reuse=1.0), "label_reuse must be an integer"),
+    (dict(label_reuse=1, label_input=False), "label_reuse=1 feeds predictions back as label input: it needs label input"),
     (dict(resume=True), "resume needs output_dir"),
     (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
 ])

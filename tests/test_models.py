@@ -136,7 +136,56 @@ def test_label_input_table_and_errors():
     with pytest.raises(IndexError):
         labels(torch.tensor([-1]))
     with pytest.raises(TypeError, match="int32 or int64"):
+        labels(torch.tensor([0], dtype=torch.int16))
+    with pytest.raises(ValueError, match="soft labels must have shape"):  # floats are probabilities
         labels(torch.tensor([0.0]))
+
+
+def test_soft_labels_weight_the_class_vectors():
+    torch.manual_seed(0)
+    labels = LabelInput(3, 5, reuse_iters=2)
+    assert labels.reuse_iters == 2 and "reuse_iters=2" in repr(labels)
+    ids = torch.tensor([2, 0, 3])
+    one_hot = torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # a zero row: unknown
+    torch.testing.assert_close(labels(one_hot), labels(ids), rtol=0, atol=0)
+    probs = torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64)
+    out = labels(probs)
+    assert out.dtype == labels.table.weight.dtype
+    w = labels.table.weight.detach()
+    torch.testing.assert_close(out[0], 0.2 * w[0] + 0.5 * w[1] + 0.3 * w[2])
+    out.sum().backward()  # the gradient reaches each class row by its probability, never "unknown"
+    torch.testing.assert_close(labels.table.weight.grad[:, 0], torch.tensor([0.2, 0.5, 0.3, 0.0]))
+    with pytest.raises(ValueError, match=r"soft labels must have shape \(B, 3\), got \(2, 4\)"):
+        labels(torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="soft labels"):
+        labels(torch.zeros(3))
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="reuse_iters must be an integer >= 0"):
+            LabelInput(3, 5, reuse_iters=bad)
+    assert "reuse" not in repr(LabelInput(3, 5))
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_a_label_input_model_takes_probabilities_in_every_mode(small_graph, model):
+    ds, graph = small_graph
+    torch.manual_seed(0)
+    inp = NodeInput("tt", ds.num_nodes, 16, ranks=4, init_scale=10.0)
+    clf = build_model(model, inp, ds.num_classes, hidden=16, num_layers=2, heads=2, label_input=True,
+                      label_reuse_iters=1)
+    clf.eval()
+    assert clf.label_input.reuse_iters == 1
+    probs = torch.softmax(torch.randn(ds.num_nodes, ds.num_classes), 1)
+    full = clf(graph, input_labels=probs)
+    assert not torch.allclose(full, clf(graph, input_labels=torch.full((ds.num_nodes,), ds.num_classes)))
+    sampler = dgl.dataloading.MultiLayerFullNeighborSampler(2)
+    input_nodes, output_nodes, blocks = sampler.sample_blocks(graph, torch.tensor([0, 5, 149, 150, 299]))
+    torch.testing.assert_close(clf(blocks, input_nodes.long(), input_labels=probs), full[output_nodes.long()],
+                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(clf.inference(graph, batch_size=64, input_labels=probs), full, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match=rf"\({ds.num_nodes}, {ds.num_classes}\) \(probabilities\)"):
+        clf(graph, input_labels=probs[:, :-1])
+    with pytest.raises(ValueError, match="shape"):
+        clf(graph, input_labels=probs[:10])
 
 
 @pytest.mark.parametrize("model", ["sage", "gat"])

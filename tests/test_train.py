@@ -76,10 +76,10 @@ def _tiny_config(out, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-@pytest.mark.parametrize("model,mode,labels", [("sage", "minibatch", False), ("gat", "full", False),
-                                               ("sage", "minibatch", True)])
-def test_resume_matches_uninterrupted(tmp_path, planted, model, mode, labels):
-    kw = dict(model=model, mode=mode, label_input=labels)
+@pytest.mark.parametrize("model,mode,labels,reuse", [("sage", "minibatch", False, 0), ("gat", "full", False, 0),
+                                                     ("sage", "minibatch", True, 0), ("gat", "full", True, 1)])
+def test_resume_matches_uninterrupted(tmp_path, planted, model, mode, labels, reuse):
+    kw = dict(model=model, mode=mode, label_input=labels, label_reuse=reuse)
     whole = train(_tiny_config(tmp_path / "whole", **kw), planted)
     train(_tiny_config(tmp_path / "split", epochs=2, **kw), planted)
     resumed = train(_tiny_config(tmp_path / "split", resume=True, **kw), planted)
@@ -164,10 +164,11 @@ def test_split_known_is_a_seeded_partition_of_the_training_nodes():
     assert (ids[[0, 2, 3]] == 3).all() and (ids == 3).sum() == 48
 
 
-@pytest.mark.parametrize("mode", ["full", "minibatch"])
-def test_label_input_never_uses_validation_or_test_labels(tmp_path, planted, mode):
+@pytest.mark.parametrize("mode,reuse", [("full", 0), ("minibatch", 0), ("full", 1), ("minibatch", 2)])
+def test_label_input_never_uses_validation_or_test_labels(tmp_path, planted, mode, reuse):
     # Scrambling the validation and test labels changes nothing the model learns or predicts:
-    # no such label is ever an input, in training or in evaluation.
+    # no such label is ever an input, in training or in evaluation (with label reuse, the model's
+    # predictions of those nodes are).
     import dataclasses
 
     from ttgnn.evaluation import all_logits
@@ -177,7 +178,7 @@ def test_label_input_never_uses_validation_or_test_labels(tmp_path, planted, mod
     hidden = torch.cat([planted.split["valid"], planted.split["test"]])
     labels[hidden] = (labels[hidden] + 1) % planted.num_classes
     scrambled = dataclasses.replace(planted, labels=labels)
-    kw = dict(mode=mode, label_input=True, epochs=3, correct_smooth=False)
+    kw = dict(mode=mode, label_input=True, label_reuse=reuse, epochs=3, correct_smooth=False)
     a = train(_tiny_config(tmp_path / "a", **kw), planted)
     b = train(_tiny_config(tmp_path / "b", **kw), scrambled)
     assert [r["loss"] for r in a["epochs"]] == [r["loss"] for r in b["epochs"]]
@@ -285,3 +286,14 @@ def test_label_input_is_decided_by_the_graph_and_kept_on_resume(tmp_path, plante
     with pytest.raises(ValueError, match="label_input"):  # an explicit other choice is refused, as before
         train(_tiny_config(tmp_path / "dense", label_input=False, epochs=4, correct_smooth=False, resume=True),
               planted)
+    with pytest.raises(ValueError, match="written with label_reuse=0, this run has label_reuse=1"):
+        train(_tiny_config(tmp_path / "dense", label_input=None, label_reuse=1, epochs=4, correct_smooth=False,
+                           resume=True), planted)
+    # label reuse feeds predictions back as label input: it turns label input on where the rule would not
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        reuse = train(_tiny_config(tmp_path / "reuse", label_input=None, label_reuse=1, epochs=2,
+                                   correct_smooth=False), sparse_graph)
+    assert reuse["label_input"] is True and reuse["settings"]["label_reuse"] == 1
+    assert "label input on: label reuse (1 rounds) needs it" in [r.getMessage() for r in caplog.records]
+    assert "label input off" not in caplog.text

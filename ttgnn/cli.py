@@ -146,12 +146,16 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--emb-weight-decay", type=float, default=d.emb_weight_decay, help="embedding weight decay")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
     p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
-                   help="label reuse: known training labels are node inputs (a random --label-rate of the "
+                   help="the label trick: known training labels are node inputs (a random --label-rate of the "
                    "training nodes each epoch, the loss on the rest; every training label at evaluation; "
                    "validation and test labels never) (default: on when training nodes are at least "
                    f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph)")
     p.add_argument("--label-rate", type=float, default=d.label_rate,
                    help="share of training nodes whose labels are inputs in an epoch (with --label-input)")
+    p.add_argument("--label-reuse", type=int, default=d.label_reuse, metavar="ROUNDS",
+                   help="label reuse: feed the model's predicted class probabilities of the nodes without "
+                   "a known label back as their label input this many times, in training and at evaluation "
+                   "(each round one more pass over all nodes); implies --label-input")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)

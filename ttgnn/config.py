@@ -81,7 +81,7 @@ class TrainConfig:
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
         epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
         label_smoothing (float): cross-entropy label smoothing.
-        label_input (bool, optional): label reuse: add a learned vector of each known training
+        label_input (bool, optional): the label trick: add a learned vector of each known training
             label to its node's input (:class:`~ttgnn.models.LabelInput`). Every epoch a random
             ``label_rate`` of the training nodes show their labels and the loss is on the other
             training nodes; evaluation shows every training label. Validation and test labels
@@ -89,6 +89,11 @@ class TrainConfig:
             split holds at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the nodes
             (:func:`label_input_for`).
         label_rate (float): share of training nodes whose labels are inputs in an epoch.
+        label_reuse (int): label reuse rounds: before each training step and at evaluation, the
+            model's predicted class probabilities of the nodes without a known label are fed back
+            as their label input this many times (each round one more no-grad pass over all
+            nodes, and an ``(N, num_classes)`` float tensor). Needs label input; with
+            ``label_input=None`` a value above 0 turns it on. (default: ``0``)
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
         seed (int): random seed. num_threads (int, optional): torch threads.
@@ -136,6 +141,7 @@ class TrainConfig:
     label_smoothing: float = 0.0
     label_input: Optional[bool] = None
     label_rate: float = 0.5
+    label_reuse: int = 0
     correct_smooth: bool = True
     seed: int = 0
     num_threads: Optional[int] = None
@@ -146,7 +152,7 @@ class TrainConfig:
 
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
-                   "label_input")
+                   "label_input", "label_reuse")
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
@@ -159,6 +165,10 @@ class TrainConfig:
             if getattr(self, key) is not None:
                 _check_int(key, getattr(self, key), 1)
         _check_int("seed", self.seed, 0)
+        _check_int("label_reuse", self.label_reuse, 0)
+        if self.label_reuse and self.label_input is False:
+            raise ValueError(f"label_reuse={self.label_reuse} feeds predictions back as label input: it needs "
+                             "label input, which is off (label_input=False)")
         for key in ("lr", "emb_lr", "init_scale"):
             _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
         for key in ("weight_decay", "emb_weight_decay"):

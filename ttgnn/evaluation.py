@@ -1,7 +1,8 @@
 """Evaluation of node classifiers: accuracy per split, validation loss, Correct and Smooth.
 
 Accuracy is ``ogb.nodeproppred.Evaluator``'s for ``ogbn-*`` datasets and plain accuracy otherwise.
-A label-input model sees every training label at evaluation, never a validation or test label.
+A label-input model sees every training label at evaluation, never a validation or test label;
+with label reuse it also sees its own predictions of the other nodes (:func:`reuse_labels`).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 
 from .data import NodeDataset
 
-__all__ = ["Accuracy", "known_labels", "all_logits", "evaluate", "correct_and_smooth_metrics"]
+__all__ = ["Accuracy", "known_labels", "soft_labels", "reuse_labels", "all_logits", "evaluate", "correct_and_smooth_metrics"]
 
 
 class Accuracy:
@@ -54,15 +55,59 @@ def _eval_labels(model, dataset: NodeDataset) -> Optional[torch.Tensor]:
     return known_labels(dataset, dataset.split["train"])
 
 
-@torch.no_grad()
-def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset) -> torch.Tensor:
-    """``(N, C)`` logits of every node: one full-graph forward (``mode="full"``), else layer-wise
-    full-neighbour inference in batches of ``eval_batch_size`` destination nodes."""
-    model.eval()
-    labels = _eval_labels(model, dataset)
+def soft_labels(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``(N, C)`` label input for label reuse: the one-hot of ``labels[v]`` where it is known (``< C``)
+    and ``softmax(logits[v])`` everywhere else.
+
+    Args:
+        logits: ``(N, C)`` predictions. labels: ``(N,)`` label ids, ``C`` where unknown.
+    """
+    num_classes = logits.shape[1]
+    labels = labels.to(logits.device)
+    out = torch.softmax(logits.float(), dim=1)
+    known = labels < num_classes
+    out[known] = F.one_hot(labels[known].long(), num_classes).to(out.dtype)
+    return out
+
+
+def _forward_all(model, graph, mode: str, eval_batch_size: int, labels: Optional[torch.Tensor]) -> torch.Tensor:
     if mode == "full":
         return model(graph, input_labels=labels)
     return model.inference(graph, batch_size=eval_batch_size, input_labels=labels)
+
+
+@torch.no_grad()
+def reuse_labels(model, graph, mode: str, eval_batch_size: int, labels: torch.Tensor,
+                 iters: Optional[int] = None) -> torch.Tensor:
+    """Label reuse: ``(N, C)`` label inputs built from ``model``'s own predictions, ``iters`` times.
+
+    Starting from the known ``labels`` (``(N,)`` ids, ``C`` = unknown), each round runs ``model``
+    (in eval mode, on all nodes as :func:`all_logits` does) and replaces the input of every node
+    without a known label by its predicted class probabilities (:func:`soft_labels`); known labels
+    stay one-hot. The model is left in eval mode.
+
+    Args:
+        iters (int, optional): rounds (default: ``model.label_input.reuse_iters``); ``0`` returns
+            ``labels`` unchanged.
+    """
+    iters = model.label_input.reuse_iters if iters is None else iters
+    model.eval()
+    current = labels
+    for _ in range(iters):
+        current = soft_labels(_forward_all(model, graph, mode, eval_batch_size, current), labels)
+    return current
+
+
+@torch.no_grad()
+def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset) -> torch.Tensor:
+    """``(N, C)`` logits of every node: one full-graph forward (``mode="full"``), else layer-wise
+    full-neighbour inference in batches of ``eval_batch_size`` destination nodes; a label-reuse
+    model runs ``reuse_iters`` more such passes first (:func:`reuse_labels`)."""
+    model.eval()
+    labels = _eval_labels(model, dataset)
+    if labels is not None and model.label_input.reuse_iters:
+        labels = reuse_labels(model, graph, mode, eval_batch_size, labels)
+    return _forward_all(model, graph, mode, eval_batch_size, labels)
 
 
 @torch.no_grad()

@@ -10,8 +10,10 @@
   Both run on a full graph or on a list of blocks (mini-batch), and have a layer-wise
   full-neighbour :meth:`GNN.inference`. A state dict of one backend loads into the other.
 * :class:`LabelInput` (optional) adds a learned vector per known training label to a node's input
-  (label reuse): the labels of a random part of the training nodes are inputs, the loss is on
+  (the label trick): the labels of a random part of the training nodes are inputs, the loss is on
   the others; at evaluation every training label is an input, never a validation or test label.
+  With ``reuse_iters > 0`` the model's own predicted class probabilities of the other nodes are
+  fed back as their label input that many times (label reuse, :func:`ttgnn.evaluation.reuse_labels`).
 * :class:`NodeClassifier` ties them together.
 
 Only DGL APIs present in both DGL 1.1 and 2.x are used.
@@ -148,20 +150,31 @@ class LabelInput(nn.Module):
     zero (``padding_idx``), so unlabelled nodes get the embedding alone. Its size depends on the
     classes, not on the nodes: ``(num_classes + 1) * dim`` parameters.
 
+    Soft labels, class probabilities ``(B, C)``, give the probability-weighted sum of the class
+    vectors (a one-hot row gives its class's vector, a zero row the unknown's zero): that is how
+    predictions are fed back with label reuse.
+
     Args:
         num_classes (int): ``C``.
         dim (int): width of the node input it is added to.
+        reuse_iters (int): how many times a model's predictions of the nodes without a known
+            label are fed back as their input before its output is taken (label reuse; read by
+            :func:`ttgnn.evaluation.all_logits` and training). (default: ``0``, no reuse)
 
     Shapes:
-        - **input:** label ids ``(B,)`` in ``[0, C]`` (``C`` = unknown).
+        - **input:** label ids ``(B,)`` in ``[0, C]`` (``C`` = unknown), or probabilities ``(B, C)``
+          (floating point).
         - **output:** ``(B, dim)``.
     """
 
-    def __init__(self, num_classes: int, dim: int) -> None:
+    def __init__(self, num_classes: int, dim: int, reuse_iters: int = 0) -> None:
         super().__init__()
         if num_classes < 1 or dim < 1:
             raise ValueError(f"num_classes and dim must be >= 1, got {num_classes} and {dim}")
+        if isinstance(reuse_iters, bool) or not isinstance(reuse_iters, int) or reuse_iters < 0:
+            raise ValueError(f"reuse_iters must be an integer >= 0, got {reuse_iters!r}")
         self.num_classes = num_classes
+        self.reuse_iters = reuse_iters
         self.table = nn.Embedding(num_classes + 1, dim, padding_idx=num_classes)
 
     @property
@@ -170,15 +183,21 @@ class LabelInput(nn.Module):
         return self.num_classes
 
     def forward(self, labels: torch.Tensor) -> torch.Tensor:
+        if labels.is_floating_point():
+            if labels.dim() != 2 or labels.shape[1] != self.num_classes:
+                raise ValueError(f"soft labels must have shape (B, {self.num_classes}), got {tuple(labels.shape)}")
+            weight = self.table.weight[: self.num_classes]
+            return labels.to(device=weight.device, dtype=weight.dtype) @ weight
         if labels.dtype not in (torch.int32, torch.int64):
-            raise TypeError(f"label ids must be int32 or int64, got {labels.dtype}")
+            raise TypeError(f"label ids must be int32 or int64 (or floating-point probabilities), got {labels.dtype}")
         if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > self.num_classes):
             raise IndexError(f"label ids must be in [0, {self.num_classes}] ({self.num_classes} = unknown), "
                              f"got values in [{int(labels.min())}, {int(labels.max())}]")
         return self.table(labels.to(self.table.weight.device))
 
     def extra_repr(self) -> str:
-        return f"num_classes={self.num_classes}, dim={self.table.embedding_dim}"
+        reuse = f", reuse_iters={self.reuse_iters}" if self.reuse_iters else ""
+        return f"num_classes={self.num_classes}, dim={self.table.embedding_dim}{reuse}"
 
 
 class GNN(nn.Module):
@@ -397,7 +416,8 @@ class NodeClassifier(nn.Module):
     ``forward(graph_or_blocks, input_nodes=None, input_labels=None)``: with a full graph, all
     nodes' inputs are used; with blocks, ``input_nodes`` are the source nodes of the first block.
     ``input_labels`` is a ``(N,)`` tensor of label ids for every node of the graph, ``C`` (the
-    number of classes) where the label is not to be seen; it is indexed by ``input_nodes``.
+    number of classes) where the label is not to be seen, or a ``(N, C)`` floating-point tensor of
+    class probabilities (label reuse); it is indexed by ``input_nodes``.
     """
 
     def __init__(self, node_input: NodeInput, gnn: GNN, label_input: Optional[LabelInput] = None) -> None:
@@ -415,9 +435,11 @@ class NodeClassifier(nn.Module):
         if input_labels is None:
             raise ValueError("this model takes known labels as input: pass input_labels, a (N,) tensor of "
                              f"label ids with {self.label_input.unknown} for unknown")
-        if input_labels.dim() != 1 or input_labels.shape[0] != self.node_input.num_nodes:
-            raise ValueError(f"input_labels must have shape ({self.node_input.num_nodes},), "
-                             f"got {tuple(input_labels.shape)}")
+        n, c = self.node_input.num_nodes, self.label_input.num_classes
+        expected = (n, c) if input_labels.is_floating_point() else (n,)
+        if tuple(input_labels.shape) != expected:
+            raise ValueError(f"input_labels must have shape ({n},) (label ids) or ({n}, {c}) (probabilities), "
+                             f"got {tuple(input_labels.shape)} ({input_labels.dtype})")
         if input_nodes is not None:
             input_labels = input_labels[input_nodes.to(input_labels.device)]
         return h + self.label_input(input_labels)
@@ -445,10 +467,11 @@ class NodeClassifier(nn.Module):
 def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: int = 256, num_layers: int = 3,
                 dropout: float = 0.5, input_dropout: float = 0.0, norm: str = "batch", residual: bool = False,
                 heads: int = 4, attn_dropout: float = 0.0, label_input: bool = False,
-                gnn_backend: str = "dgl") -> NodeClassifier:
+                gnn_backend: str = "dgl", label_reuse_iters: int = 0) -> NodeClassifier:
     """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input`` (plus a
-    :class:`LabelInput` of ``num_classes`` when ``label_input``), on the ``gnn_backend``
-    ``"dgl"`` or ``"torch"`` (see :func:`resolve_gnn_backend` for ``"auto"``)."""
+    :class:`LabelInput` of ``num_classes`` when ``label_input``, with ``label_reuse_iters`` rounds of
+    label reuse), on the ``gnn_backend`` ``"dgl"`` or ``"torch"`` (see :func:`resolve_gnn_backend`
+    for ``"auto"``)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     common = dict(num_layers=num_layers, dropout=dropout, input_dropout=input_dropout, norm=norm, residual=residual,
@@ -457,5 +480,5 @@ def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: 
         gnn = GraphSAGE(node_input.dim, hidden, num_classes, **common)
     else:
         gnn = GAT(node_input.dim, hidden, num_classes, heads=heads, attn_dropout=attn_dropout, **common)
-    labels = LabelInput(num_classes, node_input.dim) if label_input else None
+    labels = LabelInput(num_classes, node_input.dim, label_reuse_iters) if label_input else None
     return NodeClassifier(node_input, gnn, labels)

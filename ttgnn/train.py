@@ -45,7 +45,7 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
 from .choices import ORDERS
 from .config import AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, init_for, label_input_for
 from .data import NodeDataset, load_dataset
-from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels
+from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels, reuse_labels
 from .fileio import atomic_write_json
 from .seeding import derive_seed, generator, seed_everything
 
@@ -152,16 +152,17 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
                        attn_dropout=config.attn_dropout, gnn_backend=gnn_backend,
-                       label_input=config.label_input)
+                       label_input=config.label_input, label_reuse_iters=config.label_reuse)
 
 
 def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     """``config`` with the settings the graph decides made explicit: label input
-    (:func:`~ttgnn.config.label_input_for`) and, for TT and full tables, the init
-    (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
+    (:func:`~ttgnn.config.label_input_for`; always on with label reuse) and, for TT and full tables,
+    the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size)."""
     num_train = int(dataset.split["train"].numel())
-    label_input = label_input_for(config.label_input, dataset.num_nodes, num_train)
+    label_input = config.label_input if config.label_input is not None or not config.label_reuse else True
+    label_input = label_input_for(label_input, dataset.num_nodes, num_train)
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
@@ -260,7 +261,9 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         num_train = int(dataset.split["train"].numel())
         share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
         threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
-        if config.label_input is None:
+        if config.label_input is None and config.label_reuse:
+            log.info("label input on: label reuse (%d rounds) needs it", config.label_reuse)
+        elif config.label_input is None:
             log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
                      "on" if settled.label_input else "off", share, threshold)
         if settled.init != config.init:
@@ -351,6 +354,8 @@ def train_epoch(run: RunState, epoch: int, show_progress: bool = False) -> float
     if config.label_input:  # labels of the known part are inputs; the loss is on the rest
         known, train_nodes = split_known(train_nodes, config.label_rate, config.seed, epoch)
         input_labels = known_labels(dataset, known)
+        if config.label_reuse:  # the model's predictions of the other nodes become their label input
+            input_labels = reuse_labels(run.model, run.graph, config.mode, config.eval_batch_size, input_labels)
     if run.world_size > 1:  # disjoint, equally sized shards: every rank runs the same number of steps
         train_nodes = tdist.epoch_shard(train_nodes, epoch, config.seed, run.process_rank, run.world_size)
     train_nodes = train_nodes.to(dataset.split["train"].device)
