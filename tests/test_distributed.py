@@ -508,14 +508,16 @@ def test_ttgnn_train_under_torchrun_two_ranks(two_rank_run, toy_folder):
     assert set(final_model(two_rank_run)) >= {f"node_input.table.cores.{k}" for k in range(3)}
 
 
-def test_label_input_under_torchrun_two_ranks(toy_folder, tmp_path):
+def test_label_input_and_reuse_under_torchrun_two_ranks(toy_folder, tmp_path):
     # Every rank draws the same known/target split and an equal shard of the targets: the ranks
-    # run the same number of steps (an unequal count would hang DDP until the timeout).
+    # run the same number of steps (an unequal count would hang DDP until the timeout). With label
+    # reuse, each rank runs the no-grad rounds on its own unwrapped model before its DDP step.
     code, log = torchrun_train(["--standalone", "--nproc-per-node=2"], toy_folder, tmp_path / "out", tmp_path,
-                               name="labels", extra_args=["--label-input", "--dist-timeout", "60"])
+                               name="labels", extra_args=["--label-input", "--label-reuse", "1", "--dist-timeout", "60"])
     assert code == 0, log[-3000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert metrics["label_input"] is True and metrics["world_size"] == 2
+    assert metrics["settings"]["label_reuse"] == 1
     assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3]
     assert "label_input.table.weight" in final_model(tmp_path / "out")
 
