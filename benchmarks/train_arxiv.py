@@ -133,7 +133,8 @@ def row(name: str, runs: list) -> str:
     order = m.get("order") or "-"
     rank = m.get("rank") or "-"
     cs = [r["correct_smooth"] for r in runs if r.get("correct_smooth")]
-    cs_cells = (f"{_mean_std([c['valid_acc'] for c in cs])} | **{_mean_std([c['test_acc'] for c in cs])}**"
+    cs_seeds = f" ({len(cs)} seeds)" if 0 < len(cs) < len(runs) else ""  # C&S still running or skipped
+    cs_cells = (f"{_mean_std([c['valid_acc'] for c in cs])} | **{_mean_std([c['test_acc'] for c in cs])}**{cs_seeds}"
                 if cs else "- | -")
     dropout = m["settings"]["dropout"]
     model = m["model"] if dropout == 0.2 else f"{m['model']} (dropout {dropout})"  # 0.2: EARLIER_DEFAULTS

@@ -59,6 +59,8 @@ def test_label_input_by_the_share_of_training_nodes():
     assert label_input_for(None, 2708, 140) is False  # Cora
     assert label_input_for(True, 2708, 140) is True and label_input_for(False, 1000, 900) is False
     assert label_input_for(None, 0, 0) is False
+    assert label_input_for(None, 2708, 140, label_reuse=1) is True  # reuse feeds label input
+    assert label_input_for(False, 2708, 140, label_reuse=1) is False and label_input_for(None, 2708, 140, 0) is False
 
 
 def test_auto_init_by_the_share_of_training_nodes():

@@ -213,11 +213,14 @@ def _check_real(name: str, value, rule: str, ok) -> None:
         raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")
 
 
-def label_input_for(label_input: Optional[bool], num_nodes: int, num_train: int) -> bool:
-    """Whether a run uses label input: ``label_input`` when given, else whether the ``num_train``
+def label_input_for(label_input: Optional[bool], num_nodes: int, num_train: int, label_reuse: int = 0) -> bool:
+    """Whether a run uses label input: ``label_input`` when given, else on with label reuse
+    (``label_reuse > 0`` feeds predictions back as label input), else whether the ``num_train``
     training nodes are at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the ``num_nodes``."""
     if label_input is not None:
         return bool(label_input)
+    if label_reuse:
+        return True
     return num_nodes > 0 and num_train >= LABEL_INPUT_MIN_TRAIN_FRACTION * num_nodes
 
 

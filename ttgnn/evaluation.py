@@ -105,7 +105,7 @@ def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDatas
     model runs ``reuse_iters`` more such passes first (:func:`reuse_labels`)."""
     model.eval()
     labels = _eval_labels(model, dataset)
-    if labels is not None and model.label_input.reuse_iters:
+    if labels is not None:  # (no rounds: the labels as they are)
         labels = reuse_labels(model, graph, mode, eval_batch_size, labels)
     return _forward_all(model, graph, mode, eval_batch_size, labels)
 

@@ -161,8 +161,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size)."""
     num_train = int(dataset.split["train"].numel())
-    label_input = config.label_input if config.label_input is not None or not config.label_reuse else True
-    label_input = label_input_for(label_input, dataset.num_nodes, num_train)
+    label_input = label_input_for(config.label_input, dataset.num_nodes, num_train, config.label_reuse)
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
