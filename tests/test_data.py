@@ -1,6 +1,9 @@
 """Tests of ttgnn.data: OGB and raw-layout loading, symmetrisation, errors, synthetic graphs."""
 import gzip
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -294,3 +297,72 @@ def test_products_csv_layout_loads_through_ogb(tmp_path):
     assert sorted(torch.cat(list(ds.split.values())).tolist()) == list(range(40))
     indptr, indices = ds.csr()
     assert indices.dtype == np.int32 and indptr[-1] == indices.shape[0] > 0
+
+
+def _products_layout(root: Path) -> Path:
+    folder = root / "ogbn_products"
+    write_raw_dataset(folder, num_nodes=40, num_classes=4)
+    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
+    (folder / "RELEASE_v1.txt").write_text("test\n")
+    return folder
+
+
+def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path, caplog):
+    """Two trainings started at once on a fresh cache both cleared ogb's processed files (one
+    crashed on a file the other had removed); the second now waits and reads the first's files."""
+    import fcntl
+    import threading
+
+    _products_layout(tmp_path / "root")
+    cache = tmp_path / "cache"
+    lock = cache / "ogb" / ".ogbn_products.lock"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process is preparing the dataset
+    result = []
+    with caplog.at_level("WARNING"):
+        loader = threading.Thread(target=lambda: result.append(
+            load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)))
+        loader.start()
+        loader.join(timeout=2)
+        assert loader.is_alive() and not (cache / "ogb" / "ogbn_products").exists()
+        os.close(fd)
+        loader.join(timeout=120)
+    assert not loader.is_alive() and result[0].num_nodes == 40
+    assert any("waiting for another process that is preparing ogbn-products" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
+    """A kill while ogb writes its processed file leaves no stamp, so the next load starts over
+    (the stamp used to be written first: the next load met a half-written file and failed)."""
+    _products_layout(tmp_path / "root")
+    reference = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "other")
+    cache = tmp_path / "cache"
+    saved_save = torch.save
+
+    def killed_save(obj, f, *args, **kwargs):
+        Path(f).write_bytes(b"half a file")
+        raise KeyboardInterrupt  # the process dies here
+
+    monkeypatch.setattr(torch, "save", killed_save)
+    with pytest.raises(KeyboardInterrupt):
+        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
+    processed = cache / "ogb" / "ogbn_products" / "processed"
+    assert any(processed.iterdir()) and not (processed / "ttgnn-source.txt").exists()
+    monkeypatch.setattr(torch, "save", saved_save)
+    again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
+    assert np.array_equal(again.edge_index, reference.edge_index) and torch.equal(again.labels, reference.labels)
+    assert (processed / "ttgnn-source.txt").is_file()
+
+
+def test_concurrent_processes_load_one_fresh_ogb_cache(tmp_path):
+    _products_layout(tmp_path / "root")
+    code = ("import sys\nfrom ttgnn.data import load_dataset\n"
+            "ds = load_dataset('ogbn-products', root=sys.argv[1], cache_dir=sys.argv[2])\n"
+            "print(ds.num_nodes, int(ds.labels.sum()))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "root"), str(tmp_path / "cache")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err[-2000:] for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1 and outputs[0][0].split()[0] == "40"

@@ -24,7 +24,6 @@ builds the CPU kernels only. Importing ttgnn never fails because of the extensio
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib
 import importlib.util
 import logging
@@ -41,6 +40,7 @@ from typing import Iterator, Optional, Union
 import torch
 
 from . import _build
+from .fileio import exclusive_lock
 
 __all__ = [
     "ExtensionWarning",
@@ -334,19 +334,10 @@ def _from_cache(build_dir: Path, tag: dict, digest: str, notes: tuple[str, ...])
     return None
 
 
-@contextlib.contextmanager
-def _build_lock(build_dir: Path) -> Iterator[None]:
-    """Holds ``build_dir/build.lock`` (``flock``): one build per folder at a time, across processes."""
-    fd = os.open(build_dir / _BUILD_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.warning("ttgnn: waiting for another process that is compiling the kernels into %s", build_dir)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+def _build_lock(build_dir: Path):
+    """Holds ``build_dir/build.lock``: one build per folder at a time, across processes."""
+    return exclusive_lock(build_dir / _BUILD_LOCK_NAME,
+                          waiting=f"ttgnn: waiting for another process that is compiling the kernels into {build_dir}")
 
 
 def _build_now(build_dir: Path, kernels: Path, cuda: bool, tag: dict, digest: str, flags: list,

@@ -39,6 +39,8 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
+from .fileio import exclusive_lock
+
 __all__ = [
     "NodeDataset",
     "OGB_NAMES",
@@ -552,37 +554,44 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     source = root / dir_name
     ogb_root = cache / "ogb"
     target = ogb_root / dir_name
-    if source.is_dir():
-        if not (source / "raw" / "edge.csv.gz").is_file() and not (source / "raw" / "data.npz").is_file():
-            raise FileNotFoundError(f"dataset file not found: {source / 'raw' / 'edge.csv.gz'}")
-        _mirror(source, target)
-        # ogb asks on stdin when RELEASE_v*.txt is missing; we know the folder is the dataset.
-        for release in source.glob("RELEASE_v*.txt"):
-            (target / release.name).write_text("mirrored by ttgnn\n")
-        if not any(target.glob("RELEASE_v*.txt")):
-            (target / "RELEASE_v1.txt").write_text("mirrored by ttgnn\n")
-        stamp_file = target / "processed" / "ttgnn-source.txt"
-        stamp = f"{source.resolve()}\n{_ogb_stamp(source)}"
-        if not stamp_file.is_file() or stamp_file.read_text() != stamp:
-            for stale in (target / "processed").glob("*"):
-                stale.unlink()
-            stamp_file.write_text(stamp)
-        log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
-    else:
-        log.info("%s not found under %s; ogb downloads it into %s", name, root, ogb_root)
-        ogb_root.mkdir(parents=True, exist_ok=True)
-    try:
-        with _ogb_guards():
-            dataset = NodePropPredDataset(name=name, root=str(ogb_root))
-            split = dataset.get_idx_split()
-    except Exception as err:  # noqa: BLE001 - ogb raises anything; name the broken file
+    # Two processes started at once on a fresh (or stale) cache would both clear and rebuild
+    # ogb's processed files; one at a time, the second then reads what the first wrote.
+    lock = ogb_root / f".{dir_name}.lock"
+    with exclusive_lock(lock, waiting=f"waiting for another process that is preparing {name} in {target}"):
+        fresh = True  # ogb's processed files match the source (nothing to stamp for a download)
         if source.is_dir():
-            for path in sorted(source.rglob("*.gz")):
-                _check_file(path)
-            for stale in (target / "processed").glob("data_processed"):
-                stale.unlink()
-        raise ValueError(f"ogb could not load {name} from {source if source.is_dir() else ogb_root}: "
-                         f"{type(err).__name__}: {err}") from err
+            if not (source / "raw" / "edge.csv.gz").is_file() and not (source / "raw" / "data.npz").is_file():
+                raise FileNotFoundError(f"dataset file not found: {source / 'raw' / 'edge.csv.gz'}")
+            _mirror(source, target)
+            # ogb asks on stdin when RELEASE_v*.txt is missing; we know the folder is the dataset.
+            for release in source.glob("RELEASE_v*.txt"):
+                (target / release.name).write_text("mirrored by ttgnn\n")
+            if not any(target.glob("RELEASE_v*.txt")):
+                (target / "RELEASE_v1.txt").write_text("mirrored by ttgnn\n")
+            stamp_file = target / "processed" / "ttgnn-source.txt"
+            stamp = f"{source.resolve()}\n{_ogb_stamp(source)}"
+            fresh = stamp_file.is_file() and stamp_file.read_text() == stamp
+            if not fresh:  # the stamp is written once ogb has processed it all (a kill leaves none)
+                for stale in (target / "processed").glob("*"):
+                    stale.unlink()
+            log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
+        else:
+            log.info("%s not found under %s; ogb downloads it into %s", name, root, ogb_root)
+            ogb_root.mkdir(parents=True, exist_ok=True)
+        try:
+            with _ogb_guards():
+                dataset = NodePropPredDataset(name=name, root=str(ogb_root))
+                split = dataset.get_idx_split()
+        except Exception as err:  # noqa: BLE001 - ogb raises anything; name the broken file
+            if source.is_dir():
+                for path in sorted(source.rglob("*.gz")):
+                    _check_file(path)
+                for stale in (target / "processed").glob("data_processed"):
+                    stale.unlink()
+            raise ValueError(f"ogb could not load {name} from {source if source.is_dir() else ogb_root}: "
+                             f"{type(err).__name__}: {err}") from err
+        if not fresh:
+            stamp_file.write_text(stamp)
     graph, labels = dataset.graph, dataset.labels
     num_nodes = int(graph["num_nodes"])
     edge_index = np.ascontiguousarray(np.asarray(graph["edge_index"], dtype=np.int64))

@@ -1,5 +1,6 @@
 """Crash-safe file writes: every file ttgnn writes (checkpoints, metrics, cached node orders) goes
-through :func:`atomic_write`.
+through :func:`atomic_write`; work that several processes may start at once on one cache folder
+(compiling the kernels, ogb's processing of a dataset) runs under :func:`exclusive_lock`.
 
 The bytes go to a temporary file in the target's folder, are flushed and ``fsync``'d, and the
 file is moved over the target with :func:`os.replace`; the folder is ``fsync``'d too, so after a
@@ -11,13 +12,17 @@ Only the standard library is imported at module level (``ttgnn.partition`` uses 
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Callable, Union
+from typing import IO, Any, Callable, Iterator, Union
 
-__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "current_umask"]
+__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "current_umask", "exclusive_lock"]
+
+log = logging.getLogger(__name__)
 
 PathLike = Union[str, os.PathLike]
 
@@ -81,3 +86,36 @@ def atomic_torch_save(obj: Any, path: PathLike) -> Path:
     import torch
 
     return atomic_write(path, lambda fh: torch.save(obj, fh))
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: PathLike, waiting: str = "") -> Iterator[None]:
+    """Hold an exclusive :func:`fcntl.flock` on ``path`` (created, never removed) for the block.
+
+    Processes (and threads, each entering on its own) that take the same ``path`` run the block
+    one at a time; the kernel releases the lock when the holder exits, even when it is killed.
+    Where ``fcntl`` does not exist (Windows) the block runs unlocked.
+
+    Args:
+        path (str or PathLike): the lock file; its folder is created when missing.
+        waiting (str): logged at WARNING, with the path, when the lock is held by someone else and
+            the caller has to wait ("" logs nothing). (default: "")
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting:
+                log.warning("%s (lock %s)", waiting, path)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
