@@ -10,7 +10,9 @@ import torch
 
 from ttgnn.cli import main
 from ttgnn.data import planted_partition
-from ttgnn.train import BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, TrainConfig, load_checkpoint, train
+import ttgnn.train as ttrain
+from ttgnn.train import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, TrainConfig, TrainingInterrupted,
+                         load_checkpoint, train)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -76,12 +78,25 @@ def _tiny_config(out, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-@pytest.mark.parametrize("model,mode,labels,reuse", [("sage", "minibatch", False, 0), ("gat", "full", False, 0),
-                                                     ("sage", "minibatch", True, 0), ("gat", "full", True, 1)])
-def test_resume_matches_uninterrupted(tmp_path, planted, model, mode, labels, reuse):
-    kw = dict(model=model, mode=mode, label_input=labels, label_reuse=reuse)
+@pytest.mark.parametrize("model,mode,labels,reuse,schedule", [
+    ("sage", "minibatch", False, 0, "constant"), ("gat", "full", False, 0, "constant"),
+    ("sage", "minibatch", True, 0, "cosine"), ("gat", "full", True, 1, "constant"), ("sage", "full", False, 0, "cosine")])
+def test_resume_matches_uninterrupted(tmp_path, planted, monkeypatch, model, mode, labels, reuse, schedule):
+    kw = dict(model=model, mode=mode, label_input=labels, label_reuse=reuse, lr_schedule=schedule)
     whole = train(_tiny_config(tmp_path / "whole", **kw), planted)
-    train(_tiny_config(tmp_path / "split", epochs=2, **kw), planted)
+    # The same 4-epoch run, stopped (Ctrl-C) in epoch 3: the cosine follows --epochs, so the first
+    # half is not a 2-epoch run.
+    real_epoch = ttrain.train_epoch
+
+    def interrupted(run, epoch, **kwargs):
+        if epoch == 3:
+            raise KeyboardInterrupt
+        return real_epoch(run, epoch, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "train_epoch", interrupted)
+        with pytest.raises(TrainingInterrupted):
+            train(_tiny_config(tmp_path / "split", **kw), planted)
     resumed = train(_tiny_config(tmp_path / "split", resume=True, **kw), planted)
     assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3, 4]
     for key in ("loss", "train_acc", "valid_acc", "test_acc"):

@@ -471,7 +471,8 @@ def test_an_epoch_record_and_its_log_line(tmp_path, planted, caplog):
     assert [int(line.group(1)) for line in lines] == [1, 2]
     for line, record in zip(lines, m["epochs"]):
         assert set(record) == {"epoch", "loss", "train_acc", "valid_acc", "test_acc", "valid_loss", "epoch_time",
-                               "eval_time", "peak_memory_mib"}
+                               "eval_time", "lr", "peak_memory_mib"}
+        assert record["lr"] == 0.01  # the constant schedule
         assert float(line.group(2)) == pytest.approx(record["loss"], abs=5e-5)
         assert float(line.group(3)) == pytest.approx(record["valid_acc"], abs=5e-5)
         assert 0.0 <= record["eval_time"] < 60.0 and 0.0 <= record["epoch_time"] < 60.0

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .partition.reorder import METHODS as ORDERS
 
-__all__ = ["MODELS", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS", "check_choice"]
+__all__ = ["MODELS", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS", "LR_SCHEDULES",
+           "check_choice"]
 
 #: GNN architectures: GraphSAGE (mean aggregator) and multi-head GAT.
 MODELS = ("sage", "gat")
@@ -27,6 +28,9 @@ DEVICES = ("cpu", "cuda", "auto")
 #: GNN layers: DGL's convolutions, the tensor layers of :mod:`ttgnn.layers` (any device torch
 #: runs on), or ``auto``: DGL where the installed DGL runs on the device, the tensor layers elsewhere.
 GNN_BACKENDS = ("auto", "dgl", "torch")
+#: Learning rates over the epochs: constant, or a cosine from the set rates down towards zero
+#: at the last epoch (:func:`ttgnn.train.lr_factor`).
+LR_SCHEDULES = ("constant", "cosine")
 
 
 def check_choice(name: str, value, valid) -> None:

@@ -20,7 +20,7 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS
+from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS
 from .config import AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
@@ -144,6 +144,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="GNN weight decay")
     p.add_argument("--emb-lr", type=float, default=d.emb_lr, help="embedding learning rate")
     p.add_argument("--emb-weight-decay", type=float, default=d.emb_weight_decay, help="embedding weight decay")
+    p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=d.lr_schedule,
+                   help="learning rates over the epochs: constant, or cosine (from --lr and --emb-lr down "
+                   "towards 0 at the last of --epochs)")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
     p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
                    help="the label trick: known training labels are node inputs (a random --label-rate of the "

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, MODELS, MODES, NORMS, ORDERS, check_choice
+from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "init_for", "label_input_for"]
@@ -80,6 +80,10 @@ class TrainConfig:
         fanouts (list of int): neighbours sampled per layer in mini-batch mode.
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
         epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
+        lr_schedule (str): one of :data:`ttgnn.choices.LR_SCHEDULES`: ``"constant"`` (the
+            default), or ``"cosine"``: both learning rates scaled by ``(1 + cos(pi (e - 1) / E)) / 2``
+            in epoch ``e`` of ``epochs = E`` (1 in the first epoch, near 0 in the last); it follows
+            ``epochs``, also when a resumed run is given more.
         label_smoothing (float): cross-entropy label smoothing.
         label_input (bool, optional): the label trick: add a learned vector of each known training
             label to its node's input (:class:`~ttgnn.models.LabelInput`). Every epoch a random
@@ -138,6 +142,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     emb_lr: float = 0.01
     emb_weight_decay: float = 0.0
+    lr_schedule: str = "constant"
     label_smoothing: float = 0.0
     label_input: Optional[bool] = None
     label_rate: float = 0.5
@@ -157,7 +162,8 @@ class TrainConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
         for key, valid in (("model", MODELS), ("embedding", EMBEDDINGS), ("order", ORDERS), ("mode", MODES),
-                           ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS)):
+                           ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS),
+                           ("lr_schedule", LR_SCHEDULES)):
             check_choice(key, getattr(self, key), valid)
         for key in ("epochs", "dim", "rank", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
             _check_int(key, getattr(self, key), 1)

@@ -27,6 +27,7 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import math
 import resource
 import signal
 import threading
@@ -42,7 +43,7 @@ import torch.nn.functional as F
 from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
-from .choices import ORDERS
+from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, init_for, label_input_for
 from .data import NodeDataset, load_dataset
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels, reuse_labels
@@ -51,7 +52,8 @@ from .seeding import derive_seed, generator, seed_everything
 
 __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run", "restore_run", "train_epoch",
            "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
-           "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "ORDERS", "CHECKPOINT_NAME",
+           "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "lr_factor", "set_learning_rates",
+           "ORDERS", "CHECKPOINT_NAME",
            "BEST_MODEL_NAME", "METRICS_NAME"]
 
 log = logging.getLogger(__name__)
@@ -344,9 +346,33 @@ def _read_best_state(run: RunState, ckpt_path: Path) -> Optional[dict]:
     return best["model"]
 
 
+def lr_factor(schedule: str, epoch: int, epochs: int) -> float:
+    """The learning-rate multiplier of ``epoch`` (1-based) of ``epochs`` under ``schedule``.
+
+    ``"constant"``: 1. ``"cosine"``: ``(1 + cos(pi * (epoch - 1) / epochs)) / 2``, 1 in the first
+    epoch and ``(1 - cos(pi / epochs)) / 2`` (near 0, never 0) in the last.
+    """
+    check_choice("lr_schedule", schedule, LR_SCHEDULES)
+    if schedule == "constant":
+        return 1.0
+    return 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / epochs))
+
+
+def set_learning_rates(run: RunState, epoch: int) -> None:
+    """Set the optimiser's rates for ``epoch``: ``lr`` (GNN) and ``emb_lr`` (table) times :func:`lr_factor`.
+
+    Computed from the settings alone, so a resumed run continues the schedule exactly.
+    """
+    config = run.config
+    factor = lr_factor(config.lr_schedule, epoch, config.epochs)
+    for group, base in zip(run.optimizer.param_groups, (config.lr, config.emb_lr)):
+        group["lr"] = base * factor
+
+
 def train_epoch(run: RunState, epoch: int, show_progress: bool = False) -> float:
     """Step 3: one epoch of training; returns the mean training loss (averaged over ranks)."""
     config, dataset = run.config, run.dataset
+    set_learning_rates(run, epoch)
     seed_everything(derive_seed(config.seed, run.process_rank, epoch))
     train_nodes = dataset.split["train"]
     input_labels = None
@@ -441,7 +467,8 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
     metrics = run.metrics
     record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
               "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
-              "eval_time": time.perf_counter() - started, **_peak_memory(run.device)}
+              "eval_time": time.perf_counter() - started, "lr": run.optimizer.param_groups[0]["lr"],
+              **_peak_memory(run.device)}
     metrics["epochs"].append(record)
     improved = result["valid"] > metrics["best_valid_acc"]
     if improved:
