@@ -365,6 +365,7 @@ def set_learning_rates(run: RunState, epoch: int) -> None:
     """
     config = run.config
     factor = lr_factor(config.lr_schedule, epoch, config.epochs)
+    # The groups as setup_run builds them: the GNN's, then the table's (absent without parameters).
     for group, base in zip(run.optimizer.param_groups, (config.lr, config.emb_lr)):
         group["lr"] = base * factor
 
