@@ -283,14 +283,14 @@ def test_a_best_model_of_another_epoch_is_named_in_the_error(tmp_path, planted):
 
 def _recording_batches(monkeypatch) -> list:
     """Record the output nodes of every sampled batch (a list of lists, one per epoch's batch)."""
-    seen, real = [], ttrain._device_batches
+    seen, real = [], ttrain.device_batches
 
     def recorded(loader, gnn, device):
         for batch in real(loader, gnn, device):
             seen.append(batch[1].tolist())
             yield batch
 
-    monkeypatch.setattr(ttrain, "_device_batches", recorded)
+    monkeypatch.setattr(ttrain, "device_batches", recorded)
     return seen
 
 

@@ -21,7 +21,8 @@ import sys
 from typing import Optional, Sequence
 
 from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS
-from .config import AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig
+from .config import (AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
+                     SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -139,6 +140,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size)
+    p.add_argument("--eval-fanouts", type=_int_list, default=d.eval_fanouts,
+                   help="minibatch: evaluate on neighbourhoods sampled with these fan-outs instead of exact "
+                        f"inference over all nodes (default: exact, the training fan-outs above "
+                        f"{SAMPLED_EVAL_MIN_NODES:,} nodes)")
     p.add_argument("--epochs", type=int, default=d.epochs)
     p.add_argument("--lr", type=float, default=d.lr, help="GNN learning rate")
     p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="GNN weight decay")

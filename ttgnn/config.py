@@ -13,7 +13,7 @@ from typing import Optional
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
-           "init_for", "label_input_for"]
+           "SAMPLED_EVAL_MIN_NODES", "eval_fanouts_for", "init_for", "label_input_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -30,6 +30,11 @@ AUTO_SPECTRAL_VECTORS = 8
 #: dense ``(N, dim)`` table (and TT-SVDs it for a TT table), which a 10^8-node graph cannot hold,
 #: and it was measured only on graphs of up to 2x10^4 nodes (Planetoid).
 AUTO_SPECTRAL_MAX_NODES = 1_000_000
+#: In mini-batch mode a graph of more than this many nodes is evaluated on sampled neighbourhoods
+#: of its split nodes (with the training fan-outs, unless ``eval_fanouts`` is given): layer-wise
+#: full-neighbour inference holds ``(N, hidden)`` activations of every node, 57 GB per layer
+#: for ogbn-papers100M's 111M nodes at 128 dimensions (:func:`eval_fanouts_for`).
+SAMPLED_EVAL_MIN_NODES = 10_000_000
 
 
 @dataclass
@@ -78,6 +83,11 @@ class TrainConfig:
             DGL runs on the device, else the tensor layers). Checkpoints load across backends.
         mode (str): ``"full"`` (full-graph) or ``"minibatch"`` (neighbour sampling).
         fanouts (list of int): neighbours sampled per layer in mini-batch mode.
+        eval_fanouts (list of int, optional): mini-batch mode only: evaluate the split nodes on
+            neighbourhoods sampled with these fan-outs (one per layer) instead of exact layer-wise
+            inference over all nodes; then Correct and Smooth and label reuse, which need every
+            node's prediction, are not available. ``None``: exact, except on graphs of more than
+            :data:`SAMPLED_EVAL_MIN_NODES` nodes, which use ``fanouts`` (:func:`eval_fanouts_for`).
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
         epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
         lr_schedule (str): one of :data:`ttgnn.choices.LR_SCHEDULES`: ``"constant"`` (the
@@ -135,6 +145,7 @@ class TrainConfig:
     gnn_backend: str = "auto"
     mode: str = "full"
     fanouts: list = field(default_factory=lambda: [15, 10, 5])
+    eval_fanouts: Optional[list] = None
     batch_size: int = 1024
     eval_batch_size: int = 8192
     epochs: int = 200
@@ -187,6 +198,18 @@ class TrainConfig:
                 _check_int(f"every entry of {key}", value, 1)
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
+        if self.eval_fanouts is not None:
+            for value in self.eval_fanouts:
+                _check_int("every entry of eval_fanouts", value, 1)
+            if self.mode != "minibatch":
+                raise ValueError("eval_fanouts (sampled evaluation) needs mode='minibatch'; full-graph mode "
+                                 "evaluates with the whole graph")
+            if len(self.eval_fanouts) != self.num_layers:
+                raise ValueError(f"need one evaluation fan-out per layer: {self.num_layers} layers, "
+                                 f"eval_fanouts {self.eval_fanouts}")
+            if self.label_reuse:
+                raise ValueError(f"label_reuse={self.label_reuse} feeds back every node's prediction, which "
+                                 "sampled evaluation (eval_fanouts) does not compute")
         if self.spectral_vectors is not None:
             _check_int("spectral_vectors", self.spectral_vectors, 1)
             if self.spectral_vectors > self.dim:
@@ -228,6 +251,17 @@ def label_input_for(label_input: Optional[bool], num_nodes: int, num_train: int,
     if label_reuse:
         return True
     return num_nodes > 0 and num_train >= LABEL_INPUT_MIN_TRAIN_FRACTION * num_nodes
+
+
+def eval_fanouts_for(eval_fanouts: Optional[list], mode: str, fanouts: list, num_nodes: int) -> Optional[list]:
+    """The fan-outs of a run's sampled evaluation, ``None`` for exact layer-wise inference:
+    ``eval_fanouts`` when given, else ``fanouts`` in mini-batch mode on a graph of more than
+    :data:`SAMPLED_EVAL_MIN_NODES` nodes, else ``None``."""
+    if eval_fanouts is not None:
+        return list(eval_fanouts)
+    if mode == "minibatch" and num_nodes > SAMPLED_EVAL_MIN_NODES:
+        return list(fanouts)
+    return None
 
 
 def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_train: int) -> tuple[str, Optional[int]]:

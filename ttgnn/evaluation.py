@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from .data import NodeDataset
 
-__all__ = ["Accuracy", "known_labels", "soft_labels", "reuse_labels", "all_logits", "evaluate", "correct_and_smooth_metrics"]
+__all__ = ["Accuracy", "known_labels", "soft_labels", "reuse_labels", "all_logits", "evaluate", "evaluate_sampled",
+           "correct_and_smooth_metrics"]
 
 
 class Accuracy:
@@ -120,6 +121,56 @@ def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int
     result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}
     valid = dataset.split["valid"]
     result["valid_loss"] = float(F.cross_entropy(logits[valid], dataset.labels[valid])) if valid.numel() else float("nan")
+    return result
+
+
+@torch.no_grad()
+def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: int = 8192,
+                     device: Optional[torch.device] = None, accuracy: Optional[Accuracy] = None) -> dict:
+    """:func:`evaluate` on sampled neighbourhoods: only the split nodes' logits are computed.
+
+    Each split's nodes go through ``model`` (eval mode) in batches of ``batch_size``, each on the
+    blocks of a DGL neighbour sampler with ``fanouts`` (one per layer, innermost last as in
+    training). Memory grows with the batch and the fan-outs, not with the graph, so a graph whose
+    ``(N, hidden)`` activations do not fit can be evaluated; with fan-outs of at least the largest
+    in-degree it equals :func:`evaluate`. The sampling draws from DGL's and torch's generators:
+    seed them for repeatable results.
+
+    Args:
+        graph (DGLGraph): the graph training samples from (on the CPU).
+        fanouts (list of int): neighbours sampled per layer.
+        device (torch.device, optional): where the model runs. (default: the model's device)
+
+    Returns:
+        ``{"train", "valid", "test"}`` accuracies and ``"valid_loss"``, as :func:`evaluate`.
+    """
+    import dgl
+
+    from .batches import device_batches
+
+    device = device or next(model.parameters()).device
+    model.eval()
+    labels = _eval_labels(model, dataset)
+    sampler = dgl.dataloading.NeighborSampler(list(fanouts))
+    accuracy = accuracy or Accuracy(dataset.evaluator_name)
+    result = {}
+    for key, nodes in dataset.split.items():
+        if nodes.numel() == 0:
+            result[key] = float("nan")
+            if key == "valid":
+                result["valid_loss"] = float("nan")
+            continue
+        loader = dgl.dataloading.DataLoader(graph, nodes.cpu().to(graph.idtype), sampler, batch_size=batch_size,
+                                            shuffle=False, drop_last=False, num_workers=0)
+        outputs, logits = [], []
+        for input_nodes, output_nodes, blocks in device_batches(loader, model.gnn, device):
+            logits.append(model(blocks, input_nodes, input_labels=labels).float())
+            outputs.append(output_nodes)
+        logits, outputs = torch.cat(logits), torch.cat(outputs).to(dataset.labels.device)
+        truth = dataset.labels[outputs]
+        result[key] = accuracy(logits.argmax(1).to(truth.device), truth)
+        if key == "valid":
+            result["valid_loss"] = float(F.cross_entropy(logits, truth.to(logits.device)))
     return result
 
 

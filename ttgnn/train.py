@@ -44,9 +44,11 @@ from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
-from .config import AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, TrainConfig, init_for, label_input_for
+from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
+                     eval_fanouts_for, init_for, label_input_for)
 from .data import NodeDataset, load_dataset
-from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, known_labels, reuse_labels
+from .batches import device_batches
+from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, reuse_labels
 from .fileio import atomic_write_json
 from .seeding import derive_seed, generator, seed_everything
 
@@ -161,13 +163,23 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     """``config`` with the settings the graph decides made explicit: label input
     (:func:`~ttgnn.config.label_input_for`; always on with label reuse) and, for TT and full tables,
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
-    graph's size)."""
+    graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`).
+
+    Raises:
+        ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
+    """
     num_train = int(dataset.split["train"].numel())
     label_input = label_input_for(config.label_input, dataset.num_nodes, num_train, config.label_reuse)
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
-    return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors)
+    eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
+    if eval_fanouts is not None and config.label_reuse:
+        raise ValueError(f"label_reuse={config.label_reuse} feeds back every node's prediction ({dataset.num_nodes:,} "
+                         f"x {dataset.num_classes} floats here); graphs of more than {SAMPLED_EVAL_MIN_NODES:,} "
+                         "nodes are evaluated on sampled neighbourhoods, which do not compute them")
+    return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors,
+                               eval_fanouts=eval_fanouts)
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -232,7 +244,7 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
         "compression_ratio": node_input.compression_ratio,
         "embedding_parameters": node_input.num_parameters,
         "gnn_parameters": sum(p.numel() for p in model.parameter_groups()[1]),
-        "label_input": config.label_input, "gnn_backend": model.gnn.backend,
+        "label_input": config.label_input, "gnn_backend": model.gnn.backend, "eval_fanouts": config.eval_fanouts,
         "best_valid_acc": 0.0, "test_acc": 0.0, "best_epoch": 0, "epochs": [], "settings": config.settings(),
         "world_size": world_size,
     }
@@ -272,6 +284,10 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
                      "--init to choose)", settled.init,
                      f" ({settled.spectral_vectors} eigenvectors)" if settled.spectral_vectors else "", share,
                      f"{dataset.num_nodes:,}", threshold, f"{AUTO_SPECTRAL_MAX_NODES:,}")
+        if settled.eval_fanouts is not None and config.eval_fanouts is None:
+            log.info("evaluation on sampled neighbourhoods (fan-outs %s) of the split nodes: %s nodes, more than %s "
+                     "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
+                     f"{dataset.num_nodes:,}", f"{SAMPLED_EVAL_MIN_NODES:,}")
     config = settled
     from .models import resolve_gnn_backend
 
@@ -420,7 +436,7 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
     # step would wait for the device and stop the next batch's sampling from overlapping compute.
     total = torch.zeros((), dtype=torch.float64, device=run.device)
     count = 0
-    batches = tqdm(_device_batches(loader, run.model.gnn, run.device), disable=not show_progress, leave=False,
+    batches = tqdm(device_batches(loader, run.model.gnn, run.device), disable=not show_progress, leave=False,
                    desc=f"epoch {epoch}", total=len(loader))
     for step, (input_nodes, output_nodes, blocks) in enumerate(batches):
         tdist.maybe_inject_fault(epoch, step)  # test hook, inert unless $TTGNN_FAULT is set
@@ -435,36 +451,16 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
     return float(total) / max(count, 1)
 
 
-def _device_batches(loader, gnn, device: torch.device):
-    """``(input_nodes, output_nodes, blocks)`` of each sampled batch, ready for ``gnn`` on ``device``.
-
-    For the ``"torch"`` backend each DGL block becomes index tensors (:class:`~ttgnn.layers.SparseGraph`)
-    on the CPU; on a GPU they and the node ids are pinned and copied with ``non_blocking=True``, so
-    the copy is queued behind the previous step's kernels and the CPU goes on to sample the next
-    batch while the GPU computes. For ``"dgl"`` the blocks are as the loader gives them.
-    """
-    from .layers import SparseGraph
-
-    pin = device.type == "cuda"
-
-    def to_device(tensor):
-        return (tensor.pin_memory() if pin else tensor).to(device, non_blocking=pin)
-
-    for input_nodes, output_nodes, blocks in loader:
-        input_nodes, output_nodes = input_nodes.long(), output_nodes.long()
-        if gnn.backend == "torch":
-            blocks = [SparseGraph.from_dgl(block) for block in blocks]
-            if pin:
-                blocks = [block.pin_memory() for block in blocks]
-            blocks = [block.to(device, non_blocking=pin) for block in blocks]
-            input_nodes, output_nodes = to_device(input_nodes), to_device(output_nodes)
-        yield input_nodes, output_nodes, blocks
-
-
 def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: float) -> None:
     """Step 4 (rank 0): evaluate, keep the best epoch's weights, write checkpoint and metrics."""
     started = time.perf_counter()
-    result = evaluate(run.model, run.graph, run.dataset, run.config.mode, run.config.eval_batch_size, run.accuracy)
+    config = run.config
+    if config.eval_fanouts is not None:  # the same neighbourhoods on a resume: seeded by the epoch
+        seed_everything(derive_seed(config.seed, "eval", epoch))
+        result = evaluate_sampled(run.model, run.graph, run.dataset, config.eval_fanouts, config.eval_batch_size,
+                                  run.device, run.accuracy)
+    else:
+        result = evaluate(run.model, run.graph, run.dataset, config.mode, config.eval_batch_size, run.accuracy)
     metrics = run.metrics
     record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
               "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
@@ -518,7 +514,11 @@ def finish_run(run: RunState) -> dict:
     """Step 5: Correct and Smooth on the best model (rank 0), the summary on every rank, ``metrics.json``."""
     metrics = run.metrics
     if run.is_main and run.config.correct_smooth and metrics["epochs"]:
-        metrics["correct_smooth"] = _final_correct_smooth(run)
+        if run.config.eval_fanouts is not None:
+            log.info("correct and smooth skipped: it needs every node's prediction, and this run's evaluation "
+                     "is sampled (eval_fanouts %s)", run.config.eval_fanouts)
+        else:
+            metrics["correct_smooth"] = _final_correct_smooth(run)
     if run.world_size > 1:
         metrics = tdist.broadcast_object(metrics)  # every rank returns rank 0's metrics
     summary = summarize(metrics)
