@@ -13,7 +13,7 @@ from typing import Optional
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
-           "SAMPLED_EVAL_MIN_NODES", "eval_fanouts_for", "init_for", "label_input_for"]
+           "SAMPLED_EVAL_MIN_NODES", "check_reuse_with_sampled_eval", "eval_fanouts_for", "init_for", "label_input_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -207,9 +207,7 @@ class TrainConfig:
             if len(self.eval_fanouts) != self.num_layers:
                 raise ValueError(f"need one evaluation fan-out per layer: {self.num_layers} layers, "
                                  f"eval_fanouts {self.eval_fanouts}")
-            if self.label_reuse:
-                raise ValueError(f"label_reuse={self.label_reuse} feeds back every node's prediction, which "
-                                 "sampled evaluation (eval_fanouts) does not compute")
+            check_reuse_with_sampled_eval(self.label_reuse, self.eval_fanouts)
         if self.spectral_vectors is not None:
             _check_int("spectral_vectors", self.spectral_vectors, 1)
             if self.spectral_vectors > self.dim:
@@ -262,6 +260,15 @@ def eval_fanouts_for(eval_fanouts: Optional[list], mode: str, fanouts: list, num
     if mode == "minibatch" and num_nodes > SAMPLED_EVAL_MIN_NODES:
         return list(fanouts)
     return None
+
+
+def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list]) -> None:
+    """Raise ``ValueError`` for label reuse with sampled evaluation: reuse feeds back every node's
+    prediction, which sampled evaluation (given, or chosen by :func:`eval_fanouts_for`) does not compute."""
+    if label_reuse and eval_fanouts is not None:
+        raise ValueError(f"label_reuse={label_reuse} feeds back every node's prediction, which sampled evaluation "
+                         f"(eval_fanouts {list(eval_fanouts)}; the default in mini-batch mode on graphs of more than "
+                         f"{SAMPLED_EVAL_MIN_NODES:,} nodes) does not compute")
 
 
 def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_train: int) -> tuple[str, Optional[int]]:

@@ -153,12 +153,10 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
     labels = _eval_labels(model, dataset)
     sampler = dgl.dataloading.NeighborSampler(list(fanouts))
     accuracy = accuracy or Accuracy(dataset.evaluator_name)
-    result = {}
+    result = {"valid_loss": float("nan")}
     for key, nodes in dataset.split.items():
         if nodes.numel() == 0:
             result[key] = float("nan")
-            if key == "valid":
-                result["valid_loss"] = float("nan")
             continue
         loader = dgl.dataloading.DataLoader(graph, nodes.cpu().to(graph.idtype), sampler, batch_size=batch_size,
                                             shuffle=False, drop_last=False, num_workers=0)

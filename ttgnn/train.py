@@ -45,7 +45,7 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
-                     eval_fanouts_for, init_for, label_input_for)
+                     check_reuse_with_sampled_eval, eval_fanouts_for, init_for, label_input_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, reuse_labels
@@ -174,10 +174,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
-    if eval_fanouts is not None and config.label_reuse:
-        raise ValueError(f"label_reuse={config.label_reuse} feeds back every node's prediction ({dataset.num_nodes:,} "
-                         f"x {dataset.num_classes} floats here); graphs of more than {SAMPLED_EVAL_MIN_NODES:,} "
-                         "nodes are evaluated on sampled neighbourhoods, which do not compute them")
+    check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
     return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts)
 
