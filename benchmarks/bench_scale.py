@@ -8,8 +8,13 @@ Phases, each with its wall time and peak resident memory (sampled every 0.1 s fr
 3. ``graph``: the DGL graph (``csc``, self-loops, no edge ids: sampling needs none);
 4. ``train``: ``--steps`` mini-batch steps of GraphSAGE on ``--batch-size`` seeds each, for each
    ``--embeddings`` (``tt`` and/or ``full``): loss curve, steps per second;
-5. ``validate``: accuracy on the planted labels of the validation nodes (sampled neighbourhoods
-   with the training fan-outs) against chance (the largest class's share).
+5. ``validate``: accuracy on the planted labels of the validation nodes against chance (the
+   largest class's share), by ``ttgnn train``'s sampled evaluation
+   (:func:`ttgnn.evaluation.evaluate_sampled`, the training fan-outs, ``--eval-batch-size`` nodes
+   per batch).
+
+``ttgnn plan``'s prediction for the same configuration (:func:`ttgnn.plan.plan`) is printed
+beside the measured peaks.
 
 The dense ``N x D`` float32 table is also tried (``torch.empty``): at papers100M's size it is
 57 GB, and the allocation error is reported. Usage (the figures in docs/scale.md)::
@@ -23,6 +28,7 @@ training phases (``TTGNN_MALLOC=default`` turns it off).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -45,6 +51,7 @@ class PhaseMemory:
         self.phase = None
         self.peaks: dict[str, float] = {}
         self.seconds: dict[str, float] = {}
+        self.starts: dict[str, float] = {}  # resident memory as each phase began
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -63,6 +70,7 @@ class PhaseMemory:
 
     def start(self, phase: str) -> float:
         self.phase = phase
+        self.starts[phase] = self.rss() / 2**30
         self.sample()
         return time.perf_counter()
 
@@ -92,13 +100,17 @@ def train_steps(dataset, graph, embedding: str, args, memory: PhaseMemory, resul
     import torch.nn.functional as F
 
     from ttgnn.config import TrainConfig
+    from ttgnn.evaluation import evaluate_sampled
     from ttgnn.seeding import seed_everything
     from ttgnn.train import build_classifier
 
     config = TrainConfig(dataset=dataset.name, model="sage", embedding=embedding, dim=args.dim, rank=args.rank,
                          order=args.order, hidden=args.hidden, num_layers=len(args.fanouts), fanouts=args.fanouts,
                          batch_size=args.batch_size, mode="minibatch", cache_dir=args.cache_dir, dropout=0.0,
-                         seed=args.seed, lr=args.lr, emb_lr=args.emb_lr)
+                         seed=args.seed, lr=args.lr, emb_lr=args.emb_lr,
+                         # The same model at every size (the automatic choices switch below 10^6 nodes
+                         # or with many training labels): Gaussian cores, no label input.
+                         init="gaussian", label_input=False)
     seed_everything(args.seed)
     started = memory.start(f"build {embedding}")
     model = build_classifier(config, dataset)
@@ -138,16 +150,14 @@ def train_steps(dataset, graph, embedding: str, args, memory: PhaseMemory, resul
     bar.close()
     memory.stop(phase, started)
 
+    # ttgnn train's sampled evaluation (the default above 10^7 nodes), on the validation nodes only.
+    del logits, loss, blocks, input_nodes, output_nodes
     phase = f"validate {embedding}"
     started = memory.start(phase)
-    model.eval()
-    valid = dataset.split["valid"].to(graph.idtype)
-    loader = dgl.dataloading.DataLoader(graph, valid, sampler, batch_size=4096, shuffle=False, num_workers=0)
-    correct = 0
+    empty = dataset.split["valid"][:0]
+    valid_only = dataclasses.replace(dataset, split={"train": empty, "valid": dataset.split["valid"], "test": empty})
     with torch.no_grad():
-        for input_nodes, output_nodes, blocks in loader:
-            pred = model(blocks, input_nodes.long()).argmax(1)
-            correct += int((pred == dataset.labels[output_nodes.long()]).sum())
+        valid_acc = evaluate_sampled(model, graph, valid_only, args.fanouts, batch_size=args.eval_batch_size)["valid"]
     memory.stop(phase, started)
     counts = np.bincount(dataset.labels.numpy(), minlength=dataset.num_classes)
     result[embedding] = {
@@ -155,9 +165,11 @@ def train_steps(dataset, graph, embedding: str, args, memory: PhaseMemory, resul
         "median_step_seconds": float(np.median(step_times)), "epoch_seconds": memory.seconds[f"train {embedding}"],
         "loss_first_10": float(np.mean(losses[:10])), "loss_last_10": float(np.mean(losses[-10:])),
         "loss_curve": [float(np.mean(losses[i:i + 25])) for i in range(0, len(losses), 25)],
-        "valid_acc": correct / max(1, valid.numel()), "chance": float(counts.max() / counts.sum()),
+        "valid_acc": valid_acc, "chance": float(counts.max() / counts.sum()),
         "embedding_parameters": sum(p.numel() for p in emb_params),
         "peak_rss_gib_train": memory.peaks[f"train {embedding}"],
+        "peak_rss_gib_validate": memory.peaks[f"validate {embedding}"],
+        "validate_rise_gib": memory.peaks[f"validate {embedding}"] - memory.starts[f"validate {embedding}"],
     }
     log.info("%s: %s", embedding, {k: v for k, v in result[embedding].items() if k != "loss_curve"})
 
@@ -175,6 +187,8 @@ def main(argv=None) -> int:
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--fanouts", type=lambda s: [int(v) for v in s.split(",")], default=[15, 10, 5])
     parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--eval-batch-size", type=int, default=8192,
+                        help="validation nodes per batch (ttgnn train's --eval-batch-size)")
     parser.add_argument("--steps", type=int, default=300, help="training steps (ignored with --epoch)")
     parser.add_argument("--epoch", action="store_true", help="one full epoch over the training nodes")
     parser.add_argument("--train-nodes", type=int, default=None,
@@ -232,10 +246,23 @@ def main(argv=None) -> int:
     started = memory.start("graph")
     graph = dataset.dgl_graph(self_loops=True, edge_ids=False)
     memory.stop("graph", started)
+    from ttgnn.plan import plan
+
+    predicted = plan(args.nodes, args.dim, args.rank, num_layers=len(args.fanouts), hidden=args.hidden,
+                     num_classes=args.classes, fanouts=args.fanouts, batch_size=args.batch_size,
+                     avg_degree=csr.num_entries / dataset.num_nodes, eval_fanouts=args.fanouts,
+                     eval_batch_size=args.eval_batch_size)
     for embedding in args.embeddings:
         train_steps(dataset, graph, embedding, args, memory, result)
+        memory_plan = predicted[embedding].memory
+        result[embedding]["predicted_gib"] = {
+            "training": (memory_plan["total"] - memory_plan["evaluation"]) / 2**30,
+            "with_evaluation": memory_plan["total"] / 2**30,
+            "evaluation_peak": predicted[embedding].details["evaluation_peak"] / 2**30}
+        log.info("%s: ttgnn plan predicts %s", embedding, result[embedding]["predicted_gib"])
     result["phase_seconds"] = memory.seconds
     result["phase_peak_rss_gib"] = memory.peaks
+    result["phase_start_rss_gib"] = memory.starts
     print(json.dumps({k: v for k, v in result.items() if k != "args"}, indent=1))
     if args.json:
         with open(args.json, "w") as fh:

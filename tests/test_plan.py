@@ -57,7 +57,46 @@ def test_gat_costs_more_than_sage_and_fits_decides():
     assert papers["tt"].fits and not papers["full"].fits
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(model="gcn"), "model"), (dict(optimizer="lion"), "optimizer"),
+def test_sampled_evaluation_term_by_hand():
+    # One SAGE layer, fan-out 2, evaluation batches of 10 nodes: 30 sampled inputs (10 x (2 + 1)),
+    # 30 block edges; training batch 1 so that training's blocks and activations are tiny.
+    plans = plan(10**6, 4, 2, num_layers=1, num_classes=3, fanouts=[2], batch_size=1, eval_fanouts=[2],
+                 eval_batch_size=10, avg_degree=2.0)
+    blocks = 30 * 3 * 8 + (30 + 10) * 2 * 8
+    assert plans["full"].details["evaluation_peak"] == blocks + (30 * 4 + 10 * 3) * 4  # both layers' rows
+    assert plans["tt"].details["evaluation_peak"] == blocks + 30 * 4 * 4 * 2  # looked-up rows + TT scratch
+    for p in plans.values():
+        assert p.details["evaluation"] == "sampled" and p.details["eval_fanouts"] == [2]
+        m = p.memory
+        assert m["evaluation"] == p.details["evaluation_peak"] - m["blocks"] - m["activations"] > 0
+        assert m["total"] == sum(v for k, v in m.items() if k != "total")
+
+
+def test_evaluation_kind_follows_training_rule():
+    small = plan(2_449_029, model="gat")
+    assert small["tt"].details["evaluation"] == "exact" and small["tt"].details["eval_fanouts"] is None
+    # Exact layer-wise inference holds two (N, width) layers: GAT's hidden layers are heads x hidden wide.
+    assert small["tt"].details["evaluation_peak"] >= 2_449_029 * 2 * 256 * 4 * 4
+    big = plan(111_059_956, fanouts=[15, 10, 5])
+    assert big["tt"].details["evaluation"] == "sampled" and big["tt"].details["eval_fanouts"] == [15, 10, 5]
+    assert plan(2_449_029, eval_fanouts=[5, 5, 5])["tt"].details["evaluation"] == "sampled"
+    full = plan(169_343, mode="full")
+    assert full["tt"].details["evaluation"] == "full graph" and full["tt"].memory["evaluation"] == 0
+
+
+def test_sampled_evaluation_grows_with_its_batch_not_the_graph():
+    peaks = [plan(n, eval_fanouts=[15, 10, 5], eval_batch_size=b)["tt"].details["evaluation_peak"]
+             for n, b in ((50_000_000, 8192), (500_000_000, 8192), (50_000_000, 1024))]
+    assert peaks[0] == peaks[1] and peaks[2] < peaks[0] / 4
+    exact = [plan(n, eval_fanouts=None)["tt"].details["evaluation_peak"] for n in (1_000_000, 2_000_000)]
+    assert 1.9 < exact[1] / exact[0] < 2.1
+
+
+@pytest.mark.parametrize("kwargs,match", [(dict(eval_fanouts=[5, 5]), "eval_fanouts"),
+                                          (dict(eval_fanouts=[5, 0, 5]), "eval_fanouts"),
+                                          (dict(eval_fanouts=[5, 5, 5], mode="full"), "minibatch"),
+                                          (dict(eval_batch_size=0), "eval_batch_size"),
+                                          (dict(model="gcn"), "model"), (dict(optimizer="lion"), "optimizer"),
                                           (dict(world_size=0), "world_size"), (dict(fanouts=[5, 5]), "fan-outs"),
                                           (dict(mode="half"), "mode"), (dict(avg_degree=-1.0), "avg_degree")])
 def test_bad_values_are_named(kwargs, match):
@@ -72,6 +111,14 @@ def test_cli_plan_table_and_json(capsys):
     assert main(["plan", "--nodes", "169343", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["1"]["full"]["memory"]["table"] == 169343 * 128 * 4
+
+
+def test_cli_plan_eval_fanouts(capsys):
+    assert main(["plan", "--nodes", "169343", "--eval-fanouts", "5,5,5", "--eval-batch-size", "512", "--json"]) == 0
+    tt = json.loads(capsys.readouterr().out)["1"]["tt"]
+    assert tt["details"]["evaluation"] == "sampled" and tt["details"]["eval_fanouts"] == [5, 5, 5]
+    assert main(["plan", "--nodes", "169343", "--mode", "full", "--eval-fanouts", "5,5,5"]) == 2
+    assert "minibatch" in capsys.readouterr().err
 
 
 def test_cli_plan_bad_memory_exits_2(capsys):

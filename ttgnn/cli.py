@@ -361,13 +361,17 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                      hidden=args.hidden, heads=args.heads, num_classes=args.classes, fanouts=args.fanouts,
                      batch_size=args.batch_size, optimizer=args.optimizer, world_size=world_size,
                      avg_degree=args.avg_degree, mode=args.mode, num_cores=args.num_cores,
-                     row_shape=args.row_shape, col_shape=args.col_shape, device_memory=args.device_memory)
+                     row_shape=args.row_shape, col_shape=args.col_shape, device_memory=args.device_memory,
+                     eval_fanouts=args.eval_fanouts, eval_batch_size=args.eval_batch_size)
         results[world_size] = plans
         if not args.json:
             tt = plans["tt"].details
             print(f"\n{args.nodes:,} nodes x {args.dim}, {args.model} {len(args.fanouts)} layers x {args.hidden}, "
                   f"fan-outs {args.fanouts}, batch {args.batch_size}/rank, {args.optimizer}, {world_size} rank(s); "
-                  f"TT {tt['row_shape']} x {tt['col_shape']} ranks {tt['ranks']}: {tt['parameters']:,} parameters\n")
+                  f"TT {tt['row_shape']} x {tt['col_shape']} ranks {tt['ranks']}: {tt['parameters']:,} parameters; "
+                  f"evaluation {tt['evaluation']}"
+                  + (f" (fan-outs {tt['eval_fanouts']}, batch {args.eval_batch_size})" if tt["eval_fanouts"] else "")
+                  + "\n")
             print(format_plan(plans, world_size))
     if args.json:
         print(json.dumps({str(k): as_dict(v) for k, v in results.items()}, indent=1))
@@ -393,6 +397,9 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--world-size", type=int, nargs="+", default=[1], help="one or more numbers of GPUs/machines")
     p.add_argument("--avg-degree", type=float, default=10.0, help="mean degree of the symmetric graph")
     p.add_argument("--mode", choices=MODES, default="minibatch")
+    p.add_argument("--eval-fanouts", type=_int_list, default=None,
+                   help="sampled evaluation's fan-outs, as `ttgnn train` (default: as training chooses)")
+    p.add_argument("--eval-batch-size", type=int, default=8192, help="nodes per evaluation batch")
     p.add_argument("--device-memory", type=_parse_memory, default=None, help="memory per rank, e.g. 80GB")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_cmd_plan)

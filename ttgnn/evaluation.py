@@ -131,9 +131,9 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
 
     Each split's nodes go through ``model`` (eval mode) in batches of ``batch_size``, each on the
     blocks of a DGL neighbour sampler with ``fanouts`` (one per layer, innermost last as in
-    training). Memory grows with the batch and the fan-outs, not with the graph, so a graph whose
-    ``(N, hidden)`` activations do not fit can be evaluated; with fan-outs of at least the largest
-    in-degree it equals :func:`evaluate`. The sampling draws from DGL's and torch's generators:
+    training). Memory grows with the batch and the fan-outs (plus 16 bytes per split node), not
+    with the graph, so a graph whose ``(N, hidden)`` activations do not fit can be evaluated; with
+    fan-outs of at least the largest in-degree it equals :func:`evaluate`. The sampling draws from DGL's and torch's generators:
     seed them for repeatable results.
 
     Args:
@@ -160,15 +160,21 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
             continue
         loader = dgl.dataloading.DataLoader(graph, nodes.cpu().to(graph.idtype), sampler, batch_size=batch_size,
                                             shuffle=False, drop_last=False, num_workers=0)
-        outputs, logits = [], []
+        # Only class ids are kept per node (and the validation loss as a running sum), so the memory
+        # beyond one batch is 16 bytes per split node, not a row of logits.
+        predicted, outputs, loss_sum = [], [], 0.0
         for input_nodes, output_nodes, blocks in device_batches(loader, model.gnn, device):
-            logits.append(model(blocks, input_nodes, input_labels=labels).float())
-            outputs.append(output_nodes)
-        logits, outputs = torch.cat(logits), torch.cat(outputs).to(dataset.labels.device)
+            logits = model(blocks, input_nodes, input_labels=labels).float()
+            predicted.append(logits.argmax(1).cpu())
+            outputs.append(output_nodes.cpu())
+            if key == "valid":
+                truth = dataset.labels[output_nodes.long().to(dataset.labels.device)].to(logits.device)
+                loss_sum += float(F.cross_entropy(logits, truth, reduction="sum"))
+        outputs = torch.cat(outputs).long().to(dataset.labels.device)
         truth = dataset.labels[outputs]
-        result[key] = accuracy(logits.argmax(1).to(truth.device), truth)
+        result[key] = accuracy(torch.cat(predicted).to(truth.device), truth)
         if key == "valid":
-            result["valid_loss"] = float(F.cross_entropy(logits, truth.to(logits.device)))
+            result["valid_loss"] = loss_sum / outputs.numel()
     return result
 
 

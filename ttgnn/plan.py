@@ -19,6 +19,12 @@ Terms (bytes, float32 values, int64 ids as DGL holds them):
 * ``blocks``: the sampled blocks (ids of nodes and edges per layer);
 * ``activations``: input rows, every layer's outputs and what backward keeps (GAT: attention
   per edge and head), plus the TT kernel's scratch (about its output);
+* ``evaluation``: what evaluating needs beyond the training step's ``blocks`` and
+  ``activations`` (freed before it runs), 0 when it needs less. Exact layer-wise inference (the
+  default below :data:`~ttgnn.config.SAMPLED_EVAL_MIN_NODES` nodes) holds two ``(N, width)``
+  layers at once; sampled evaluation (``eval_fanouts``, the default in mini-batch mode above that
+  size) one batch of ``eval_batch_size`` nodes, forward only, plus 16 bytes per split node (not
+  counted). Correct and Smooth and label reuse (every node's class probabilities) are not counted;
 * ``runtime``: the interpreter, torch and DGL (a constant measured here, see
   :data:`RUNTIME_BYTES`).
 """
@@ -78,6 +84,35 @@ def _sampled(num_nodes: int, batch_size: int, fanouts: Sequence[int]) -> tuple[l
     return nodes, edges
 
 
+def _evaluation_bytes(num_nodes: int, entries: int, widths: list, model: str, heads: int, mode: str,
+                      eval_fanouts: Optional[list], eval_batch_size: int, tt: bool) -> tuple[int, str]:
+    """Peak bytes of one evaluation (no gradients kept) and its kind: ``"sampled"``, ``"exact"``
+    (layer-wise over node batches) or ``"full graph"`` (one layer over all nodes at a time)."""
+    num_layers = len(widths) - 1
+    if eval_fanouts is not None:
+        nodes, edges = _sampled(num_nodes, eval_batch_size, eval_fanouts)
+        peak = max(nodes[i] * widths[i] + nodes[i + 1] * widths[i + 1] for i in range(num_layers)) * _FLOAT
+        if model == "gat":
+            peak += max(edges) * heads * 3 * _FLOAT
+        lookup = nodes[0] * widths[0] * _FLOAT * (2 if tt else 1)  # TT: rows plus the kernel's scratch
+        blocks = sum(edges) * 3 * _ID + sum(nodes) * 2 * _ID
+        return blocks + max(peak, lookup), "sampled"
+    # Every node's input rows, then each layer's input and output for all nodes at once.
+    peak = max(num_nodes * (widths[i] + widths[i + 1]) for i in range(num_layers)) * _FLOAT
+    lookup = num_nodes * widths[0] * _FLOAT * (2 if tt else 1)
+    if mode == "full":
+        per_layer = (entries + num_nodes) * (heads * 3 * _FLOAT if model == "gat" else 0)
+        return max(peak + per_layer, lookup), "full graph"
+    # One batch of destination nodes with all their neighbours: its block and gathered inputs.
+    dst = min(num_nodes, eval_batch_size)
+    batch_edges = min(entries + num_nodes, int(dst * (entries / num_nodes + 1)))
+    batch_src = min(num_nodes, batch_edges)
+    batch = batch_edges * 3 * _ID + max(batch_src * w for w in widths[:-1]) * _FLOAT
+    if model == "gat":
+        batch += batch_edges * heads * 3 * _FLOAT
+    return max(peak + batch, lookup), "exact"
+
+
 def _tt_lookup_flops(shape, rows: int) -> int:
     """FLOPs (forward + backward) of ``rows`` TT rows contracted left to right, no prefix shared
     (an upper bound: the fused kernel computes a shared prefix once)."""
@@ -95,7 +130,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
          hidden: int = 256, heads: int = 4, num_classes: int = 172, fanouts: Optional[Sequence[int]] = None,
          batch_size: int = 1024, optimizer: str = "adam", world_size: int = 1, avg_degree: float = 10.0,
          mode: str = "minibatch", num_cores: Optional[int] = None, row_shape=None, col_shape=None,
-         device_memory: Optional[float] = None) -> dict:
+         device_memory: Optional[float] = None, eval_fanouts: Optional[Sequence[int]] = None,
+         eval_batch_size: int = 8192) -> dict:
     """Estimate the per-rank memory, all-reduce bytes and lookup FLOPs of a run, TT and full.
 
     Args:
@@ -107,6 +143,9 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
             of the symmetric graph. mode (str): ``"minibatch"`` or ``"full"`` (every node every step).
         num_cores, row_shape, col_shape: TT shape overrides (:meth:`ttgnn.shapes.TTShape.build`).
         device_memory (float, optional): bytes available per rank; sets each plan's ``fits``.
+        eval_fanouts (sequence of int, optional): sampled evaluation's fan-outs, as ``ttgnn train
+            --eval-fanouts`` (default: as training chooses, :func:`ttgnn.config.eval_fanouts_for`).
+        eval_batch_size (int): nodes per evaluation batch. (default: ``8192``)
 
     Returns:
         dict: ``{"tt": Plan, "full": Plan}``.
@@ -114,11 +153,13 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     Raises:
         ValueError: a value out of range (named in the message).
     """
+    from .config import eval_fanouts_for
     from .shapes import TTShape
 
     for name, value in (("num_nodes", num_nodes), ("dim", dim), ("rank", rank), ("num_layers", num_layers),
                         ("hidden", hidden), ("heads", heads), ("num_classes", num_classes),
-                        ("batch_size", batch_size), ("world_size", world_size)):
+                        ("batch_size", batch_size), ("world_size", world_size),
+                        ("eval_batch_size", eval_batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if model not in ("sage", "gat"):
@@ -132,6 +173,13 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     fanouts = list(fanouts) if fanouts is not None else [10] * num_layers
     if len(fanouts) != num_layers or any(int(f) < 1 for f in fanouts):
         raise ValueError(f"need {num_layers} fan-outs >= 1 (one per layer), got {fanouts}")
+    if eval_fanouts is not None:
+        eval_fanouts = list(eval_fanouts)
+        if mode == "full":
+            raise ValueError("eval_fanouts (sampled evaluation) applies to mode 'minibatch' only")
+        if len(eval_fanouts) != num_layers or any(int(f) < 1 for f in eval_fanouts):
+            raise ValueError(f"need {num_layers} eval_fanouts >= 1 (one per layer), got {eval_fanouts}")
+    eval_fanouts = eval_fanouts_for(eval_fanouts, mode, fanouts, num_nodes)
 
     entries = int(num_nodes * avg_degree)
     if mode == "full":
@@ -174,14 +222,19 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         memory = {"table": params * _FLOAT, "gradients": params * _FLOAT, "optimizer": params * _FLOAT * state,
                   "optimizer step": params * _FLOAT * STEP_SCRATCH[optimizer],
                   "gnn": gnn_bytes, "graph": graph_bytes, "blocks": block_bytes,
-                  "activations": activations + extra, "runtime": RUNTIME_BYTES}
+                  "activations": activations + extra}
+        evaluation, evaluation_kind = _evaluation_bytes(num_nodes, entries, widths, model, heads, mode,
+                                                        eval_fanouts, eval_batch_size, kind == "tt")
+        memory["evaluation"] = max(0, evaluation - memory["blocks"] - memory["activations"])
+        memory["runtime"] = RUNTIME_BYTES
         memory["total"] = sum(memory.values())
         allreduce = (params + layer_params) * _FLOAT if world_size > 1 else 0
         fits = None if device_memory is None else memory["total"] <= device_memory
         result[kind] = Plan(kind, memory, allreduce, int(flops), list(nodes), fits,
                             {"parameters": params, "gnn_parameters": layer_params,
                              "row_shape": list(shape.row_shape), "col_shape": list(shape.col_shape),
-                             "ranks": list(shape.ranks)})
+                             "ranks": list(shape.ranks), "evaluation": evaluation_kind,
+                             "evaluation_peak": evaluation, "eval_fanouts": eval_fanouts})
     return result
 
 
