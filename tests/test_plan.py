@@ -4,6 +4,7 @@ import json
 import pytest
 
 from ttgnn.cli import main
+from ttgnn.data import load_dataset
 from ttgnn.plan import RUNTIME_BYTES, plan
 from ttgnn.shapes import TTShape
 
@@ -119,6 +120,19 @@ def test_cli_plan_eval_fanouts(capsys):
     assert tt["details"]["evaluation"] == "sampled" and tt["details"]["eval_fanouts"] == [5, 5, 5]
     assert main(["plan", "--nodes", "169343", "--mode", "full", "--eval-fanouts", "5,5,5"]) == 2
     assert "minibatch" in capsys.readouterr().err
+
+
+def test_cli_plan_takes_the_graph_from_a_dataset(capsys, tmp_path, data_root):
+    root = data_root
+    assert main(["plan", "--dataset", "cora", "--root", str(root), "--cache-dir", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    cora = load_dataset("cora", root=root)
+    degree = cora.csr().num_entries / cora.num_nodes
+    expected = plan(cora.num_nodes, num_layers=3, num_classes=cora.num_classes, fanouts=[15, 10, 5], avg_degree=degree)
+    got = json.loads(captured.out)["1"]
+    assert got["full"]["memory"] == expected["full"].memory and got["tt"]["memory"] == expected["tt"].memory
+    assert f"{cora.num_nodes:,} nodes" in captured.err
+    assert main(["plan"]) == 2 and "--dataset" in capsys.readouterr().err
 
 
 def test_cli_plan_bad_memory_exits_2(capsys):

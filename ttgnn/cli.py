@@ -6,7 +6,7 @@ Sub-commands::
     ttgnn partition --dataset ogbn-arxiv ...        node order onto TT rows: quality and time
     ttgnn train --dataset ogbn-arxiv ...            train a featureless GNN (GraphSAGE/GAT, TT or full table)
     ttgnn upgrade-checkpoint PATH                   convert a trusted checkpoint of an older ttgnn
-    ttgnn plan --nodes N ...                        memory per rank, all-reduce bytes, FLOPs: TT vs full
+    ttgnn plan --nodes N | --dataset NAME ...       memory per rank, all-reduce bytes, FLOPs: TT vs full
 
 Errors a user can cause (bad values, missing or malformed files, paths that are not what they
 should be) end with one line on stderr and exit code 2; Ctrl-C with one line (and, for ``train``,
@@ -355,6 +355,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     from .plan import as_dict, format_plan, plan
 
+    if args.dataset is not None:
+        from .data import load_dataset
+
+        dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
+        args.nodes, args.classes = dataset.num_nodes, dataset.num_classes
+        args.avg_degree = dataset.csr().num_entries / dataset.num_nodes
+        print(f"{dataset.name}: {args.nodes:,} nodes, mean degree {args.avg_degree:.2f} (symmetric, no self-loops), "
+              f"{args.classes} classes", file=sys.stderr)
+    elif args.nodes is None:
+        raise ValueError("give --nodes N (with --avg-degree and --classes) or --dataset NAME")
     results = {}
     for world_size in args.world_size:
         plans = plan(args.nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
@@ -381,7 +391,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _add_plan_parser(sub) -> None:
     p = sub.add_parser("plan", formatter_class=HelpFormatter,
                        help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full")
-    p.add_argument("--nodes", type=int, required=True, help="number of nodes N")
+    p.add_argument("--nodes", type=int, default=None, help="number of nodes N (or --dataset)")
+    p.add_argument("--dataset", default=None, help="take N, the mean degree and the classes from this dataset "
+                   "(a name as for `ttgnn train`; overrides --nodes, --avg-degree and --classes)")
+    p.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+    p.add_argument("--cache-dir", default=None, help="cache for ogb files (default: ~/.cache/ttgnn)")
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     p.add_argument("--rank", type=int, default=16, help="TT rank")
     p.add_argument("--num-cores", type=int, default=None, help="TT cores (default: automatic from N)")
