@@ -357,8 +357,19 @@ def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
 
 
 def test_concurrent_processes_load_one_fresh_ogb_cache(tmp_path):
+    """Three processes on one fresh cache: one builds ogb's processed file, the others wait and
+    read it. Building is slowed to 4 s so that, without the lock, all three would build at once."""
     _products_layout(tmp_path / "root")
-    code = ("import sys\nfrom ttgnn.data import load_dataset\n"
+    code = ("import os, sys, time\n"
+            "from ogb.nodeproppred import dataset as ogb_dataset\n"
+            "original = ogb_dataset.NodePropPredDataset.pre_process\n"
+            "def slow(self):\n"
+            "    if not os.path.exists(os.path.join(self.root, 'processed', 'data_processed')):\n"
+            "        print('BUILDS', file=sys.stderr, flush=True)\n"
+            "        time.sleep(4)\n"
+            "    return original(self)\n"
+            "ogb_dataset.NodePropPredDataset.pre_process = slow\n"
+            "from ttgnn.data import load_dataset\n"
             "ds = load_dataset('ogbn-products', root=sys.argv[1], cache_dir=sys.argv[2])\n"
             "print(ds.num_nodes, int(ds.labels.sum()))\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "root"), str(tmp_path / "cache")],
@@ -366,3 +377,4 @@ def test_concurrent_processes_load_one_fresh_ogb_cache(tmp_path):
     outputs = [proc.communicate(timeout=300) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0], [err[-2000:] for _, err in outputs]
     assert len({out for out, _ in outputs}) == 1 and outputs[0][0].split()[0] == "40"
+    assert sum("BUILDS" in err for _, err in outputs) == 1
