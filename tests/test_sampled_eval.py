@@ -48,6 +48,18 @@ def test_sampled_evaluation_samples_and_repeats_under_a_seed(planted):
     assert results[0] != results[2]  # one neighbour per layer: another seed draws others
 
 
+def test_evaluation_progress_bars_change_nothing_else(planted, capsys):
+    run = setup_run(_config(None, epochs=1), planted, 0, 1, torch.device("cpu"))
+    quiet, shown = [], []
+    for progress, out in ((False, quiet), (True, shown)):
+        seed_everything(3)
+        out.append(evaluate_sampled(run.model, run.graph, planted, [2, 2], batch_size=64, progress=progress))
+        out.append(evaluate(run.model, run.graph, planted, "minibatch", eval_batch_size=64, progress=progress))
+        out.append(capsys.readouterr().err)
+    assert quiet[:2] == shown[:2]
+    assert quiet[2] == "" and "evaluate valid" in shown[2] and "inference layer 2" in shown[2]
+
+
 def test_eval_fanouts_setting_is_checked():
     with pytest.raises(ValueError, match="eval_fanouts \\(sampled evaluation\\) needs mode='minibatch'"):
         _config(None, mode="full", eval_fanouts=[5, 5]).validate()

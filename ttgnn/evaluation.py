@@ -71,15 +71,16 @@ def soft_labels(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _forward_all(model, graph, mode: str, eval_batch_size: int, labels: Optional[torch.Tensor]) -> torch.Tensor:
+def _forward_all(model, graph, mode: str, eval_batch_size: int, labels: Optional[torch.Tensor],
+                 progress: bool = False) -> torch.Tensor:
     if mode == "full":
         return model(graph, input_labels=labels)
-    return model.inference(graph, batch_size=eval_batch_size, input_labels=labels)
+    return model.inference(graph, batch_size=eval_batch_size, input_labels=labels, progress=progress)
 
 
 @torch.no_grad()
 def reuse_labels(model, graph, mode: str, eval_batch_size: int, labels: torch.Tensor,
-                 iters: Optional[int] = None) -> torch.Tensor:
+                 iters: Optional[int] = None, progress: bool = False) -> torch.Tensor:
     """Label reuse: ``(N, C)`` label inputs built from ``model``'s own predictions, ``iters`` times.
 
     Starting from the known ``labels`` (``(N,)`` ids, ``C`` = unknown), each round runs ``model``
@@ -90,32 +91,36 @@ def reuse_labels(model, graph, mode: str, eval_batch_size: int, labels: torch.Te
     Args:
         iters (int, optional): rounds (default: ``model.label_input.reuse_iters``); ``0`` returns
             ``labels`` unchanged.
+        progress (bool, optional): tqdm bars for mini-batch inference. (default: ``False``)
     """
     iters = model.label_input.reuse_iters if iters is None else iters
     model.eval()
     current = labels
     for _ in range(iters):
-        current = soft_labels(_forward_all(model, graph, mode, eval_batch_size, current), labels)
+        current = soft_labels(_forward_all(model, graph, mode, eval_batch_size, current, progress), labels)
     return current
 
 
 @torch.no_grad()
-def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset) -> torch.Tensor:
+def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset,
+               progress: bool = False) -> torch.Tensor:
     """``(N, C)`` logits of every node: one full-graph forward (``mode="full"``), else layer-wise
-    full-neighbour inference in batches of ``eval_batch_size`` destination nodes; a label-reuse
-    model runs ``reuse_iters`` more such passes first (:func:`reuse_labels`)."""
+    full-neighbour inference in batches of ``eval_batch_size`` destination nodes (tqdm bars with
+    ``progress``); a label-reuse model runs ``reuse_iters`` more such passes first
+    (:func:`reuse_labels`)."""
     model.eval()
     labels = _eval_labels(model, dataset)
     if labels is not None:  # (no rounds: the labels as they are)
-        labels = reuse_labels(model, graph, mode, eval_batch_size, labels)
-    return _forward_all(model, graph, mode, eval_batch_size, labels)
+        labels = reuse_labels(model, graph, mode, eval_batch_size, labels, progress=progress)
+    return _forward_all(model, graph, mode, eval_batch_size, labels, progress)
 
 
 @torch.no_grad()
 def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
-             accuracy: Optional[Accuracy] = None) -> dict:
-    """Accuracies ``{"train", "valid", "test"}`` and the validation loss ``"valid_loss"`` of ``model``."""
-    logits = all_logits(model, graph, mode, eval_batch_size, dataset)
+             accuracy: Optional[Accuracy] = None, progress: bool = False) -> dict:
+    """Accuracies ``{"train", "valid", "test"}`` and the validation loss ``"valid_loss"`` of ``model``
+    (tqdm bars of mini-batch inference with ``progress``)."""
+    logits = all_logits(model, graph, mode, eval_batch_size, dataset, progress)
     pred = logits.argmax(1)
     accuracy = accuracy or Accuracy(dataset.evaluator_name)
     result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}
@@ -126,7 +131,8 @@ def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int
 
 @torch.no_grad()
 def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: int = 8192,
-                     device: Optional[torch.device] = None, accuracy: Optional[Accuracy] = None) -> dict:
+                     device: Optional[torch.device] = None, accuracy: Optional[Accuracy] = None,
+                     progress: bool = False) -> dict:
     """:func:`evaluate` on sampled neighbourhoods: only the split nodes' logits are computed.
 
     Each split's nodes go through ``model`` (eval mode) in batches of ``batch_size``, each on the
@@ -140,11 +146,13 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
         graph (DGLGraph): the graph training samples from (on the CPU).
         fanouts (list of int): neighbours sampled per layer.
         device (torch.device, optional): where the model runs. (default: the model's device)
+        progress (bool, optional): a tqdm bar per split. (default: ``False``)
 
     Returns:
         ``{"train", "valid", "test"}`` accuracies and ``"valid_loss"``, as :func:`evaluate`.
     """
     import dgl
+    from tqdm.auto import tqdm
 
     from .batches import device_batches
 
@@ -163,7 +171,9 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
         # Only class ids are kept per node (and the validation loss as a running sum), so the memory
         # beyond one batch is 16 bytes per split node, not a row of logits.
         predicted, outputs, loss_sum = [], [], 0.0
-        for input_nodes, output_nodes, blocks in device_batches(loader, model.gnn, device):
+        batches = tqdm(device_batches(loader, model.gnn, device), disable=not progress, leave=False,
+                       desc=f"evaluate {key}", total=len(loader))
+        for input_nodes, output_nodes, blocks in batches:
             logits = model(blocks, input_nodes, input_labels=labels).float()
             predicted.append(logits.argmax(1).cpu())
             outputs.append(output_nodes.cpu())

@@ -455,9 +455,10 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
     if config.eval_fanouts is not None:  # the same neighbourhoods on a resume: seeded by the epoch
         seed_everything(derive_seed(config.seed, "eval", epoch))
         result = evaluate_sampled(run.model, run.graph, run.dataset, config.eval_fanouts, config.eval_batch_size,
-                                  run.device, run.accuracy)
+                                  run.device, run.accuracy, progress=config.progress)
     else:
-        result = evaluate(run.model, run.graph, run.dataset, config.mode, config.eval_batch_size, run.accuracy)
+        result = evaluate(run.model, run.graph, run.dataset, config.mode, config.eval_batch_size, run.accuracy,
+                          progress=config.progress)
     metrics = run.metrics
     record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
               "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
