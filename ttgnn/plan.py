@@ -62,6 +62,9 @@ class Plan:
             and backward).
         sampled_nodes (list of int): nodes per layer input, outermost first (upper bounds).
         fits (bool, optional): whether ``memory["total"]`` fits the given device memory.
+        details (dict): table and GNN parameters, the TT shape, and the evaluation counted:
+            ``"evaluation"`` (``"exact"``, ``"sampled"`` or ``"full graph"``), its
+            ``"evaluation_peak"`` in bytes and its ``"eval_fanouts"``.
     """
 
     embedding: str
