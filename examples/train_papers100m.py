@@ -2,6 +2,7 @@
 
     python examples/train_papers100m.py                       # data: --root, else $TTGNN_DATA (ogb downloads)
     python examples/train_papers100m.py --synthetic 12000000  # the same pipeline on a synthetic graph
+    python examples/train_papers100m.py --tiny                # 1 epoch on 3,000 synthetic nodes, sampled evaluation
 
 ogbn-papers100M has 111,059,956 nodes; a 128-d float32 table is 57 GB, the TT table at rank 16
 (row shape 102x103x103x103, automatic) 0.8 MB. Training samples 15/10/5 neighbours per layer;
@@ -29,7 +30,13 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=None, metavar="N",
                         help="train on a synthetic graph of N nodes instead of the dataset")
     parser.add_argument("--avg-degree", type=float, default=4.0, help="mean degree of the --synthetic graph")
+    parser.add_argument("--tiny", action="store_true",
+                        help="1 epoch of a small model on 3,000 synthetic nodes, evaluated on sampled neighbourhoods")
     args, config = start_script(parser)
+    if args.tiny:
+        args.synthetic = 3000
+        config.epochs, config.hidden, config.dim, config.rank, config.progress = 1, 16, 16, 4, False
+        config.eval_fanouts = [5] * len(config.fanouts)  # a small graph would be evaluated exactly
     config.num_layers = len(config.fanouts)
     dataset = None
     if args.synthetic is not None:

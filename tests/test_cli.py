@@ -200,9 +200,7 @@ def test_products_example_runs_on_its_synthetic_stand_in(tmp_path):
 def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "train_papers100m.py"
     common = [sys.executable, str(script), "--num-threads", "1", "--no-progress", "--output-dir", str(tmp_path / "run")]
-    proc = subprocess.run(common + ["--synthetic", "3000", "--epochs", "1", "--hidden", "16", "--dim", "16",
-                                    "--rank", "4", "--order", "identity", "--eval-fanouts", "5,5,5"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(common + ["--tiny"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "nested-3000 sage+tt" in proc.stdout and "correct and smooth skipped" in proc.stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
