@@ -13,7 +13,8 @@ from typing import Optional
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
-           "SAMPLED_EVAL_MIN_NODES", "check_reuse_with_sampled_eval", "eval_fanouts_for", "init_for", "label_input_for"]
+           "SAMPLED_EVAL_MIN_NODES", "check_eval_fanouts", "check_reuse_with_sampled_eval", "eval_fanouts_for",
+           "init_for", "label_input_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -199,14 +200,7 @@ class TrainConfig:
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.eval_fanouts is not None:
-            for value in self.eval_fanouts:
-                _check_int("every entry of eval_fanouts", value, 1)
-            if self.mode != "minibatch":
-                raise ValueError("eval_fanouts (sampled evaluation) needs mode='minibatch'; full-graph mode "
-                                 "evaluates with the whole graph")
-            if len(self.eval_fanouts) != self.num_layers:
-                raise ValueError(f"need one evaluation fan-out per layer: {self.num_layers} layers, "
-                                 f"eval_fanouts {self.eval_fanouts}")
+            check_eval_fanouts(self.eval_fanouts, self.mode, self.num_layers)
             check_reuse_with_sampled_eval(self.label_reuse, self.eval_fanouts)
         if self.spectral_vectors is not None:
             _check_int("spectral_vectors", self.spectral_vectors, 1)
@@ -260,6 +254,19 @@ def eval_fanouts_for(eval_fanouts: Optional[list], mode: str, fanouts: list, num
     if mode == "minibatch" and num_nodes > SAMPLED_EVAL_MIN_NODES:
         return list(fanouts)
     return None
+
+
+def check_eval_fanouts(eval_fanouts: list, mode: str, num_layers: int) -> None:
+    """Raise ``ValueError`` unless ``eval_fanouts`` are ``num_layers`` integers >= 1 for a
+    mini-batch run (the checks of :meth:`TrainConfig.validate`, also used by ``ttgnn plan``)."""
+    for value in eval_fanouts:
+        _check_int("every entry of eval_fanouts", value, 1)
+    if mode != "minibatch":
+        raise ValueError("eval_fanouts (sampled evaluation) needs mode='minibatch'; full-graph mode "
+                         "evaluates with the whole graph")
+    if len(eval_fanouts) != num_layers:
+        raise ValueError(f"need one evaluation fan-out per layer: {num_layers} layers, "
+                         f"eval_fanouts {list(eval_fanouts)}")
 
 
 def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list]) -> None:

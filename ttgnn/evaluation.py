@@ -139,8 +139,8 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
     blocks of a DGL neighbour sampler with ``fanouts`` (one per layer, innermost last as in
     training). Memory grows with the batch and the fan-outs (plus 16 bytes per split node), not
     with the graph, so a graph whose ``(N, hidden)`` activations do not fit can be evaluated; with
-    fan-outs of at least the largest in-degree it equals :func:`evaluate`. The sampling draws from DGL's and torch's generators:
-    seed them for repeatable results.
+    fan-outs of at least the largest in-degree it equals :func:`evaluate`. The sampling draws from
+    DGL's and torch's generators: seed them for repeatable results.
 
     Args:
         graph (DGLGraph): the graph training samples from (on the CPU).
@@ -178,9 +178,9 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
             predicted.append(logits.argmax(1).cpu())
             outputs.append(output_nodes.cpu())
             if key == "valid":
-                truth = dataset.labels[output_nodes.long().to(dataset.labels.device)].to(logits.device)
+                truth = dataset.labels[output_nodes.to(dataset.labels.device)].to(logits.device)
                 loss_sum += float(F.cross_entropy(logits, truth, reduction="sum"))
-        outputs = torch.cat(outputs).long().to(dataset.labels.device)
+        outputs = torch.cat(outputs).to(dataset.labels.device)  # int64 ids (device_batches)
         truth = dataset.labels[outputs]
         result[key] = accuracy(torch.cat(predicted).to(truth.device), truth)
         if key == "valid":

@@ -87,6 +87,11 @@ def _sampled(num_nodes: int, batch_size: int, fanouts: Sequence[int]) -> tuple[l
     return nodes, edges
 
 
+def _block_bytes(nodes: list, edges: list) -> int:
+    """Bytes of sampled blocks: three ids per edge (source, destination, edge id), two per node."""
+    return sum(edges) * 3 * _ID + sum(nodes) * 2 * _ID
+
+
 def _evaluation_bytes(num_nodes: int, entries: int, widths: list, model: str, heads: int, mode: str,
                       eval_fanouts: Optional[list], eval_batch_size: int, tt: bool) -> tuple[int, str]:
     """Peak bytes of one evaluation (no gradients kept) and its kind: ``"sampled"``, ``"exact"``
@@ -98,8 +103,7 @@ def _evaluation_bytes(num_nodes: int, entries: int, widths: list, model: str, he
         if model == "gat":
             peak += max(edges) * heads * 3 * _FLOAT
         lookup = nodes[0] * widths[0] * _FLOAT * (2 if tt else 1)  # TT: rows plus the kernel's scratch
-        blocks = sum(edges) * 3 * _ID + sum(nodes) * 2 * _ID
-        return blocks + max(peak, lookup), "sampled"
+        return _block_bytes(nodes, edges) + max(peak, lookup), "sampled"
     # Every node's input rows, then each layer's input and output for all nodes at once.
     peak = max(num_nodes * (widths[i] + widths[i + 1]) for i in range(num_layers)) * _FLOAT
     lookup = num_nodes * widths[0] * _FLOAT * (2 if tt else 1)
@@ -156,7 +160,7 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     Raises:
         ValueError: a value out of range (named in the message).
     """
-    from .config import eval_fanouts_for
+    from .config import check_eval_fanouts, eval_fanouts_for
     from .shapes import TTShape
 
     for name, value in (("num_nodes", num_nodes), ("dim", dim), ("rank", rank), ("num_layers", num_layers),
@@ -177,11 +181,7 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     if len(fanouts) != num_layers or any(int(f) < 1 for f in fanouts):
         raise ValueError(f"need {num_layers} fan-outs >= 1 (one per layer), got {fanouts}")
     if eval_fanouts is not None:
-        eval_fanouts = list(eval_fanouts)
-        if mode == "full":
-            raise ValueError("eval_fanouts (sampled evaluation) applies to mode 'minibatch' only")
-        if len(eval_fanouts) != num_layers or any(int(f) < 1 for f in eval_fanouts):
-            raise ValueError(f"need {num_layers} eval_fanouts >= 1 (one per layer), got {eval_fanouts}")
+        check_eval_fanouts(list(eval_fanouts), mode, num_layers)
     eval_fanouts = eval_fanouts_for(eval_fanouts, mode, fanouts, num_nodes)
 
     entries = int(num_nodes * avg_degree)
@@ -199,7 +199,7 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     state = OPTIMIZERS[optimizer]
     gnn_bytes = layer_params * _FLOAT * (2 + state)
     graph_bytes = (num_nodes + 1) * 8 + entries * 4 + (num_nodes + 1) * _ID + (entries + num_nodes) * _ID
-    block_bytes = sum(edges) * 3 * _ID + sum(nodes) * 2 * _ID
+    block_bytes = _block_bytes(nodes, edges)
     activations = 0
     for i in range(num_layers):
         out = nodes[i + 1] * widths[i + 1]
