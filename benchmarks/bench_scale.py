@@ -203,6 +203,8 @@ def main(argv=None) -> int:
     parser.add_argument("--progress", action="store_true")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
+    if not args.epoch and args.steps < 1:
+        parser.error(f"--steps must be >= 1, got {args.steps}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     import torch
 
