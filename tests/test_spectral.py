@@ -5,7 +5,7 @@ import torch
 
 from ttgnn import TTNodeEmbedding
 from ttgnn.data import planted_partition
-from ttgnn.spectral import leading_eigenvectors, normalized_adjacency_scipy, spectral_table
+from ttgnn.spectral import leading_eigenvectors, normalized_adjacency_scipy, spectral_table, trivial_eigenvectors
 
 
 @pytest.fixture(scope="module")
@@ -15,20 +15,70 @@ def graph():
     return indptr, indices, ds.num_nodes
 
 
-def test_eigenvectors_span_the_dense_leading_subspace(graph):
-    indptr, indices, n = graph
+@pytest.fixture(scope="module")
+def disconnected():
+    """Two planted graphs side by side, a 2-node component and an isolated node: 3 components with edges."""
+    import scipy.sparse as sp
+
+    parts = []
+    for seed, n in ((1, 120), (2, 90)):
+        indptr, indices = planted_partition(n, num_classes=3, avg_degree=6, homophily=0.9, seed=seed).csr()
+        parts.append(sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(n, n)))
+    parts.append(sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]])))
+    parts.append(sp.csr_matrix((1, 1)))
+    adjacency = sp.block_diag(parts, format="csr")
+    adjacency.sort_indices()
+    return adjacency.indptr.astype(np.int64), adjacency.indices.astype(np.int64), adjacency.shape[0]
+
+
+def _check_against_dense(indptr, indices, n, k, skip_trivial):
     dense = normalized_adjacency_scipy(indptr, indices, n).toarray()
     assert np.allclose(dense, dense.T)
     values, vectors = np.linalg.eigh(dense)
-    k = 6
-    top = vectors[:, np.argsort(-values)[:k]]
-    ours = leading_eigenvectors(indptr, indices, n, k, tol=1e-10)
+    order = np.argsort(-values)
+    skipped = int(np.sum(values > 1 - 1e-9)) if skip_trivial else 0
+    top = vectors[:, order[skipped:skipped + k]]
+    ours = leading_eigenvectors(indptr, indices, n, k, tol=1e-10, skip_trivial=skip_trivial)
     assert ours.shape == (n, k)
     np.testing.assert_allclose(ours.T @ ours, np.eye(k), atol=1e-8)
     # same subspace: the projection of ours onto the dense top-k keeps all of it
     np.testing.assert_allclose(np.linalg.norm(top.T @ ours, axis=0), np.ones(k), atol=1e-6)
     # and the eigenvalues, column by column
-    np.testing.assert_allclose(np.einsum("ij,ij->j", ours, dense @ ours), np.sort(values)[::-1][:k], atol=1e-8)
+    np.testing.assert_allclose(np.einsum("ij,ij->j", ours, dense @ ours), values[order[skipped:skipped + k]], atol=1e-8)
+    return ours, skipped
+
+
+def test_eigenvectors_span_the_dense_leading_subspace(graph):
+    indptr, indices, n = graph
+    _, skipped = _check_against_dense(indptr, indices, n, 6, skip_trivial=False)
+    assert skipped == 0
+    # connected: one trivial eigenvector (eigenvalue 1, sqrt(degree)), left out by default
+    ours, skipped = _check_against_dense(indptr, indices, n, 6, skip_trivial=True)
+    assert skipped == 1
+    root_degree = np.sqrt(np.diff(indptr))
+    np.testing.assert_allclose(root_degree @ ours, np.zeros(6), atol=1e-8)
+
+
+def test_trivial_eigenvectors_of_every_component_are_skipped(disconnected):
+    indptr, indices, n = disconnected
+    labels, trivial, count = trivial_eigenvectors(indptr, indices, n)
+    isolated = np.diff(indptr) == 0
+    assert count == 3 and isolated[-1] and len(np.unique(labels)) == 3 + isolated.sum()
+    np.testing.assert_array_equal(trivial[isolated], 0.0)
+    dense = normalized_adjacency_scipy(indptr, indices, n).toarray()
+    for component in np.unique(labels[~isolated]):
+        vector = np.where(labels == component, trivial, 0.0)
+        np.testing.assert_allclose(np.linalg.norm(vector), 1.0)
+        np.testing.assert_allclose(dense @ vector, vector, atol=1e-12)  # eigenvalue 1
+    ours, skipped = _check_against_dense(indptr, indices, n, 5, skip_trivial=True)
+    assert skipped == 3
+    assert np.abs(np.bincount(labels, weights=trivial * ours[:, 0])).max() < 1e-8
+    # without skipping, the leading eigenvector is a mix of the trivial ones (eigenvalue 1, repeated:
+    # which mix, and how many copies the solver finds, depends on its start)
+    first = leading_eigenvectors(indptr, indices, n, 3, tol=1e-10, skip_trivial=False)[:, 0]
+    np.testing.assert_allclose(first @ dense @ first, 1.0, atol=1e-8)
+    coefficients = np.bincount(labels, weights=trivial * first)
+    np.testing.assert_allclose(np.sum(coefficients ** 2), 1.0, atol=1e-8)
 
 
 def test_cache_round_trip_and_corruption(graph, tmp_path, caplog):
@@ -71,10 +121,15 @@ def test_fewer_vectors_fill_the_first_columns_and_zeros_the_rest(graph):
             spectral_table(indptr, indices, n, 8, vectors=bad)
 
 
-def test_bad_k(graph):
+def test_bad_k(graph, disconnected):
     indptr, indices, n = graph
     with pytest.raises(ValueError, match=r"k must be in \[1, 300\)"):
-        leading_eigenvectors(indptr, indices, n, 300)
+        leading_eigenvectors(indptr, indices, n, 300, skip_trivial=False)
+    with pytest.raises(ValueError, match=r"k must be in \[1, 299\) .* less the 1 trivial eigenvectors skipped"):
+        leading_eigenvectors(indptr, indices, n, 299)
+    indptr, indices, n = disconnected
+    with pytest.raises(ValueError, match=r"k must be in \[1, 210\) for a graph of 213 nodes less the 3 trivial"):
+        leading_eigenvectors(indptr, indices, n, 210)
 
 
 def test_available_memory_is_positive_and_a_table_too_large_is_refused_up_front(monkeypatch):

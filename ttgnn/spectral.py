@@ -7,6 +7,13 @@ table the scaled eigenvectors are the initial weights; for a TT table they are c
 TT-SVD in TT-row order (:meth:`ttgnn.TTNodeEmbedding.from_pretrained`), so a node order that puts
 neighbours on rows with shared digits also keeps the compressed table close to the original.
 
+The largest eigenvalue, 1, belongs to the trivial eigenvectors ``D^1/2 1_C``, one per connected
+component ``C`` with an edge: they say only which component a node is in and its degree. On a
+graph of several components (Cora has 78, CiteSeer 438) the eigenvalue is repeated, and the solver
+returns an arbitrary, start-dependent mix of some of them. They are left out by default
+(``skip_trivial``): the solver then works on ``D^-1/2 A D^-1/2 - 2 U U^T``, with ``U`` the unit
+trivial vectors, which moves them to eigenvalue -1 and leaves every other eigenpair as it is.
+
 Eigenvectors are computed with SciPy's Lanczos solver (``eigsh``) and cached by the graph's
 content hash, like node orders.
 """
@@ -24,12 +31,12 @@ import numpy as np
 
 from .fileio import atomic_write
 
-__all__ = ["normalized_adjacency_scipy", "leading_eigenvectors", "spectral_table", "available_memory",
-           "check_table_fits"]
+__all__ = ["normalized_adjacency_scipy", "trivial_eigenvectors", "leading_eigenvectors", "spectral_table",
+           "available_memory", "check_table_fits"]
 
 log = logging.getLogger(__name__)
 
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
 
 
 def normalized_adjacency_scipy(indptr: np.ndarray, indices: np.ndarray, num_nodes: int):
@@ -49,41 +56,85 @@ def _graph_hash(indptr: np.ndarray, indices: np.ndarray) -> str:
     return digest.hexdigest()
 
 
+def trivial_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The eigenvalue-1 eigenvectors of ``D^-1/2 A D^-1/2``, one per connected component with an edge.
+
+    Returns:
+        ``(labels, u, count)``: ``labels`` (``N``, int) the component of every node; ``u`` (``N``,
+        float64) ``sqrt(degree)`` scaled to unit norm within each component (0 on isolated
+        nodes), so the vector of component ``C`` is ``u`` restricted to ``C``; ``count`` the
+        number of such components.
+    """
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    adjacency = sp.csr_matrix((np.ones(len(indices), dtype=np.int8), indices, indptr), shape=(num_nodes, num_nodes))
+    num_components, labels = connected_components(adjacency, directed=False)
+    root_degree = np.sqrt(np.diff(np.asarray(indptr)).astype(np.float64))
+    norms = np.sqrt(np.bincount(labels, weights=root_degree ** 2, minlength=num_components))
+    count = int((norms > 0).sum())
+    norms[norms == 0] = 1.0
+    return labels, root_degree / norms[labels], count
+
+
 def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, k: int, *, seed: int = 0,
-                         tol: float = 1e-6, cache_dir: Optional[Union[str, Path]] = None) -> np.ndarray:
+                         tol: float = 1e-6, skip_trivial: bool = True,
+                         cache_dir: Optional[Union[str, Path]] = None) -> np.ndarray:
     """The ``k`` eigenvectors of ``D^-1/2 A D^-1/2`` with the largest eigenvalues, as columns.
 
     Args:
         indptr, indices (ndarray): symmetric CSR graph without self-loops.
         num_nodes (int): ``N``.
-        k (int): number of eigenvectors, ``1 <= k < N``.
+        k (int): number of eigenvectors, ``1 <= k < N - T`` with ``T`` the trivial eigenvectors
+            skipped (0 with ``skip_trivial=False``).
         seed (int, optional): seed of the solver's start vector. (default: ``0``)
         tol (float, optional): the solver's relative accuracy. (default: ``1e-6``)
-        cache_dir (str or Path, optional): cache folder (keyed by graph, ``k``, ``tol``, ``seed``).
+        skip_trivial (bool, optional): leave out the trivial eigenvectors (eigenvalue 1, one per
+            connected component, see :func:`trivial_eigenvectors`): the ``k`` returned are the
+            leading ones orthogonal to them. (default: ``True``)
+        cache_dir (str or Path, optional): cache folder (keyed by graph, ``k``, ``tol``, ``seed``
+            and ``skip_trivial``).
 
     Returns:
         ``(N, k)`` float64, orthonormal columns, eigenvalues descending from the first column.
     """
-    from scipy.sparse.linalg import eigsh
+    from scipy.sparse.linalg import LinearOperator, eigsh
 
-    if not 1 <= k < num_nodes:
-        raise ValueError(f"k must be in [1, {num_nodes}) for a graph of {num_nodes} nodes, got {k}")
+    labels, trivial, num_trivial = (trivial_eigenvectors(indptr, indices, num_nodes) if skip_trivial
+                                    else (None, None, 0))
+    if not 1 <= k < num_nodes - num_trivial:
+        skipped = f" less the {num_trivial} trivial eigenvectors skipped" if num_trivial else ""
+        raise ValueError(f"k must be in [1, {num_nodes - num_trivial}) for a graph of {num_nodes} nodes{skipped}, "
+                         f"got {k}")
     key = {"format_version": _FORMAT_VERSION, "graph": _graph_hash(indptr, indices), "k": int(k),
-           "tol": float(tol), "seed": int(seed)}
+           "tol": float(tol), "seed": int(seed), "skip_trivial": bool(skip_trivial)}
     path = None
     if cache_dir is not None:
-        path = Path(cache_dir).expanduser() / f"spectral-{key['graph'][:24]}-k{k}-seed{seed}.npz"
+        variant = "" if skip_trivial else "-with-trivial"
+        name = f"spectral-v{_FORMAT_VERSION}-{key['graph'][:24]}-k{k}-seed{seed}{variant}.npz"
+        path = Path(cache_dir).expanduser() / name
         cached = _load(path, key, num_nodes)
         if cached is not None:
             return cached
     adjacency = normalized_adjacency_scipy(indptr, indices, num_nodes)
+    if skip_trivial:
+        num_labels = int(labels.max()) + 1 if num_nodes else 0
+
+        def deflated(x):
+            x = np.asarray(x, dtype=np.float64).ravel()
+            coefficients = np.bincount(labels, weights=trivial * x, minlength=num_labels)
+            return adjacency @ x - 2.0 * trivial * coefficients[labels]
+
+        operator = LinearOperator((num_nodes, num_nodes), matvec=deflated, dtype=np.float64)
+    else:
+        operator = adjacency
     start = np.random.default_rng(seed).standard_normal(num_nodes)
     started = time.perf_counter()
-    values, vectors = eigsh(adjacency, k=k, which="LA", tol=tol, v0=start)
+    values, vectors = eigsh(operator, k=k, which="LA", tol=tol, v0=start)
     order = np.argsort(-values)
     vectors = vectors[:, order]
-    log.info("%d leading eigenvectors of a %d-node graph in %.1f s (eigenvalues %.4f to %.4f)", k, num_nodes,
-             time.perf_counter() - started, values[order[0]], values[order[-1]])
+    log.info("%d leading eigenvectors of a %d-node graph in %.1f s (eigenvalues %.4f to %.4f; %d trivial skipped)", k,
+             num_nodes, time.perf_counter() - started, values[order[0]], values[order[-1]], num_trivial)
     if path is not None:
         atomic_write(path, lambda fh: np.savez(fh, vectors=vectors, meta=np.array(json.dumps(key))))
     return vectors
@@ -131,7 +182,8 @@ def check_table_fits(num_nodes: int, dim: int, bytes_per_entry: int, what: str =
 
 
 def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim: int, std: float = 1.0, *,
-                   vectors: Optional[int] = None, seed: int = 0, cache_dir: Optional[Union[str, Path]] = None):
+                   vectors: Optional[int] = None, seed: int = 0, skip_trivial: bool = True,
+                   cache_dir: Optional[Union[str, Path]] = None):
     """An ``(N, dim)`` float32 torch table whose first ``vectors`` columns are the leading eigenvectors.
 
     Each eigenvector has unit norm, so its entries have a root mean square of ``1/sqrt(N)``; they
@@ -141,13 +193,15 @@ def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim:
 
     Args:
         vectors (int, optional): number of eigenvectors, ``1 <= vectors <= dim``. (default: ``dim``)
+        skip_trivial (bool, optional): as :func:`leading_eigenvectors`. (default: ``True``)
     """
     import torch
 
     k = dim if vectors is None else vectors
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
         raise ValueError(f"vectors must be an integer in [1, dim={dim}], got {vectors!r}")
-    eigenvectors = leading_eigenvectors(indptr, indices, num_nodes, k, seed=seed, cache_dir=cache_dir)
+    eigenvectors = leading_eigenvectors(indptr, indices, num_nodes, k, seed=seed, skip_trivial=skip_trivial,
+                                        cache_dir=cache_dir)
     signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(k)])
     signs[signs == 0] = 1.0
     table = np.zeros((num_nodes, dim), dtype=np.float32)
