@@ -645,8 +645,14 @@ def test_ctrl_c_while_the_best_model_is_written_waits_for_the_checkpoint(tmp_pat
         return real(*args, **kw)
 
     monkeypatch.setattr(ttrain, "save_best_model", interrupted)
-    with pytest.raises(TrainingInterrupted) as caught:
-        train(_config(tmp_path, epochs=3), planted)
+    # SIGINT as at a terminal: a test run started in the background (`make test &`) inherits it
+    # ignored, and the run then rightly keeps ignoring it.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(_config(tmp_path, epochs=3), planted)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert caught.value.epoch == 1 and caught.value.checkpoint == tmp_path / CHECKPOINT_NAME
     assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
     assert ttrain.load_checkpoint(tmp_path / CHECKPOINT_NAME)["epoch"] == 1
