@@ -12,6 +12,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from .batches import device_batches
 from .data import NodeDataset
 
 __all__ = ["Accuracy", "known_labels", "soft_labels", "reuse_labels", "all_logits", "evaluate", "evaluate_sampled",
@@ -153,8 +154,6 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
     """
     import dgl
     from tqdm.auto import tqdm
-
-    from .batches import device_batches
 
     device = device or next(model.parameters()).device
     model.eval()
