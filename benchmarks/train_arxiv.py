@@ -8,6 +8,7 @@ Markdown from the metrics files.
     python benchmarks/train_arxiv.py --root $TTGNN_DATA                            # everything, seed 0
     python benchmarks/train_arxiv.py --only sage-tt sage-full --seeds 5            # some rows, 5 seeds
     python benchmarks/train_arxiv.py --table-only                                  # print the table
+    python benchmarks/train_arxiv.py --only sage-tt --seeds 5 --first-seed 4       # seed 4 alone
     python benchmarks/train_arxiv.py --timing                                      # TT vs full epoch time
 
 Runs go one after another, each with ``--num-threads`` threads (``--jobs 2 --num-threads 1``
@@ -28,7 +29,10 @@ COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
 # The CLI defaults before the defaults sweep (32b3b7e): every configuration starts from them, so
 # the tables in docs/results.md stay reproducible; a configuration's own flags come after and win.
 EARLIER_DEFAULTS = ["--init", "ortho", "--init-scale", "1.0", "--dropout", "0.2", "--norm", "batch", "--lr", "0.02",
-                    "--emb-lr", "0.05", "--no-label-input"]
+                    "--emb-lr", "0.05", "--no-label-input", "--label-reuse", "0"]
+# The "defaults" group's runs were made before label reuse became GAT's default (--label-reuse auto):
+# they keep it off unless a configuration turns it on (defaults-*-reuse1 are GAT's defaults now).
+BEFORE_AUTO_REUSE = ["--label-reuse", "0"]
 TT = ["--embedding", "tt", "--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
 
 # Epochs of the main runs (GAT epochs cost about 4x SAGE's on CPU); --epochs overrides both.
@@ -79,8 +83,8 @@ CONFIGS["sweep-sage-full-combined-labels"] = (["--model", "sage", "--embedding",
                                               "sweep")
 
 
-# The command line's defaults as they are now (no EARLIER_DEFAULTS in front): GAT, which the sweep
-# did not cover, with TT and the full table, label input by the rule (on for arxiv) and off.
+# The command line's defaults (no EARLIER_DEFAULTS in front; label reuse off, BEFORE_AUTO_REUSE): GAT,
+# which the sweep did not cover, with TT and the full table, label input by the rule (on for arxiv) and off.
 CONFIGS["defaults-gat-tt"] = (["--model", "gat", *TT], "defaults")
 CONFIGS["defaults-gat-full"] = (["--model", "gat", "--embedding", "full"], "defaults")
 CONFIGS["defaults-gat-tt-nolabels"] = (["--model", "gat", *TT, "--no-label-input"], "defaults")
@@ -105,7 +109,10 @@ def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
 def command(name: str, out: Path, epochs: int, threads: int, seed: int = 0, root=None) -> list:
     args, group = CONFIGS[name]
     where = ["--root", str(root)] if root else []
-    start = [] if group == "defaults" else EARLIER_DEFAULTS
+    if group != "defaults":
+        start = EARLIER_DEFAULTS
+    else:
+        start = [] if "--label-reuse" in args else BEFORE_AUTO_REUSE
     return ["ttgnn", "train", *COMMON, *where, "--num-threads", str(threads), *start, *args,
             "--epochs", str(epochs), "--seed", str(seed), "--output-dir", str(run_dir(out, name, seed))]
 
@@ -237,6 +244,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGS), default=None)
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 of every configuration")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="run seeds from this one on (the earlier ones ran elsewhere); the table counts "
+                             "every finished seed found")
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
     parser.add_argument("--timing", action="store_true", help="only the TT-vs-full epoch-time comparison")
@@ -246,6 +256,8 @@ def main() -> int:
     parser.add_argument("--num-threads", type=int, default=2, help="torch threads of each run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
     args = parser.parse_args()
+    if not 0 <= args.first_seed < args.seeds:
+        parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
     if args.timing_worker:
         print(json.dumps(timing_worker(*args.timing_worker, args.timing_steps, args.num_threads)))
         return 0
@@ -258,7 +270,7 @@ def main() -> int:
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
     running = []
     for name in names:
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.seeds):
             metrics = run_dir(out, name, seed) / "metrics.json"
             epochs = run_epochs(name, args.epochs, args.ablation_epochs)
             if args.table_only or (finished(metrics, epochs) and not args.rerun):
@@ -292,7 +304,8 @@ def main() -> int:
                      "ablation": f"node-order ablation (GraphSAGE + TT, {args.ablation_epochs} epochs)",
                      "sweep": "defaults sweep (GraphSAGE + TT rank 8; settings changed from the earlier CLI defaults "
                               "as named)",
-                     "defaults": "the CLI defaults as they are now (GAT: 100 epochs unless --epochs)"}[group]
+                     "defaults": "the CLI defaults with label reuse off unless named (GAT: 100 epochs unless "
+                                 "--epochs; GAT's CLI default is the -reuse1 row)"}[group]
             print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
         if unfinished:
             print(f"not counted, not finished: {', '.join(unfinished)}")

@@ -1,4 +1,4 @@
-from ttgnn.cli import main
+from ttgnn.cli import build_parser, config_from_args, main
 
 
 def test_info_prints_arxiv_compression(capsys):
@@ -52,7 +52,6 @@ def _train_args(root, out, *extra):
     (["--lr", "-1"], "lr must be a finite number > 0, got -1.0"),
     (["--dropout", "1.5"], "dropout"),
     (["--label-rate", "0"], "label_rate"),
-    (["--label-reuse", "-2"], "label_reuse must be an integer >= 0, got -2"),
     (["--no-label-input", "--label-reuse", "1"], "it needs label input"),
     (["--dist-timeout", "0"], "dist-timeout"),
 ])
@@ -60,6 +59,19 @@ def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, m
     assert main(_train_args(graph_root, tmp_path / "run", *extra)) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["-2", "once", "1.5"])
+def test_label_reuse_takes_auto_or_a_count(graph_root, tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as exit_info:  # refused by the parser, before anything runs
+        main(_train_args(graph_root, tmp_path / "run", "--label-reuse", value))
+    assert exit_info.value.code == 2
+    assert f"--label-reuse: expected 'auto' or an integer >= 0, got '{value}'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    parse = build_parser().parse_args
+    assert config_from_args(parse(["train", "--label-reuse", "auto"])).label_reuse is None
+    assert config_from_args(parse(["train"])).label_reuse is None
+    assert config_from_args(parse(["train", "--label-reuse", "0"])).label_reuse == 0
 
 
 def test_a_spectral_table_larger_than_memory_is_refused_in_one_line(graph_root, tmp_path, capsys, monkeypatch):

@@ -18,7 +18,8 @@ from ttgnn.train import TrainConfig, setup_run, train
 def _config(out, **kw) -> TrainConfig:
     base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
                 num_layers=2, epochs=2, mode="minibatch", fanouts=[5, 5], batch_size=64,
-                output_dir=str(out) if out else None, progress=False, num_threads=1, label_input=False, seed=0)
+                output_dir=str(out) if out else None, progress=False, num_threads=1, label_input=False, label_reuse=0,
+                seed=0)
     base.update(kw)
     return TrainConfig(**base)
 

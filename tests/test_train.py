@@ -270,6 +270,34 @@ def test_rank_from_a_compression_budget(tmp_path, planted):
         TrainConfig(compression=10.0, max_params=100).validate()
 
 
+def test_label_reuse_is_decided_by_the_model_and_kept_on_resume(tmp_path, planted, monkeypatch, caplog):
+    import logging
+
+    import ttgnn.config as tconfig
+
+    kw = dict(model="gat", mode="full", label_input=None, epochs=2, correct_smooth=False)
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        gat = train(_tiny_config(tmp_path / "gat", **kw), planted)
+    assert gat["label_input"] is True and gat["settings"]["label_reuse"] == 1
+    assert ("label reuse: 1 round(s) for gat with label input and exact evaluation (--label-reuse 0 to turn it off)"
+            in [r.getMessage() for r in caplog.records])
+    # the same run with one round given explicitly is the same run
+    explicit = train(_tiny_config(tmp_path / "explicit", **dict(kw, label_reuse=1)), planted)
+    assert [e["valid_acc"] for e in explicit["epochs"]] == [e["valid_acc"] for e in gat["epochs"]]
+    # resuming with the default decides the same way; an explicit other count is refused
+    resumed = train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=3, resume=True)), planted)
+    assert len(resumed["epochs"]) == 3 and resumed["settings"]["label_reuse"] == 1
+    with pytest.raises(ValueError, match="written with label_reuse=1, this run has label_reuse=0"):
+        train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=4, resume=True, label_reuse=0)), planted)
+    # off for GraphSAGE, without label input, and where evaluation is sampled (no error: nothing was asked)
+    sage = train(_tiny_config(tmp_path / "sage", **dict(kw, model="sage")), planted)
+    no_labels = train(_tiny_config(tmp_path / "nolabels", **dict(kw, label_input=False)), planted)
+    assert sage["settings"]["label_reuse"] == 0 and no_labels["settings"]["label_reuse"] == 0
+    monkeypatch.setattr(tconfig, "SAMPLED_EVAL_MIN_NODES", planted.num_nodes - 1)  # planted counts as large
+    sampled = train(_tiny_config(tmp_path / "sampled", **dict(kw, mode="minibatch")), planted)
+    assert sampled["eval_fanouts"] == [5, 5] and sampled["settings"]["label_reuse"] == 0
+
+
 def test_label_input_is_decided_by_the_graph_and_kept_on_resume(tmp_path, planted, caplog):
     # planted: half the nodes are training nodes -> on; a 5% training split -> off
     import logging

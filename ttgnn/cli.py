@@ -21,8 +21,8 @@ import sys
 from typing import Optional, Sequence
 
 from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS
-from .config import (AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
-                     SAMPLED_EVAL_MIN_NODES, TrainConfig)
+from .config import (AUTO_LABEL_REUSE, AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS,
+                     LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -47,6 +47,19 @@ def _int_list(text: str) -> list[int]:
         return [int(v) for v in text.replace("x", ",").split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated ints such as 55,55,56, got {text!r}") from None
+
+
+def _rounds_or_auto(text: str) -> Optional[int]:
+    """``--label-reuse``: ``auto`` (``None``, decided by the run) or a count of rounds >= 0."""
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= 0, got {text!r}")
+    return value
 
 
 def _format_bytes(num: float) -> str:
@@ -160,10 +173,12 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph)")
     p.add_argument("--label-rate", type=float, default=d.label_rate,
                    help="share of training nodes whose labels are inputs in an epoch (with --label-input)")
-    p.add_argument("--label-reuse", type=int, default=d.label_reuse, metavar="ROUNDS",
+    p.add_argument("--label-reuse", type=_rounds_or_auto, default=d.label_reuse, metavar="ROUNDS",
                    help="label reuse: feed the model's predicted class probabilities of the nodes without "
                    "a known label back as their label input this many times, in training and at evaluation "
-                   "(each round one more pass over all nodes); implies --label-input")
+                   "(each round one more pass over all nodes); implies --label-input. 'auto' (the default): "
+                   + ", ".join(f"{n} for {m}" for m, n in AUTO_LABEL_REUSE.items())
+                   + " when label input is on and evaluation is exact, else 0")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)

@@ -45,7 +45,8 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
-                     check_reuse_with_sampled_eval, eval_fanouts_for, init_for, label_input_for)
+                     check_reuse_with_sampled_eval, eval_fanouts_for, init_for, label_input_for,
+                     label_reuse_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, reuse_labels
@@ -163,7 +164,8 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     """``config`` with the settings the graph decides made explicit: label input
     (:func:`~ttgnn.config.label_input_for`; always on with label reuse) and, for TT and full tables,
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
-    graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`).
+    graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
+    label reuse by the model, label input and evaluation (:func:`~ttgnn.config.label_reuse_for`).
 
     Raises:
         ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
@@ -175,8 +177,9 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
+    label_reuse = label_reuse_for(config.label_reuse, config.model, label_input, eval_fanouts)
     return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors,
-                               eval_fanouts=eval_fanouts)
+                               eval_fanouts=eval_fanouts, label_reuse=label_reuse)
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -285,6 +288,9 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
             log.info("evaluation on sampled neighbourhoods (fan-outs %s) of the split nodes: %s nodes, more than %s "
                      "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
                      f"{dataset.num_nodes:,}", f"{SAMPLED_EVAL_MIN_NODES:,}")
+        if config.label_reuse is None and settled.label_reuse:
+            log.info("label reuse: %d round(s) for %s with label input and exact evaluation (--label-reuse 0 to "
+                     "turn it off)", settled.label_reuse, config.model)
     config = settled
     from .models import resolve_gnn_backend
 
