@@ -67,13 +67,13 @@ def test_auto_label_reuse_by_model_label_input_and_evaluation():
     from ttgnn.config import AUTO_LABEL_REUSE, label_reuse_for
 
     assert TrainConfig().label_reuse is None and AUTO_LABEL_REUSE == {"gat": 1}
-    assert label_reuse_for(None, "gat", True, None) == 1  # label input on, exact evaluation
-    assert label_reuse_for(None, "sage", True, None) == 0  # level on validation for GraphSAGE
-    assert label_reuse_for(None, "gat", False, None) == 0  # nothing to feed back into
-    assert label_reuse_for(None, "gat", True, [10, 5]) == 0  # sampled evaluation has no prediction of every node
+    assert label_reuse_for(None, "gat", True, "full") == 1  # label input on, full-graph training
+    assert label_reuse_for(None, "sage", True, "full") == 0  # level on validation for GraphSAGE
+    assert label_reuse_for(None, "gat", False, "full") == 0  # nothing to feed back into
+    assert label_reuse_for(None, "gat", True, "minibatch") == 0  # a whole-graph inference per epoch: not by default
     # an explicit count is kept as it is (validate and settle_by_graph check it)
-    assert label_reuse_for(0, "gat", True, None) == 0 and label_reuse_for(2, "sage", True, None) == 2
-    assert label_reuse_for(1, "gat", False, [10, 5]) == 1
+    assert label_reuse_for(0, "gat", True, "full") == 0 and label_reuse_for(2, "sage", True, "minibatch") == 2
+    assert label_reuse_for(1, "gat", False, "full") == 1
     TrainConfig(label_reuse=None).validate()
     with pytest.raises(ValueError, match="label_reuse must be an integer >= 0, got 'auto'"):
         TrainConfig(label_reuse="auto").validate()

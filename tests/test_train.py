@@ -279,7 +279,7 @@ def test_label_reuse_is_decided_by_the_model_and_kept_on_resume(tmp_path, plante
     with caplog.at_level(logging.INFO, logger="ttgnn.train"):
         gat = train(_tiny_config(tmp_path / "gat", **kw), planted)
     assert gat["label_input"] is True and gat["settings"]["label_reuse"] == 1
-    assert ("label reuse: 1 round(s) for gat with label input and exact evaluation (--label-reuse 0 to turn it off)"
+    assert ("label reuse: 1 round(s) for gat with label input in full-graph mode (--label-reuse 0 to turn it off)"
             in [r.getMessage() for r in caplog.records])
     # the same run with one round given explicitly is the same run
     explicit = train(_tiny_config(tmp_path / "explicit", **dict(kw, label_reuse=1)), planted)
@@ -289,10 +289,12 @@ def test_label_reuse_is_decided_by_the_model_and_kept_on_resume(tmp_path, plante
     assert len(resumed["epochs"]) == 3 and resumed["settings"]["label_reuse"] == 1
     with pytest.raises(ValueError, match="written with label_reuse=1, this run has label_reuse=0"):
         train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=4, resume=True, label_reuse=0)), planted)
-    # off for GraphSAGE, without label input, and where evaluation is sampled (no error: nothing was asked)
+    # off for GraphSAGE, without label input, and in mini-batch mode, also where evaluation is sampled
+    # (no error there: nothing was asked for)
     sage = train(_tiny_config(tmp_path / "sage", **dict(kw, model="sage")), planted)
     no_labels = train(_tiny_config(tmp_path / "nolabels", **dict(kw, label_input=False)), planted)
-    assert sage["settings"]["label_reuse"] == 0 and no_labels["settings"]["label_reuse"] == 0
+    minibatch = train(_tiny_config(tmp_path / "minibatch", **dict(kw, mode="minibatch")), planted)
+    assert [m["settings"]["label_reuse"] for m in (sage, no_labels, minibatch)] == [0, 0, 0]
     monkeypatch.setattr(tconfig, "SAMPLED_EVAL_MIN_NODES", planted.num_nodes - 1)  # planted counts as large
     sampled = train(_tiny_config(tmp_path / "sampled", **dict(kw, mode="minibatch")), planted)
     assert sampled["eval_fanouts"] == [5, 5] and sampled["settings"]["label_reuse"] == 0

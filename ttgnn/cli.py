@@ -178,7 +178,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    "a known label back as their label input this many times, in training and at evaluation "
                    "(each round one more pass over all nodes); implies --label-input. 'auto' (the default): "
                    + ", ".join(f"{n} for {m}" for m, n in AUTO_LABEL_REUSE.items())
-                   + " when label input is on and evaluation is exact, else 0")
+                   + " in full-graph mode with label input, else 0")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)

@@ -36,10 +36,10 @@ AUTO_SPECTRAL_MAX_NODES = 1_000_000
 #: full-neighbour inference holds ``(N, hidden)`` activations of every node, 57 GB per layer
 #: for ogbn-papers100M's 111M nodes at 128 dimensions (:func:`eval_fanouts_for`).
 SAMPLED_EVAL_MIN_NODES = 10_000_000
-#: ``label_reuse=None`` gives a model this many reuse rounds when label input is on and evaluation is
-#: exact (0 for a model not named). GAT + TT on ogbn-arxiv, 5 seeds: one round raised mean
-#: validation accuracy from 0.7117 to 0.7129 and test accuracy from 0.6984 to 0.7045; for
-#: GraphSAGE one round was level on validation (docs/results.md, "Label reuse"), so it stays off.
+#: ``label_reuse=None`` gives a model this many reuse rounds in full-graph training with label input
+#: (0 for a model not named). GAT + TT on ogbn-arxiv, 5 seeds: one round raised mean validation
+#: accuracy from 0.7117 to 0.7129 and test accuracy from 0.6984 to 0.7045; for GraphSAGE one round
+#: was level on validation (docs/results.md, "Label reuse"), so it stays off.
 AUTO_LABEL_REUSE = {"gat": 1}
 
 
@@ -114,8 +114,8 @@ class TrainConfig:
             label are fed back as their label input this many times (each round one more no-grad
             pass over all nodes, and an ``(N, num_classes)`` float tensor). Needs label input; with
             ``label_input=None`` a value above 0 turns it on. ``None`` (the default) decides by the
-            model and the run: :data:`AUTO_LABEL_REUSE` rounds when label input is on and
-            evaluation is exact, else 0 (:func:`label_reuse_for`).
+            model and the run: :data:`AUTO_LABEL_REUSE` rounds in full-graph mode with label input,
+            else 0 (:func:`label_reuse_for`).
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
         seed (int): random seed. num_threads (int, optional): torch threads.
@@ -286,14 +286,15 @@ def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list]
                          f"{SAMPLED_EVAL_MIN_NODES:,} nodes) does not compute")
 
 
-def label_reuse_for(label_reuse: Optional[int], model: str, label_input: bool,
-                    eval_fanouts: Optional[list]) -> int:
+def label_reuse_for(label_reuse: Optional[int], model: str, label_input: bool, mode: str) -> int:
     """The label reuse rounds of a run: ``label_reuse`` when given, else
-    ``AUTO_LABEL_REUSE.get(model, 0)`` when ``label_input`` (settled) is on and evaluation is
-    exact (``eval_fanouts`` settled to ``None``: reuse needs every node's prediction), else 0."""
+    ``AUTO_LABEL_REUSE.get(model, 0)`` when ``label_input`` (settled) is on and ``mode`` is
+    ``"full"``, else 0. Only full-graph training, where it was measured and a round costs one more
+    forward pass per epoch: in mini-batch mode a round is a layer-wise inference over every node
+    per epoch, more than the sampled epoch itself, and sampled evaluation cannot feed it at all."""
     if label_reuse is not None:
         return label_reuse
-    if not label_input or eval_fanouts is not None:
+    if not label_input or mode != "full":
         return 0
     return AUTO_LABEL_REUSE.get(model, 0)
 

@@ -165,7 +165,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     (:func:`~ttgnn.config.label_input_for`; always on with label reuse) and, for TT and full tables,
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
-    label reuse by the model, label input and evaluation (:func:`~ttgnn.config.label_reuse_for`).
+    label reuse by the model, label input and mode (:func:`~ttgnn.config.label_reuse_for`).
 
     Raises:
         ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
@@ -177,7 +177,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
-    label_reuse = label_reuse_for(config.label_reuse, config.model, label_input, eval_fanouts)
+    label_reuse = label_reuse_for(config.label_reuse, config.model, label_input, config.mode)
     return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse)
 
@@ -289,7 +289,7 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
                      "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
                      f"{dataset.num_nodes:,}", f"{SAMPLED_EVAL_MIN_NODES:,}")
         if config.label_reuse is None and settled.label_reuse:
-            log.info("label reuse: %d round(s) for %s with label input and exact evaluation (--label-reuse 0 to "
+            log.info("label reuse: %d round(s) for %s with label input in full-graph mode (--label-reuse 0 to "
                      "turn it off)", settled.label_reuse, config.model)
     config = settled
     from .models import resolve_gnn_backend
