@@ -90,7 +90,8 @@ def check_resumable(state: dict, settings: dict, keys, path: PathLike) -> None:
     for key in keys:
         if key in saved and saved[key] != settings.get(key):
             raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "
-                             f"this run has {key}={settings.get(key)!r}")
+                             f"this run has {key}={settings.get(key)!r} (a default may have changed since): "
+                             f"give {key}={saved[key]!r} to continue that run, or another output folder")
     for key in ("epoch", "optimizer", "metrics"):
         if key not in state:
             raise ValueError(f"corrupted checkpoint {path}: no {key!r} entry")
