@@ -63,7 +63,7 @@ def test_label_input_by_the_share_of_training_nodes():
     assert label_input_for(False, 2708, 140, label_reuse=1) is False and label_input_for(None, 2708, 140, 0) is False
 
 
-def test_auto_label_reuse_by_model_label_input_and_evaluation():
+def test_auto_label_reuse_by_model_label_input_and_mode():
     from ttgnn.config import AUTO_LABEL_REUSE, label_reuse_for
 
     assert TrainConfig().label_reuse is None and AUTO_LABEL_REUSE == {"gat": 1}

@@ -53,13 +53,18 @@ def _rounds_or_auto(text: str) -> Optional[int]:
     """``--label-reuse``: ``auto`` (``None``, decided by the run) or a count of rounds >= 0."""
     if text == "auto":
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= 0, got {text!r}")
-    return value
+    if text.isdecimal():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= 0, got {text!r}")
+
+
+def _add_data_location(parser: argparse.ArgumentParser, root: Optional[str] = None,
+                       cache_dir: Optional[str] = None) -> None:
+    """``--root`` and ``--cache-dir``, as every sub-command that reads a dataset takes them."""
+    parser.add_argument("--root", default=root, help="datasets root, the only place searched when given "
+                        "(default: $TTGNN_DATA, else ./dataset)")
+    parser.add_argument("--cache-dir", default=cache_dir, help="cache for ogb files and node orders "
+                        "(default: ~/.cache/ttgnn)")
 
 
 def _format_bytes(num: float) -> str:
@@ -108,10 +113,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p = parser
     p.add_argument("--dataset", default=d.dataset, help="ogbn-arxiv|ogbn-products|ogbn-papers100M, a folder "
                    "name under the root (cora, citeseer, pubmed) or a path in OGB raw layout")
-    p.add_argument("--root", default=d.root, help="datasets root, the only place searched when given "
-                   "(default: $TTGNN_DATA, else ./dataset)")
-    p.add_argument("--cache-dir", default=d.cache_dir, help="cache for ogb files and node orders "
-                   "(default: ~/.cache/ttgnn)")
+    _add_data_location(p, d.root, d.cache_dir)
     p.add_argument("--model", choices=MODELS, default=d.model)
     p.add_argument("--embedding", choices=EMBEDDINGS, default=d.embedding)
     p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
@@ -316,9 +318,7 @@ def _add_partition_parser(sub) -> None:
                        formatter_class=HelpFormatter)
     p.add_argument("--dataset", required=True, help="ogbn-arxiv|ogbn-products|ogbn-papers100M, a folder name "
                    "under the root (cora, citeseer, pubmed) or a path in OGB raw layout")
-    p.add_argument("--root", default=None, help="datasets root, the only place searched when given "
-                   "(default: $TTGNN_DATA, else ./dataset)")
-    p.add_argument("--cache-dir", default=None, help="cache for ogb files and node orders (default: ~/.cache/ttgnn)")
+    _add_data_location(p)
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached node orders")
     p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56 "
                    "(default: automatic from --num-cores)")
@@ -409,8 +409,7 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--nodes", type=int, default=None, help="number of nodes N (or --dataset)")
     p.add_argument("--dataset", default=None, help="take N, the mean degree and the classes from this dataset "
                    "(a name as for `ttgnn train`; overrides --nodes, --avg-degree and --classes)")
-    p.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
-    p.add_argument("--cache-dir", default=None, help="cache for ogb files (default: ~/.cache/ttgnn)")
+    _add_data_location(p)
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     p.add_argument("--rank", type=int, default=16, help="TT rank")
     p.add_argument("--num-cores", type=int, default=None, help="TT cores (default: automatic from N)")
