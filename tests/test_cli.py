@@ -74,6 +74,17 @@ def test_label_reuse_takes_auto_or_a_count(graph_root, tmp_path, capsys, value):
     assert config_from_args(parse(["train", "--label-reuse", "0"])).label_reuse == 0
 
 
+def test_model_takes_auto_sage_or_gat(graph_root, tmp_path, capsys):
+    parse = build_parser().parse_args
+    assert config_from_args(parse(["train"])).model == "auto"
+    assert [config_from_args(parse(["train", "--model", m])).model for m in ("auto", "sage", "gat")] == \
+        ["auto", "sage", "gat"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(_train_args(graph_root, tmp_path / "run", "--model", "gcn"))
+    assert exit_info.value.code == 2 and "invalid choice: 'gcn'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_spectral_table_larger_than_memory_is_refused_in_one_line(graph_root, tmp_path, capsys, monkeypatch):
     import ttgnn.spectral
 
@@ -197,7 +208,7 @@ def test_script_helpers_take_the_scripts_defaults_and_the_command_line():
     parser.add_argument("--tiny", action="store_true")
     args, config = start_script(parser, ["--epochs", "3", "--tiny"])
     assert args.tiny and isinstance(config, TrainConfig)
-    assert (config.dataset, config.rank, config.epochs, config.model) == ("ogbn-products", 16, 3, "sage")
+    assert (config.dataset, config.rank, config.epochs, config.model) == ("ogbn-products", 16, 3, "auto")
 
 
 def test_products_example_runs_on_its_synthetic_stand_in(tmp_path):

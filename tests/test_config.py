@@ -79,6 +79,18 @@ def test_auto_label_reuse_by_model_label_input_and_mode():
         TrainConfig(label_reuse="auto").validate()
 
 
+def test_auto_model_by_mode():
+    from ttgnn.config import AUTO_MODEL, model_for
+
+    assert TrainConfig().model == "auto" and AUTO_MODEL == {"full": "gat", "minibatch": "sage"}
+    assert model_for("auto", "full") == "gat" and model_for("auto", "minibatch") == "sage"
+    for model in ("sage", "gat"):  # an explicit model is kept in either mode
+        assert model_for(model, "full") == model_for(model, "minibatch") == model
+    TrainConfig(model="auto").validate()
+    with pytest.raises(ValueError, match=r"model must be one of \('sage', 'gat', 'auto'\), got 'gcn'"):
+        TrainConfig(model="gcn").validate()
+
+
 def test_auto_init_by_the_share_of_training_nodes():
     from ttgnn.config import AUTO_SPECTRAL_VECTORS, init_for
 

@@ -300,6 +300,34 @@ def test_label_reuse_is_decided_by_the_model_and_kept_on_resume(tmp_path, plante
     assert sampled["eval_fanouts"] == [5, 5] and sampled["settings"]["label_reuse"] == 0
 
 
+def test_the_model_is_decided_by_the_mode_and_kept_on_resume(tmp_path, planted, caplog):
+    import logging
+
+    kw = dict(model="auto", label_input=None, epochs=2, correct_smooth=False)
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        full = train(_tiny_config(tmp_path / "full", **dict(kw, mode="full")), planted)
+    assert full["model"] == full["settings"]["model"] == "gat"
+    assert "model gat: the default for full-graph training (--model sage or gat to choose)" in caplog.text
+    assert full["settings"]["label_reuse"] == 1  # GAT's rounds follow from the settled model
+    # the same run as naming GAT
+    named = train(_tiny_config(tmp_path / "named", **dict(kw, mode="full", model="gat")), planted)
+    assert [e["valid_acc"] for e in named["epochs"]] == [e["valid_acc"] for e in full["epochs"]]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        minibatch = train(_tiny_config(tmp_path / "minibatch", **kw), planted)
+    assert minibatch["model"] == "sage" and "model sage: the default for mini-batch training" in caplog.text
+    # an explicit model is kept, and not logged as a decision
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        sage = train(_tiny_config(tmp_path / "sage", **dict(kw, mode="full", model="sage")), planted)
+    assert sage["model"] == "sage" and "the default for" not in caplog.text
+    # resuming with the default decides the same way; a checkpoint of another model is refused with a hint
+    resumed = train(_tiny_config(tmp_path / "full", **dict(kw, mode="full", epochs=3, resume=True)), planted)
+    assert resumed["model"] == "gat" and resumed["epochs"][:2] == full["epochs"]
+    with pytest.raises(ValueError, match="written with model='sage', this run has model='gat'"):
+        train(_tiny_config(tmp_path / "sage", **dict(kw, mode="full", epochs=3, resume=True)), planted)
+
+
 def test_label_input_is_decided_by_the_graph_and_kept_on_resume(tmp_path, planted, caplog):
     # planted: half the nodes are training nodes -> on; a 5% training split -> off
     import logging

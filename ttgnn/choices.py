@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from .partition.reorder import METHODS as ORDERS
 
-__all__ = ["MODELS", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS", "LR_SCHEDULES",
+__all__ = ["MODELS", "MODEL_CHOICES", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS", "LR_SCHEDULES",
            "check_choice"]
 
 #: GNN architectures: GraphSAGE (mean aggregator) and multi-head GAT.
 MODELS = ("sage", "gat")
+#: The ``model`` setting: an architecture, or ``auto``: decided by the training mode
+#: (:func:`ttgnn.config.model_for`).
+MODEL_CHOICES = (*MODELS, "auto")
 #: Node inputs: a TT-compressed table, a full ``nn.Embedding`` table, or the dataset's features.
 EMBEDDINGS = ("tt", "full", "features")
 #: Normalisation between GNN layers.

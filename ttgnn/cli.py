@@ -20,8 +20,8 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODELS, MODES, NORMS, ORDERS
-from .config import (AUTO_LABEL_REUSE, AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS,
+from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS, ORDERS
+from .config import (AUTO_LABEL_REUSE, AUTO_MODEL, AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
@@ -114,7 +114,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--dataset", default=d.dataset, help="ogbn-arxiv|ogbn-products|ogbn-papers100M, a folder "
                    "name under the root (cora, citeseer, pubmed) or a path in OGB raw layout")
     _add_data_location(p, d.root, d.cache_dir)
-    p.add_argument("--model", choices=MODELS, default=d.model)
+    p.add_argument("--model", choices=MODEL_CHOICES, default=d.model,
+                   help="GNN: sage (GraphSAGE), gat, or auto: " + ", ".join(f"{m} in {mode} mode" for mode, m in
+                                                                        AUTO_MODEL.items()))
     p.add_argument("--embedding", choices=EMBEDDINGS, default=d.embedding)
     p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
     p.add_argument("--rank", type=int, default=d.rank, help="TT rank")

@@ -46,7 +46,7 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
                      check_reuse_with_sampled_eval, eval_fanouts_for, init_for, label_input_for,
-                     label_reuse_for)
+                     label_reuse_for, model_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
 from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, reuse_labels
@@ -165,7 +165,8 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     (:func:`~ttgnn.config.label_input_for`; always on with label reuse) and, for TT and full tables,
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
-    label reuse by the model, label input and mode (:func:`~ttgnn.config.label_reuse_for`).
+    the model by the mode (:func:`~ttgnn.config.model_for`); label reuse by the model, label input
+    and mode (:func:`~ttgnn.config.label_reuse_for`).
 
     Raises:
         ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
@@ -177,8 +178,9 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
-    label_reuse = label_reuse_for(config.label_reuse, config.model, label_input, config.mode)
-    return dataclasses.replace(config, label_input=label_input, init=init, spectral_vectors=vectors,
+    model = model_for(config.model, config.mode)
+    label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode)
+    return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse)
 
 
@@ -288,9 +290,12 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
             log.info("evaluation on sampled neighbourhoods (fan-outs %s) of the split nodes: %s nodes, more than %s "
                      "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
                      f"{dataset.num_nodes:,}", f"{SAMPLED_EVAL_MIN_NODES:,}")
+        if settled.model != config.model:
+            log.info("model %s: the default for %s training (--model sage or gat to choose)", settled.model,
+                     "full-graph" if config.mode == "full" else "mini-batch")
         if config.label_reuse is None and settled.label_reuse:
             log.info("label reuse: %d round(s) for %s with label input in full-graph mode (--label-reuse 0 to "
-                     "turn it off)", settled.label_reuse, config.model)
+                     "turn it off)", settled.label_reuse, settled.model)
     config = settled
     from .models import resolve_gnn_backend
 
