@@ -43,9 +43,10 @@ SAMPLED_EVAL_MIN_NODES = 10_000_000
 AUTO_LABEL_REUSE = {"gat": 1}
 #: ``model="auto"`` picks the architecture by the training mode. Full-graph: GAT, whose defaults
 #: (label reuse included) had the best mean validation accuracy on ogbn-arxiv, 0.7129 against
-#: GraphSAGE's 0.7108 (test 0.7045 against 0.6954, 5 seeds each; docs/results.md), at about four
-#: times GraphSAGE's CPU time per epoch. Mini-batch (the large-graph path): GraphSAGE, the model
-#: the scale runs and memory plans were measured with; GAT there is not measured.
+#: GraphSAGE's 0.7108 (test 0.7045 against 0.6954, 5 seeds each; docs/results.md), at about eight
+#: times GraphSAGE's CPU time per epoch (training and evaluation). Mini-batch (the large-graph
+#: path): GraphSAGE, the model the scale runs and memory plans were measured with; GAT there is
+#: not measured.
 AUTO_MODEL = {"full": "gat", "minibatch": "sage"}
 
 
