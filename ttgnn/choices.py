@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from .partition.reorder import METHODS as ORDERS
 
-__all__ = ["MODELS", "MODEL_CHOICES", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS", "LR_SCHEDULES",
-           "check_choice"]
+__all__ = ["MODELS", "MODEL_CHOICES", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS",
+           "LR_SCHEDULES", "check_choice"]
 
 #: GNN architectures: GraphSAGE (mean aggregator) and multi-head GAT.
 MODELS = ("sage", "gat")

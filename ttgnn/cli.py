@@ -20,7 +20,8 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from .choices import DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS, ORDERS
+from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS,
+                      ORDERS)
 from .config import (AUTO_LABEL_REUSE, AUTO_MODEL, AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
