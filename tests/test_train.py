@@ -308,6 +308,7 @@ def test_the_model_is_decided_by_the_mode_and_kept_on_resume(tmp_path, planted, 
         full = train(_tiny_config(tmp_path / "full", **dict(kw, mode="full")), planted)
     assert full["model"] == full["settings"]["model"] == "gat"
     assert "model gat: the default for full-graph training (--model sage or gat to choose)" in caplog.text
+    assert "model: gat / tt embedding (" in caplog.text  # the summary line names the settled model, not "auto"
     assert full["settings"]["label_reuse"] == 1  # GAT's rounds follow from the settled model
     # the same run as naming GAT
     named = train(_tiny_config(tmp_path / "named", **dict(kw, mode="full", model="gat")), planted)
