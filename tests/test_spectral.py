@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from ttgnn import TTNodeEmbedding
+from ttgnn import TTNodeEmbedding, spectral
 from ttgnn.data import planted_partition
 from ttgnn.spectral import leading_eigenvectors, normalized_adjacency_scipy, spectral_table, trivial_eigenvectors
 
@@ -81,16 +81,23 @@ def test_trivial_eigenvectors_of_every_component_are_skipped(disconnected):
     np.testing.assert_allclose(np.sum(coefficients ** 2), 1.0, atol=1e-8)
 
 
-def test_cache_round_trip_and_corruption(graph, tmp_path, caplog):
+def test_cache_round_trip_and_corruption(graph, tmp_path, caplog, monkeypatch):
     indptr, indices, n = graph
     first = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
     files = list(tmp_path.glob("spectral-*.npz"))
     assert len(files) == 1
-    np.testing.assert_array_equal(leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path), first)
+    with monkeypatch.context() as patch:  # a cache hit neither solves nor finds the connected components
+        patch.setattr(spectral, "trivial_eigenvectors", _must_not_run)
+        patch.setattr(spectral, "normalized_adjacency_scipy", _must_not_run)
+        np.testing.assert_array_equal(leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path), first)
     files[0].write_bytes(b"garbage")
     again = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
     assert "corrupted" in caplog.text
     np.testing.assert_allclose(np.abs(again.T @ first), np.eye(4), atol=1e-6)
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("called on a cache hit")
 
 
 def test_table_scale_sign_and_tt_svd_exact_at_full_rank(graph):
@@ -125,6 +132,8 @@ def test_bad_k(graph, disconnected):
     indptr, indices, n = graph
     with pytest.raises(ValueError, match=r"k must be in \[1, 300\)"):
         leading_eigenvectors(indptr, indices, n, 300, skip_trivial=False)
+    with pytest.raises(ValueError, match=r"k must be in \[1, 300\) for a graph of 300 nodes, got 0"):
+        leading_eigenvectors(indptr, indices, n, 0)
     with pytest.raises(ValueError, match=r"k must be in \[1, 299\) .* less the 1 trivial eigenvectors skipped"):
         leading_eigenvectors(indptr, indices, n, 299)
     indptr, indices, n = disconnected

@@ -100,12 +100,8 @@ def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
-    labels, trivial, num_trivial = (trivial_eigenvectors(indptr, indices, num_nodes) if skip_trivial
-                                    else (None, None, 0))
-    if not 1 <= k < num_nodes - num_trivial:
-        skipped = f" less the {num_trivial} trivial eigenvectors skipped" if num_trivial else ""
-        raise ValueError(f"k must be in [1, {num_nodes - num_trivial}) for a graph of {num_nodes} nodes{skipped}, "
-                         f"got {k}")
+    if not 1 <= k < num_nodes:
+        raise ValueError(f"k must be in [1, {num_nodes}) for a graph of {num_nodes} nodes, got {k}")
     key = {"format_version": _FORMAT_VERSION, "graph": _graph_hash(indptr, indices), "k": int(k),
            "tol": float(tol), "seed": int(seed), "skip_trivial": bool(skip_trivial)}
     path = None
@@ -116,6 +112,12 @@ def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
         cached = _load(path, key, num_nodes)
         if cached is not None:
             return cached
+    # The connected components are needed only to solve (a cached k was valid when it was written).
+    labels, trivial, num_trivial = (trivial_eigenvectors(indptr, indices, num_nodes) if skip_trivial
+                                    else (None, None, 0))
+    if not k < num_nodes - num_trivial:
+        raise ValueError(f"k must be in [1, {num_nodes - num_trivial}) for a graph of {num_nodes} nodes less the "
+                         f"{num_trivial} trivial eigenvectors skipped, got {k}")
     adjacency = normalized_adjacency_scipy(indptr, indices, num_nodes)
     if skip_trivial:
         num_labels = int(labels.max()) + 1 if num_nodes else 0
