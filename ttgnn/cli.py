@@ -373,28 +373,29 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     from .plan import as_dict, format_plan, plan
 
+    nodes, classes, avg_degree = args.nodes, args.classes, args.avg_degree  # a --dataset replaces them
     if args.dataset is not None:
         from .data import load_dataset
 
         dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
-        args.nodes, args.classes = dataset.num_nodes, dataset.num_classes
-        args.avg_degree = dataset.csr().num_entries / dataset.num_nodes
-        print(f"{dataset.name}: {args.nodes:,} nodes, mean degree {args.avg_degree:.2f} (symmetric, no self-loops), "
-              f"{args.classes} classes", file=sys.stderr)
-    elif args.nodes is None:
+        nodes, classes = dataset.num_nodes, dataset.num_classes
+        avg_degree = dataset.csr().num_entries / dataset.num_nodes
+        print(f"{dataset.name}: {nodes:,} nodes, mean degree {avg_degree:.2f} (symmetric, no self-loops), "
+              f"{classes} classes", file=sys.stderr)
+    elif nodes is None:
         raise ValueError("give --nodes N (with --avg-degree and --classes) or --dataset NAME")
     results = {}
     for world_size in args.world_size:
-        plans = plan(args.nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
-                     hidden=args.hidden, heads=args.heads, num_classes=args.classes, fanouts=args.fanouts,
+        plans = plan(nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
+                     hidden=args.hidden, heads=args.heads, num_classes=classes, fanouts=args.fanouts,
                      batch_size=args.batch_size, optimizer=args.optimizer, world_size=world_size,
-                     avg_degree=args.avg_degree, mode=args.mode, num_cores=args.num_cores,
+                     avg_degree=avg_degree, mode=args.mode, num_cores=args.num_cores,
                      row_shape=args.row_shape, col_shape=args.col_shape, device_memory=args.device_memory,
                      eval_fanouts=args.eval_fanouts, eval_batch_size=args.eval_batch_size)
         results[world_size] = plans
         if not args.json:
             tt = plans["tt"].details
-            print(f"\n{args.nodes:,} nodes x {args.dim}, {args.model} {len(args.fanouts)} layers x {args.hidden}, "
+            print(f"\n{nodes:,} nodes x {args.dim}, {args.model} {len(args.fanouts)} layers x {args.hidden}, "
                   f"fan-outs {args.fanouts}, batch {args.batch_size}/rank, {args.optimizer}, {world_size} rank(s); "
                   f"TT {tt['row_shape']} x {tt['col_shape']} ranks {tt['ranks']}: {tt['parameters']:,} parameters; "
                   f"evaluation {tt['evaluation']}"
