@@ -4,6 +4,7 @@ and mini-batch training, cross-backend resume, the metrics field, and Cora accur
 These run on the CPU (the tensor layers are device-agnostic: what passes here is what runs on a
 GPU); the CUDA cases run only where a GPU is present. ``benchmarks/gpu_check.sh`` is the GPU check.
 """
+import functools
 import json
 
 import pytest
@@ -13,15 +14,12 @@ from ttgnn.cli import main
 from ttgnn.layers import SparseGraph
 from ttgnn.train import CHECKPOINT_NAME, METRICS_NAME, TrainConfig, load_checkpoint, setup_run, train
 
+from configs import small_config
+
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
-def _config(out, **kw) -> TrainConfig:
-    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
-                num_layers=2, epochs=3, mode="minibatch", fanouts=[5, 5], batch_size=64, output_dir=str(out),
-                progress=False, num_threads=1, dropout=0.0, correct_smooth=False)
-    base.update(kw)
-    return TrainConfig(**base)
+_config = functools.partial(small_config, epochs=3, mode="minibatch", dropout=0.0, correct_smooth=False)
 
 
 def test_gnn_backend_setting_is_validated():

@@ -1,5 +1,6 @@
 """Learning-rate schedules (``--lr-schedule``): the factor per epoch, what the optimiser gets, the
 record of each epoch, and the setting's checks. Exact resume under the cosine is in test_train."""
+import functools
 import math
 
 import pytest
@@ -7,15 +8,12 @@ import torch
 
 import ttgnn.train as ttrain
 from ttgnn.cli import main
-from ttgnn.train import TrainConfig, lr_factor, train
+from ttgnn.train import lr_factor, train
+
+from configs import small_config
 
 
-def _config(out, **kw) -> TrainConfig:
-    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
-                num_layers=2, epochs=4, mode="full", output_dir=str(out), progress=False, num_threads=1,
-                label_input=False, lr=0.02, emb_lr=0.05, correct_smooth=False)
-    base.update(kw)
-    return TrainConfig(**base)
+_config = functools.partial(small_config, epochs=4, mode="full", label_input=False, lr=0.02, emb_lr=0.05, correct_smooth=False)
 
 
 def test_cosine_factor_per_epoch():

@@ -2,6 +2,7 @@
 graphs whose every-node inference does not fit (mini-batch mode; automatic above
 ``SAMPLED_EVAL_MIN_NODES`` nodes)."""
 import dataclasses
+import functools
 import json
 import logging
 
@@ -12,16 +13,12 @@ import ttgnn.config as tconfig
 from ttgnn.cli import build_parser, config_from_args
 from ttgnn.evaluation import evaluate, evaluate_sampled
 from ttgnn.seeding import seed_everything
-from ttgnn.train import TrainConfig, setup_run, train
+from ttgnn.train import setup_run, train
+
+from configs import small_config
 
 
-def _config(out, **kw) -> TrainConfig:
-    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
-                num_layers=2, epochs=2, mode="minibatch", fanouts=[5, 5], batch_size=64,
-                output_dir=str(out) if out else None, progress=False, num_threads=1, label_input=False, label_reuse=0,
-                seed=0)
-    base.update(kw)
-    return TrainConfig(**base)
+_config = functools.partial(small_config, epochs=2, mode="minibatch", label_input=False, label_reuse=0, seed=0)
 
 
 @pytest.mark.parametrize("model,backend,label_input", [("sage", "dgl", False), ("sage", "dgl", True),

@@ -1,4 +1,5 @@
 """Tests of ttgnn.train and ``ttgnn train``: real graphs, resume, checkpoints, errors, examples."""
+import functools
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ from ttgnn.data import planted_partition
 import ttgnn.train as ttrain
 from ttgnn.train import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, TrainConfig, TrainingInterrupted,
                          load_checkpoint, train)
+
+from configs import small_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,12 +73,7 @@ def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
     assert cs["test_acc"] > max(0.6, m["test_acc"] + 0.03)
 
 
-def _tiny_config(out, **kw) -> TrainConfig:
-    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16, num_layers=2,
-                epochs=4, mode="minibatch", fanouts=[5, 5], batch_size=64, output_dir=str(out), progress=False,
-                num_threads=1)
-    base.update(kw)
-    return TrainConfig(**base)
+_tiny_config = functools.partial(small_config, epochs=4, mode="minibatch")
 
 
 @pytest.mark.parametrize("model,mode,labels,reuse,schedule", [

@@ -5,6 +5,7 @@ Found by mutation testing (docs/testing.md): each test here fails for a one-line
 ttgnn/train.py that the end-to-end training tests let through.
 """
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -22,17 +23,13 @@ from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME, save_checkpoint
 from ttgnn.partition import hierarchical_order
 from ttgnn.shapes import TTShape
 from ttgnn.spectral import spectral_table
-from ttgnn.train import TrainConfig, TrainingInterrupted, build_classifier, summarize, train
+from ttgnn.train import TrainingInterrupted, build_classifier, summarize, train
 
+from configs import small_config
 from raw_layout import write_raw_dataset
 
 
-def _config(out, **kw) -> TrainConfig:
-    base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
-                num_layers=2, epochs=2, mode="full", fanouts=[5, 5], batch_size=64,
-                output_dir=str(out) if out else None, progress=False, num_threads=1, label_input=False, seed=0)
-    base.update(kw)
-    return TrainConfig(**base)
+_config = functools.partial(small_config, epochs=2, mode="full", label_input=False, seed=0)
 
 
 # Nothing learned (learning rates of 1e-12): losses and draws can be compared across epochs and runs.
