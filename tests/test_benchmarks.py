@@ -1,6 +1,7 @@
 """Benchmarks' own logic: the lookup benchmark runs in every allocation regime and reports sane rows
-(in a subprocess, since the regimes change how the process allocates with glibc ``mallopt``), and
-the results plot groups runs by initialisation and averages over seeds."""
+(in a subprocess, since the regimes change how the process allocates with glibc ``mallopt``), the
+results plot groups runs by initialisation and averages over seeds, and the small-graph probes'
+node order and rotation do what they say."""
 import json
 import subprocess
 import sys
@@ -26,13 +27,17 @@ def test_bench_lookup_small_run(regime, tmp_path):
     assert f"malloc {regime}" in proc.stdout and "| arxiv | 4 | 2,000 |" in proc.stdout
 
 
-def _plot_results():
+def _script(name):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("plot_results", REPO / "benchmarks" / "plot_results.py")
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _plot_results():
+    return _script("plot_results")
 
 
 def _run(embedding, rank, test_acc, init="ortho", vectors=None):
@@ -52,3 +57,32 @@ def test_results_plot_keeps_initialisations_apart_and_averages_seeds():
     assert two_seeds["seeds"] == 2 and two_seeds["acc_mean"] == pytest.approx(0.6)
     assert two_seeds["acc_std"] == pytest.approx(0.1414, abs=1e-4)
     assert panel[("tt", 4, 0.2, "spectral init (8 vectors)")]["acc_std"] == 0.0
+
+
+def test_small_graph_probes_pca_tree_order_and_rotation():
+    import numpy as np
+    import torch
+
+    from ttgnn import TTNodeEmbedding
+
+    probes = _script("small_graph_probes")
+    rng = np.random.default_rng(0)
+    # 4 clusters of 15 nodes in 2-D, shuffled; rows 4 x 16 (60 nodes, 4 padding rows)
+    centres = np.array([[0.0, 10.0], [10.0, 0.0], [0.0, -10.0], [-10.0, 0.0]])
+    labels = rng.permutation(np.repeat(np.arange(4), 15))
+    vectors = centres[labels] + 0.1 * rng.standard_normal((60, 2))
+    order = probes.pca_tree_order(vectors, [4, 16]).numpy()
+    assert order.shape == (60,) and len(set(order.tolist())) == 60 and order.min() >= 0 and order.max() < 64
+    # each leading digit holds one cluster
+    assert sorted(len(set(labels[order // 16 == digit])) for digit in range(4)) == [1, 1, 1, 1]
+    # the rotation: W keeps its orthogonal rows at the given scale, and the TT copy of vectors @ W
+    # loses no more than the copy of the vectors in the first columns
+    basis = np.linalg.qr(rng.standard_normal((64, 3)))[0][:60]
+    basis /= np.linalg.norm(basis, axis=0)
+    tt = TTNodeEmbedding(60, 16, ranks=2, row_shape=[4, 4, 4], col_shape=[2, 2, 4])
+    table = probes.rotated_table(tt, basis, 2.0, seed=0, rounds=10)
+    w = np.linalg.lstsq(basis, table.numpy(), rcond=None)[0]
+    np.testing.assert_allclose(w @ w.T, 4.0 * np.eye(3), atol=1e-8)
+    first = torch.zeros(60, 16, dtype=torch.float64)
+    first[:, :3] = torch.from_numpy(2.0 * basis)
+    assert probes.tt_copy(tt, table).svd_relative_error <= probes.tt_copy(tt, first).svd_relative_error + 1e-9
