@@ -63,6 +63,20 @@ def test_label_input_by_the_share_of_training_nodes():
     assert label_input_for(False, 2708, 140, label_reuse=1) is False and label_input_for(None, 2708, 140, 0) is False
 
 
+def test_few_labels_turn_label_input_on_only_for_the_reuse_of_gat_in_full_graph_training():
+    from ttgnn.config import AUTO_LABEL_REUSE_FEW_LABELS, few_labels, label_input_for
+
+    assert few_labels(2708, 140) and few_labels(1000, 99) and not few_labels(1000, 100) and few_labels(0, 0)
+    assert AUTO_LABEL_REUSE_FEW_LABELS == {"gat": 3}
+    # Cora (5% training nodes): GAT in full-graph training with its reuse left to the rule
+    assert label_input_for(None, 2708, 140, None, "gat", "full") is True
+    assert label_input_for(None, 2708, 140, None, "gat", "minibatch") is False  # no reuse there by default
+    assert label_input_for(None, 2708, 140, None, "sage", "full") is False  # no reuse for GraphSAGE
+    assert label_input_for(None, 2708, 140, 0, "gat", "full") is False  # reuse turned off: the share decides
+    assert label_input_for(False, 2708, 140, None, "gat", "full") is False  # an explicit choice is kept
+    assert label_input_for(None, 1000, 900, 0, "sage", "minibatch") is True  # many labels: on for any model
+
+
 def test_auto_label_reuse_by_model_label_input_and_mode():
     from ttgnn.config import AUTO_LABEL_REUSE, label_reuse_for
 
@@ -74,6 +88,11 @@ def test_auto_label_reuse_by_model_label_input_and_mode():
     # an explicit count is kept as it is (validate and settle_by_graph check it)
     assert label_reuse_for(0, "gat", True, "full") == 0 and label_reuse_for(2, "sage", True, "minibatch") == 2
     assert label_reuse_for(1, "gat", False, "full") == 1
+    # few training nodes: more rounds for GAT, still none for GraphSAGE, none without label input
+    assert label_reuse_for(None, "gat", True, "full", sparse_labels=True) == 3
+    assert label_reuse_for(None, "sage", True, "full", sparse_labels=True) == 0
+    assert label_reuse_for(None, "gat", False, "full", sparse_labels=True) == 0
+    assert label_reuse_for(2, "gat", True, "full", sparse_labels=True) == 2
     TrainConfig(label_reuse=None).validate()
     with pytest.raises(ValueError, match="label_reuse must be an integer >= 0, got 'auto'"):
         TrainConfig(label_reuse="auto").validate()

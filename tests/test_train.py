@@ -369,3 +369,25 @@ def test_label_input_is_decided_by_the_graph_and_kept_on_resume(tmp_path, plante
     assert reuse["label_input"] is True and reuse["settings"]["label_reuse"] == 1
     assert "label input on: label reuse (1 rounds) needs it" in [r.getMessage() for r in caplog.records]
     assert "label input off" not in caplog.text
+
+
+def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse_rounds(tmp_path, caplog):
+    import logging
+
+    sparse_graph = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    kw = dict(model="auto", mode="full", label_input=None, epochs=2, correct_smooth=False)
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        gat = train(_tiny_config(tmp_path / "gat", **kw), sparse_graph)
+    assert gat["model"] == "gat" and gat["label_input"] is True and gat["settings"]["label_reuse"] == 3
+    lines = [r.getMessage() for r in caplog.records]
+    assert ("label input on: training nodes are 5.0% of the graph, under 10%, but gat's label reuse in full-graph "
+            "training spreads the few labels (--no-label-input to turn it off)") in lines
+    assert "label reuse: 3 round(s) for gat with label input in full-graph mode (--label-reuse 0 to turn it off)" in lines
+    # GraphSAGE (no reuse), reuse turned off, or label input turned off: the share of training nodes decides (off)
+    sage = train(_tiny_config(tmp_path / "sage", **dict(kw, model="sage")), sparse_graph)
+    no_reuse = train(_tiny_config(tmp_path / "no-reuse", **dict(kw, label_reuse=0)), sparse_graph)
+    no_labels = train(_tiny_config(tmp_path / "no-labels", **dict(kw, label_input=False)), sparse_graph)
+    assert [(m["label_input"], m["settings"]["label_reuse"]) for m in (sage, no_reuse, no_labels)] == [(False, 0)] * 3
+    # resuming with the defaults settles the same way
+    resumed = train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=3, resume=True)), sparse_graph)
+    assert resumed["settings"]["label_reuse"] == 3 and resumed["epochs"][:2] == gat["epochs"]

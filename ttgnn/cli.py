@@ -22,8 +22,8 @@ from typing import Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS,
                       ORDERS)
-from .config import (AUTO_LABEL_REUSE, AUTO_MODEL, AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS,
-                     LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
+from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_MODEL, AUTO_SPECTRAL_MAX_NODES,
+                     AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -175,7 +175,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="the label trick: known training labels are node inputs (a random --label-rate of the "
                    "training nodes each epoch, the loss on the rest; every training label at evaluation; "
                    "validation and test labels never) (default: on when training nodes are at least "
-                   f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph)")
+                   f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph; below that, on for "
+                   + ", ".join(AUTO_LABEL_REUSE_FEW_LABELS) + " in full-graph mode with --label-reuse auto)")
     p.add_argument("--label-rate", type=float, default=d.label_rate,
                    help="share of training nodes whose labels are inputs in an epoch (with --label-input)")
     p.add_argument("--label-reuse", type=_rounds_or_auto, default=d.label_reuse, metavar="ROUNDS",
@@ -183,7 +184,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    "a known label back as their label input this many times, in training and at evaluation "
                    "(each round one more pass over all nodes); implies --label-input. 'auto' (the default): "
                    + ", ".join(f"{n} for {m}" for m, n in AUTO_LABEL_REUSE.items())
-                   + " in full-graph mode with label input, else 0")
+                   + " in full-graph mode with label input ("
+                   + ", ".join(f"{n} for {m}" for m, n in AUTO_LABEL_REUSE_FEW_LABELS.items())
+                   + f" when training nodes are under {100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph), "
+                   "else 0")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)

@@ -14,7 +14,7 @@ from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICE
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "SAMPLED_EVAL_MIN_NODES", "check_eval_fanouts", "check_reuse_with_sampled_eval", "eval_fanouts_for",
-           "init_for", "label_input_for", "AUTO_LABEL_REUSE", "label_reuse_for", "AUTO_MODEL", "model_for"]
+           "init_for", "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for", "AUTO_MODEL", "model_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -41,6 +41,15 @@ SAMPLED_EVAL_MIN_NODES = 10_000_000
 #: accuracy from 0.7117 to 0.7129 and test accuracy from 0.6984 to 0.7045; for GraphSAGE one round
 #: was level on validation (docs/results.md, "Label reuse"), so it stays off.
 AUTO_LABEL_REUSE = {"gat": 1}
+#: With fewer training nodes than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION`, ``label_input=None`` and
+#: ``label_reuse=None`` still turn label input on for a model named here in full-graph training,
+#: with this many reuse rounds: the rounds carry the few known labels, as predictions, to the
+#: nodes around them. GAT with the spectral init, TT rank 4 and the full table, seeds 0-2, mean
+#: validation accuracy against label input off: Cora +3.7 (TT) and +2.7 (full) points (one round:
+#: +0.5 and -0.2; six rounds: level with three), CiteSeer +1.2 and +1.7, PubMed +0.9 and +0.5
+#: (docs/results.md, "Small graphs: label reuse"). GraphSAGE, without reuse, lost accuracy to
+#: label input on these graphs, so it keeps it off.
+AUTO_LABEL_REUSE_FEW_LABELS = {"gat": 3}
 #: ``model="auto"`` picks the architecture by the training mode. Full-graph: GAT, whose defaults
 #: (label reuse included) had the best mean validation accuracy on ogbn-arxiv, 0.7129 against
 #: GraphSAGE's 0.7108 (test 0.7045 against 0.6954, 5 seeds each; docs/results.md), at about eight
@@ -115,7 +124,8 @@ class TrainConfig:
             ``label_rate`` of the training nodes show their labels and the loss is on the other
             training nodes; evaluation shows every training label. Validation and test labels
             are never inputs. ``None`` (the default) decides by the graph: on when the training
-            split holds at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the nodes
+            split holds at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the nodes, and below
+            that for GAT in full-graph training with its label reuse left to the rule
             (:func:`label_input_for`).
         label_rate (float): share of training nodes whose labels are inputs in an epoch.
         label_reuse (int, optional): label reuse rounds: before each training step and at
@@ -123,8 +133,9 @@ class TrainConfig:
             label are fed back as their label input this many times (each round one more no-grad
             pass over all nodes, and an ``(N, num_classes)`` float tensor). Needs label input; with
             ``label_input=None`` a value above 0 turns it on. ``None`` (the default) decides by the
-            model and the run: :data:`AUTO_LABEL_REUSE` rounds in full-graph mode with label input,
-            else 0 (:func:`label_reuse_for`).
+            model and the run: :data:`AUTO_LABEL_REUSE` rounds in full-graph mode with label input
+            (:data:`AUTO_LABEL_REUSE_FEW_LABELS` when training nodes are fewer than
+            :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the graph), else 0 (:func:`label_reuse_for`).
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
         seed (int): random seed. num_threads (int, optional): torch threads.
@@ -251,15 +262,26 @@ def _check_real(name: str, value, rule: str, ok) -> None:
         raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")
 
 
-def label_input_for(label_input: Optional[bool], num_nodes: int, num_train: int, label_reuse: int = 0) -> bool:
+def few_labels(num_nodes: int, num_train: int) -> bool:
+    """Whether the ``num_train`` training nodes are fewer than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION`
+    of the ``num_nodes``."""
+    return not (num_nodes > 0 and num_train >= LABEL_INPUT_MIN_TRAIN_FRACTION * num_nodes)
+
+
+def label_input_for(label_input: Optional[bool], num_nodes: int, num_train: int, label_reuse: Optional[int] = 0,
+                    model: Optional[str] = None, mode: Optional[str] = None) -> bool:
     """Whether a run uses label input: ``label_input`` when given, else on with label reuse
-    (``label_reuse > 0`` feeds predictions back as label input), else whether the ``num_train``
-    training nodes are at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the ``num_nodes``."""
+    (``label_reuse > 0`` feeds predictions back as label input), else on when the ``num_train``
+    training nodes are at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the ``num_nodes``, else
+    on only for a ``model`` of :data:`AUTO_LABEL_REUSE_FEW_LABELS` in ``mode="full"`` whose
+    ``label_reuse`` is left to the rule (``None``: its reuse rounds spread the few labels)."""
     if label_input is not None:
         return bool(label_input)
     if label_reuse:
         return True
-    return num_nodes > 0 and num_train >= LABEL_INPUT_MIN_TRAIN_FRACTION * num_nodes
+    if not few_labels(num_nodes, num_train):
+        return True
+    return label_reuse is None and mode == "full" and model in AUTO_LABEL_REUSE_FEW_LABELS
 
 
 def eval_fanouts_for(eval_fanouts: Optional[list], mode: str, fanouts: list, num_nodes: int) -> Optional[list]:
@@ -301,17 +323,18 @@ def model_for(model: str, mode: str) -> str:
     return AUTO_MODEL[mode] if model == "auto" else model
 
 
-def label_reuse_for(label_reuse: Optional[int], model: str, label_input: bool, mode: str) -> int:
+def label_reuse_for(label_reuse: Optional[int], model: str, label_input: bool, mode: str,
+                    sparse_labels: bool = False) -> int:
     """The label reuse rounds of a run: ``label_reuse`` when given, else
-    ``AUTO_LABEL_REUSE.get(model, 0)`` when ``label_input`` (settled) is on and ``mode`` is
-    ``"full"``, else 0. Only full-graph training, where it was measured and a round costs one more
+    ``AUTO_LABEL_REUSE.get(model, 0)`` (``AUTO_LABEL_REUSE_FEW_LABELS`` with ``sparse_labels``, see
+    :func:`few_labels`) when ``label_input`` (settled) is on and ``mode`` is ``"full"``, else 0. Only full-graph training, where it was measured and a round costs one more
     forward pass per epoch: in mini-batch mode a round is a layer-wise inference over every node
     per epoch, more than the sampled epoch itself, and sampled evaluation cannot feed it at all."""
     if label_reuse is not None:
         return label_reuse
     if not label_input or mode != "full":
         return 0
-    return AUTO_LABEL_REUSE.get(model, 0)
+    return (AUTO_LABEL_REUSE_FEW_LABELS if sparse_labels else AUTO_LABEL_REUSE).get(model, 0)
 
 
 def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_train: int) -> tuple[str, Optional[int]]:
@@ -320,9 +343,9 @@ def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_tra
     the ``num_train`` training nodes are fewer than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the
     ``num_nodes`` (few labels: the graph's smoothest eigenvectors carry what they cannot) and the
     graph has at most :data:`AUTO_SPECTRAL_MAX_NODES` nodes (the spectral table is dense), else
-    ``("gaussian", None)``. The same threshold turns label input off (:func:`label_input_for`)."""
+    ``("gaussian", None)``. The same threshold decides label input (:func:`label_input_for`)."""
     if init != "auto":
         return init, spectral_vectors
-    if label_input_for(None, num_nodes, num_train) or num_nodes > AUTO_SPECTRAL_MAX_NODES:
+    if not few_labels(num_nodes, num_train) or num_nodes > AUTO_SPECTRAL_MAX_NODES:
         return "gaussian", None
     return "spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS

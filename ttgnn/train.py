@@ -45,7 +45,7 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
-                     check_reuse_with_sampled_eval, eval_fanouts_for, init_for, label_input_for,
+                     check_reuse_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
                      label_reuse_for, model_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
@@ -162,7 +162,8 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
 
 def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     """``config`` with the settings the graph decides made explicit: label input
-    (:func:`~ttgnn.config.label_input_for`; always on with label reuse) and, for TT and full tables,
+    (:func:`~ttgnn.config.label_input_for`; always on with label reuse, and for GAT's full-graph
+    label reuse on a graph of few training nodes) and, for TT and full tables,
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
     the model by the mode (:func:`~ttgnn.config.model_for`); label reuse by the model, label input
@@ -172,14 +173,16 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
         ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
     """
     num_train = int(dataset.split["train"].numel())
-    label_input = label_input_for(config.label_input, dataset.num_nodes, num_train, config.label_reuse)
+    model = model_for(config.model, config.mode)
+    label_input = label_input_for(config.label_input, dataset.num_nodes, num_train, config.label_reuse, model,
+                                  config.mode)
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
-    model = model_for(config.model, config.mode)
-    label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode)
+    label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode,
+                                  few_labels(dataset.num_nodes, num_train))
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse)
 
@@ -278,6 +281,9 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
         if config.label_input is None and config.label_reuse:
             log.info("label input on: label reuse (%d rounds) needs it", config.label_reuse)
+        elif config.label_input is None and settled.label_input and few_labels(dataset.num_nodes, num_train):
+            log.info("label input on: %s, under %.0f%%, but %s's label reuse in full-graph training spreads the few "
+                     "labels (--no-label-input to turn it off)", share, threshold, settled.model)
         elif config.label_input is None:
             log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
                      "on" if settled.label_input else "off", share, threshold)
