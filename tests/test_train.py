@@ -34,12 +34,14 @@ def _cli(args, tmp_path, data_root) -> dict:
 
 @pytest.mark.data
 @pytest.mark.parametrize("dataset,model,embedding,epochs,min_test", [
-    # Thresholds: the measured test accuracy (cora 0.571, citeseer 0.471, pubmed 0.373; deterministic
+    # Thresholds: the measured test accuracy (cora 0.571, citeseer 0.456, pubmed 0.373; deterministic
     # for a seed on one platform) minus a margin. Chance: 1/7 (cora, majority class 0.319), 1/6
     # (citeseer, majority 0.231), 1/3 (pubmed, majority 0.413). Featureless pubmed (60 labels) learns
-    # slowly: in 10 epochs it checks that loading and training work.
+    # slowly: in 10 epochs it checks that loading and training work. GAT on citeseer has label input
+    # with 3 reuse rounds by default (few labels), and the loss on half the training nodes per epoch:
+    # 0.385 after 10 epochs, 0.456 after 20.
     ("cora", "sage", "tt", 30, 0.50),
-    ("citeseer", "gat", "full", 10, 0.40),
+    ("citeseer", "gat", "full", 20, 0.40),
     ("pubmed", "sage", "tt", 10, 0.34),
 ])
 def test_cli_trains_planetoid(data_root, tmp_path, dataset, model, embedding, epochs, min_test):
