@@ -13,7 +13,8 @@ from ttgnn.train import lr_factor, train
 from configs import small_config
 
 
-_config = functools.partial(small_config, epochs=4, mode="full", label_input=False, lr=0.02, emb_lr=0.05, correct_smooth=False)
+_config = functools.partial(small_config, epochs=4, mode="full", label_input=False, lr=0.02, emb_lr=0.05,
+                            correct_smooth=False)
 
 
 def test_cosine_factor_per_epoch():

@@ -384,7 +384,8 @@ def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse
     lines = [r.getMessage() for r in caplog.records]
     assert ("label input on: training nodes are 5.0% of the graph, under 10%, but gat's label reuse in full-graph "
             "training spreads the few labels (--no-label-input to turn it off)") in lines
-    assert "label reuse: 3 round(s) for gat with label input in full-graph mode (--label-reuse 0 to turn it off)" in lines
+    assert ("label reuse: 3 round(s) for gat with label input in full-graph mode (--label-reuse 0 to turn it off)"
+            in lines)
     # GraphSAGE (no reuse), reuse turned off, or label input turned off: the share of training nodes decides (off)
     sage = train(_tiny_config(tmp_path / "sage", **dict(kw, model="sage")), sparse_graph)
     no_reuse = train(_tiny_config(tmp_path / "no-reuse", **dict(kw, label_reuse=0)), sparse_graph)

@@ -14,7 +14,8 @@ from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICE
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "SAMPLED_EVAL_MIN_NODES", "check_eval_fanouts", "check_reuse_with_sampled_eval", "eval_fanouts_for",
-           "init_for", "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for", "AUTO_MODEL", "model_for"]
+           "init_for", "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS",
+           "label_reuse_for", "AUTO_MODEL", "model_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -327,9 +328,10 @@ def label_reuse_for(label_reuse: Optional[int], model: str, label_input: bool, m
                     sparse_labels: bool = False) -> int:
     """The label reuse rounds of a run: ``label_reuse`` when given, else
     ``AUTO_LABEL_REUSE.get(model, 0)`` (``AUTO_LABEL_REUSE_FEW_LABELS`` with ``sparse_labels``, see
-    :func:`few_labels`) when ``label_input`` (settled) is on and ``mode`` is ``"full"``, else 0. Only full-graph training, where it was measured and a round costs one more
-    forward pass per epoch: in mini-batch mode a round is a layer-wise inference over every node
-    per epoch, more than the sampled epoch itself, and sampled evaluation cannot feed it at all."""
+    :func:`few_labels`) when ``label_input`` (settled) is on and ``mode`` is ``"full"``, else 0.
+    Only full-graph training, where it was measured and a round costs one more forward pass per
+    epoch: in mini-batch mode a round is a layer-wise inference over every node per epoch, more
+    than the sampled epoch itself, and sampled evaluation cannot feed it at all."""
     if label_reuse is not None:
         return label_reuse
     if not label_input or mode != "full":
