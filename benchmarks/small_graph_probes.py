@@ -32,7 +32,7 @@ from ttgnn.cli import build_parser, config_from_args
 from ttgnn.data import default_cache_dir, load_dataset
 from ttgnn.embedding import TTNodeEmbedding
 from ttgnn.spectral import leading_eigenvectors, spectral_table
-from ttgnn.train import evaluate_and_checkpoint, finish_run, setup_run, train_epoch
+from ttgnn.train import build_classifier, evaluate_and_checkpoint, finish_run, setup_run, train_epoch
 
 PROBES = ("tt", "full", "full-from-tt", "full-noise", "tt-spectral-order", "tt-rotated", "tt-spectral-order-rotated")
 
@@ -97,9 +97,7 @@ def apply_probe(probe: str, run, noise: float) -> str:
     if probe == "full-from-tt":
         import dataclasses
 
-        tt_run = setup_run(dataclasses.replace(config, embedding="tt", output_dir=None), dataset, 0, 1,
-                           torch.device("cpu"))
-        rows = tt_run.model.node_input(None)
+        rows = build_classifier(dataclasses.replace(config, embedding="tt"), dataset).node_input(None)
         error = float((rows - node_input.table.weight).norm() / node_input.table.weight.norm())
         node_input.table.weight.copy_(rows)
         return f"TT copy's relative error {error:.3f}"

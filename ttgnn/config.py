@@ -274,15 +274,15 @@ def label_input_for(label_input: Optional[bool], num_nodes: int, num_train: int,
     """Whether a run uses label input: ``label_input`` when given, else on with label reuse
     (``label_reuse > 0`` feeds predictions back as label input), else on when the ``num_train``
     training nodes are at least :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the ``num_nodes``, else
-    on only for a ``model`` of :data:`AUTO_LABEL_REUSE_FEW_LABELS` in ``mode="full"`` whose
-    ``label_reuse`` is left to the rule (``None``: its reuse rounds spread the few labels)."""
+    on only where ``label_reuse`` is left to the rule (``None``) and :func:`label_reuse_for` gives
+    ``model`` in ``mode`` reuse rounds with few labels (the rounds spread the few labels)."""
     if label_input is not None:
         return bool(label_input)
     if label_reuse:
         return True
     if not few_labels(num_nodes, num_train):
         return True
-    return label_reuse is None and mode == "full" and model in AUTO_LABEL_REUSE_FEW_LABELS
+    return label_reuse is None and label_reuse_for(None, model, True, mode, sparse_labels=True) > 0
 
 
 def eval_fanouts_for(eval_fanouts: Optional[list], mode: str, fanouts: list, num_nodes: int) -> Optional[list]:

@@ -624,7 +624,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         run.net = tdist.wrap_model(run.model) if world_size > 1 else run.model  # DDP averages gradients
         if run.is_main:
             log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
-                     run.config.model, config.embedding, f"{run.metrics['embedding_parameters']:,}",
+                     run.config.model, run.config.embedding, f"{run.metrics['embedding_parameters']:,}",
                      run.metrics["compression_ratio"], f"{run.metrics['gnn_parameters']:,}")
         try:
             _epochs(run)
