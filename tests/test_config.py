@@ -34,6 +34,9 @@ from ttgnn.partition import METHODS
     (dict(label_reuse=-1), "label_reuse must be an integer >= 0, got -1"),
     (dict(label_reuse=1.0), "label_reuse must be an integer"),
     (dict(label_reuse=1, label_input=False), "label_reuse=1 feeds predictions back as label input: it needs label input"),
+    (dict(label_spread=-1), "label_spread must be an integer >= 0, got -1"),
+    (dict(label_spread=True), "label_spread must be an integer"),
+    (dict(label_spread=10, label_input=False), "label_spread=10 spreads the label input over the graph: it needs label"),
     (dict(resume=True), "resume needs output_dir"),
     (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
 ])
@@ -96,6 +99,22 @@ def test_auto_label_reuse_by_model_label_input_and_mode():
     TrainConfig(label_reuse=None).validate()
     with pytest.raises(ValueError, match="label_reuse must be an integer >= 0, got 'auto'"):
         TrainConfig(label_reuse="auto").validate()
+
+
+def test_auto_label_spread_with_few_labels_in_full_graph_training():
+    from ttgnn.config import AUTO_LABEL_SPREAD_FEW_LABELS, LABEL_SPREAD_ALPHA, label_input_for, label_spread_for
+
+    assert TrainConfig().label_spread is None and AUTO_LABEL_SPREAD_FEW_LABELS == 10 and LABEL_SPREAD_ALPHA == 0.9
+    assert label_spread_for(None, True, "full", sparse_labels=True) == 10  # Cora-like: on
+    assert label_spread_for(None, True, "full", sparse_labels=False) == 0  # many labels (ogbn-arxiv): off
+    assert label_spread_for(None, False, "full", sparse_labels=True) == 0  # nothing to spread
+    assert label_spread_for(None, True, "minibatch", sparse_labels=True) == 0  # an (N, C) tensor: not by default
+    assert label_spread_for(0, True, "full", sparse_labels=True) == 0 and label_spread_for(3, True, "minibatch") == 3
+    # an explicit spread turns label input on where it is left to the rule, never against a choice
+    assert label_input_for(None, 2708, 140, 0, "sage", "full", label_spread=5) is True
+    assert label_input_for(False, 2708, 140, 0, "sage", "full", label_spread=5) is False
+    assert label_input_for(None, 2708, 140, 0, "sage", "full", label_spread=0) is False
+    assert "label_spread" in TrainConfig.RESUME_KEYS
 
 
 def test_auto_model_by_mode():

@@ -79,3 +79,59 @@ def test_a_training_step_sees_the_reused_labels_of_its_epoch(tmp_path, planted, 
         torch.testing.assert_close(labels, expect, rtol=1e-5, atol=1e-6)
     if mode == "full":  # two no-grad rounds in eval mode, then the training step
         assert [(grad, training) for grad, training, _ in given] == [(False, False), (False, False), (True, True)]
+
+
+@pytest.mark.parametrize("mode", ["full", "minibatch"])
+def test_label_spread_is_the_first_input_in_training_and_at_evaluation(tmp_path, planted, mode):
+    from ttgnn.evaluation import label_inputs
+    from ttgnn.smoothing import spread_labels
+
+    run = _run(tmp_path, planted, mode=mode, label_reuse=1, label_spread=4)
+    model, graph = run.model, run.graph
+    assert (model.label_input.reuse_iters, model.label_input.spread_steps) == (1, 4)
+    known, _ = ttrain.split_known(planted.split["train"], 0.5, 0, 3)
+    hard = known_labels(planted, known)
+    spread = spread_labels(planted.normalized_adjacency(), hard, planted.num_classes, 4, 0.9)
+    torch.testing.assert_close(label_inputs(model, planted, hard), spread, rtol=0, atol=0)
+    unknown = hard == planted.num_classes
+    assert spread[unknown].sum(1).gt(0).float().mean() > 0.9  # most unknown nodes get a distribution
+    expect = reuse_labels(model, graph, mode, 128, hard, iters=1, start=spread)
+    assert not torch.allclose(expect, reuse_labels(model, graph, mode, 128, hard, iters=1), atol=1e-3)
+    with torch.no_grad():  # reuse starts from the spread; known rows stay one-hot
+        forward = ((lambda labels: model(graph, input_labels=labels)) if mode == "full" else  # noqa: E731
+                   (lambda labels: model.inference(graph, batch_size=128, input_labels=labels)))
+        torch.testing.assert_close(expect, soft_labels(forward(spread), hard), rtol=1e-5, atol=1e-6)
+        every = known_labels(planted, planted.split["train"])
+        start = spread_labels(planted.normalized_adjacency(), every, planted.num_classes, 4, 0.9)
+        torch.testing.assert_close(all_logits(model, graph, mode, 128, planted),
+                                   forward(reuse_labels(model, graph, mode, 128, every, iters=1, start=start)),
+                                   rtol=1e-5, atol=1e-5)
+    given, real = [], run.net.forward
+
+    def record(*args, input_labels=None):
+        given.append((torch.is_grad_enabled(), input_labels))
+        return real(*args, input_labels=input_labels)
+
+    run.net.forward = record
+    ttrain.train_epoch(run, 3)
+    steps = [labels for grad, labels in given if grad]
+    assert steps
+    for labels in steps:
+        torch.testing.assert_close(labels, expect, rtol=1e-5, atol=1e-6)
+
+
+def test_label_spread_without_reuse_feeds_the_spread_itself(tmp_path, planted):
+    from ttgnn.smoothing import spread_labels
+
+    run = _run(tmp_path, planted, label_reuse=0, label_spread=2)
+    known, _ = ttrain.split_known(planted.split["train"], 0.5, 0, 1)
+    expect = spread_labels(planted.normalized_adjacency(), known_labels(planted, known), planted.num_classes, 2, 0.9)
+    given, real = [], run.net.forward
+
+    def record(*args, input_labels=None):
+        given.append(input_labels)
+        return real(*args, input_labels=input_labels)
+
+    run.net.forward = record
+    ttrain.train_epoch(run, 1)
+    assert len(given) == 1 and torch.equal(given[0], expect)

@@ -287,3 +287,70 @@ def test_tune_rejects_an_empty_grid(planted, grid):
     logits = torch.zeros(planted.num_nodes, 3)
     with pytest.raises(ValueError, match="correct_alphas and smooth_alphas must not be empty"):
         tune_correct_and_smooth(logits, adj, planted.labels, planted.split["train"], planted.split["valid"], **grid)
+
+
+def test_spread_labels_matches_dense_propagation_normalised_per_row(path_graph):
+    from ttgnn.smoothing import spread_labels
+
+    indptr, indices, n = path_graph
+    adj = normalized_adjacency(indptr, indices, n)
+    labels = torch.tensor([0, 2, 2, 1, 2])  # classes 0, 1 known at nodes 0 and 3; 2 = unknown
+    got = spread_labels(adj, labels, 2, steps=4, alpha=0.8)
+    s = _dense_normalized(indptr, indices, n)
+    x0 = np.zeros((n, 2))
+    x0[0, 0] = x0[3, 1] = 1.0
+    x = x0.copy()
+    for _ in range(4):
+        x = 0.8 * s @ x + 0.2 * x0
+    total = x.sum(1, keepdims=True)
+    expected = np.where(total > 0, x / np.where(total > 0, total, 1.0), 0.0)
+    expected[0], expected[3] = x0[0], x0[3]  # the known keep their one-hot rows
+    assert got.dtype == torch.float32 and got.shape == (n, 2)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(got[4], torch.zeros(2), rtol=0, atol=0)  # isolated: reached by nothing
+    torch.testing.assert_close(got[:4].sum(1), torch.ones(4))
+    # one step: node 1 hears only node 0 (class 0), node 2 only node 3 (class 1)
+    one = spread_labels(adj, labels, 2, steps=1, alpha=0.8)
+    torch.testing.assert_close(one[1:3], torch.tensor([[1.0, 0.0], [0.0, 1.0]]), rtol=0, atol=0)
+
+
+def test_a_hidden_label_never_reaches_its_own_node():
+    from ttgnn.smoothing import spread_labels
+
+    graph = planted_partition(num_nodes=120, num_classes=3, avg_degree=8.0, homophily=0.9, seed=1)
+    adj = normalized_adjacency(*graph.csr(), graph.num_nodes)
+    known = torch.zeros(graph.num_nodes, dtype=torch.bool)
+    known[::3] = True
+    ids = torch.where(known, graph.labels, torch.full_like(graph.labels, 3))
+    base = spread_labels(adj, ids, 3, steps=10)
+    # changing the label of a hidden node changes nothing: its row comes from the known alone
+    for node in (1, 2, 50):
+        assert not known[node]
+        changed = graph.labels.clone()
+        changed[node] = (changed[node] + 1) % 3
+        assert torch.equal(spread_labels(adj, torch.where(known, changed, ids), 3, steps=10), base)
+    # the spread agrees with the true class of most hidden nodes (homophilous planted graph)
+    hidden = ~known
+    assert (base[hidden].argmax(1) == graph.labels[hidden]).float().mean() > 0.8
+
+
+def test_spread_labels_with_no_steps_is_the_one_hot_of_the_known(path_graph):
+    from ttgnn.smoothing import spread_labels
+
+    adj = normalized_adjacency(*path_graph)
+    got = spread_labels(adj, torch.tensor([1, 2, 2, 0, 2]), 2, steps=0)
+    torch.testing.assert_close(got, torch.tensor([[0.0, 1.0], [0, 0], [0, 0], [1, 0], [0, 0]]), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("labels,steps,message", [
+    (torch.tensor([0, 3, 2, 2, 2]), 2, r"labels must lie in \[0, 2\]"),
+    (torch.tensor([0, -1, 2, 2, 2]), 2, "labels must lie in"),
+    (torch.zeros(5, 2), 2, r"labels must be \(N,\) class ids"),
+    (torch.tensor([0, 1, 2, 2, 2]), -1, "steps must be an integer >= 0, got -1"),
+    (torch.tensor([0, 1, 2, 2, 2]), 1.5, "steps must be an integer"),
+])
+def test_spread_labels_names_bad_input(path_graph, labels, steps, message):
+    from ttgnn.smoothing import spread_labels
+
+    with pytest.raises(ValueError, match=message):
+        spread_labels(normalized_adjacency(*path_graph), labels, 2, steps=steps)

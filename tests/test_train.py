@@ -381,16 +381,35 @@ def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse
     with caplog.at_level(logging.INFO, logger="ttgnn.train"):
         gat = train(_tiny_config(tmp_path / "gat", **kw), sparse_graph)
     assert gat["model"] == "gat" and gat["label_input"] is True and gat["settings"]["label_reuse"] == 3
+    assert gat["settings"]["label_spread"] == 10  # and 10 label spreading steps
     lines = [r.getMessage() for r in caplog.records]
     assert ("label input on: training nodes are 5.0% of the graph, under 10%, but gat's label reuse in full-graph "
             "training spreads the few labels (--no-label-input to turn it off)") in lines
     assert ("label reuse: 3 round(s) for gat with label input in full-graph mode (--label-reuse 0 to turn it off)"
             in lines)
+    assert ("label spreading: 10 steps, as training nodes are 5.0% of the graph, with label input in full-graph "
+            "mode: the nodes without a known label start from the known labels around them (--label-spread 0 to "
+            "turn it off)") in lines
     # GraphSAGE (no reuse), reuse turned off, or label input turned off: the share of training nodes decides (off)
     sage = train(_tiny_config(tmp_path / "sage", **dict(kw, model="sage")), sparse_graph)
     no_reuse = train(_tiny_config(tmp_path / "no-reuse", **dict(kw, label_reuse=0)), sparse_graph)
     no_labels = train(_tiny_config(tmp_path / "no-labels", **dict(kw, label_input=False)), sparse_graph)
-    assert [(m["label_input"], m["settings"]["label_reuse"]) for m in (sage, no_reuse, no_labels)] == [(False, 0)] * 3
+    assert [(m["label_input"], m["settings"]["label_reuse"], m["settings"]["label_spread"])
+            for m in (sage, no_reuse, no_labels)] == [(False, 0, 0)] * 3
+    # spreading turned off alone keeps label input and reuse; an explicit spread turns label input on
+    no_spread = train(_tiny_config(tmp_path / "no-spread", **dict(kw, label_spread=0)), sparse_graph)
+    assert (no_spread["label_input"], no_spread["settings"]["label_reuse"], no_spread["settings"]["label_spread"]) == (
+        True, 3, 0)
+    assert no_spread["epochs"][0]["loss"] != gat["epochs"][0]["loss"]  # the inputs of the first step differ
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        sage_spread = train(_tiny_config(tmp_path / "sage-spread", **dict(kw, model="sage", label_spread=2)),
+                            sparse_graph)
+    assert (sage_spread["label_input"], sage_spread["settings"]["label_spread"]) == (True, 2)
+    assert "label input on: label spreading (2 steps) needs it" in [r.getMessage() for r in caplog.records]
     # resuming with the defaults settles the same way
     resumed = train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=3, resume=True)), sparse_graph)
     assert resumed["settings"]["label_reuse"] == 3 and resumed["epochs"][:2] == gat["epochs"]
+    assert resumed["settings"]["label_spread"] == 10
+    with pytest.raises(ValueError, match="written with label_spread=10, this run has label_spread=0"):
+        train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=4, resume=True, label_spread=0)), sparse_graph)

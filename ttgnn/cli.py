@@ -22,8 +22,8 @@ from typing import Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS,
                       ORDERS)
-from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_MODEL, AUTO_SPECTRAL_MAX_NODES,
-                     AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
+from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD_FEW_LABELS, AUTO_MODEL,
+                     AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -51,7 +51,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def _rounds_or_auto(text: str) -> Optional[int]:
-    """``--label-reuse``: ``auto`` (``None``, decided by the run) or a count of rounds >= 0."""
+    """``--label-reuse`` and ``--label-spread``: ``auto`` (``None``, decided by the run) or a count >= 0."""
     if text == "auto":
         return None
     if text.isdecimal():
@@ -188,6 +188,12 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    + ", ".join(f"{n} for {m}" for m, n in AUTO_LABEL_REUSE_FEW_LABELS.items())
                    + f" when training nodes are under {100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph), "
                    "else 0")
+    p.add_argument("--label-spread", type=_rounds_or_auto, default=d.label_spread, metavar="STEPS",
+                   help="label spreading: the label input of the nodes without a known label starts as the known "
+                   "labels spread over the graph in this many label propagation steps, before any reuse round, "
+                   "in training and at evaluation; implies --label-input. 'auto' (the default): "
+                   f"{AUTO_LABEL_SPREAD_FEW_LABELS} in full-graph mode with label input when training nodes are "
+                   f"under {100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph, else 0")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)

@@ -2,7 +2,8 @@
 
 Accuracy is ``ogb.nodeproppred.Evaluator``'s for ``ogbn-*`` datasets and plain accuracy otherwise.
 A label-input model sees every training label at evaluation, never a validation or test label;
-with label reuse it also sees its own predictions of the other nodes (:func:`reuse_labels`).
+spread over the graph with label spreading (:func:`label_inputs`), and with label reuse it also
+sees its own predictions of the other nodes (:func:`reuse_labels`).
 """
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import torch
 import torch.nn.functional as F
 
 from .batches import device_batches
+from .config import LABEL_SPREAD_ALPHA
 from .data import NodeDataset
+from .smoothing import spread_labels
 
-__all__ = ["Accuracy", "known_labels", "soft_labels", "reuse_labels", "all_logits", "evaluate", "evaluate_sampled",
-           "correct_and_smooth_metrics"]
+__all__ = ["Accuracy", "known_labels", "label_inputs", "soft_labels", "reuse_labels", "all_logits", "evaluate",
+           "evaluate_sampled", "correct_and_smooth_metrics"]
 
 
 class Accuracy:
@@ -79,24 +82,38 @@ def _forward_all(model, graph, mode: str, eval_batch_size: int, labels: Optional
     return model.inference(graph, batch_size=eval_batch_size, input_labels=labels, progress=progress)
 
 
+def label_inputs(model, dataset: NodeDataset, labels: torch.Tensor) -> torch.Tensor:
+    """The first label input of a label-input ``model`` from the known ``labels`` (``(N,)`` ids,
+    ``C`` = unknown): ``labels`` themselves, or with ``model.label_input.spread_steps > 0`` the
+    ``(N, C)`` spread of them over ``dataset``'s graph (:func:`ttgnn.smoothing.spread_labels`:
+    known nodes one-hot, the others the class distribution of the known labels around them)."""
+    steps = model.label_input.spread_steps
+    if not steps:
+        return labels
+    return spread_labels(dataset.normalized_adjacency(), labels, dataset.num_classes, steps, LABEL_SPREAD_ALPHA)
+
+
 @torch.no_grad()
 def reuse_labels(model, graph, mode: str, eval_batch_size: int, labels: torch.Tensor,
-                 iters: Optional[int] = None, progress: bool = False) -> torch.Tensor:
+                 iters: Optional[int] = None, progress: bool = False,
+                 start: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Label reuse: ``(N, C)`` label inputs built from ``model``'s own predictions, ``iters`` times.
 
-    Starting from the known ``labels`` (``(N,)`` ids, ``C`` = unknown), each round runs ``model``
-    (in eval mode, on all nodes as :func:`all_logits` does) and replaces the input of every node
-    without a known label by its predicted class probabilities (:func:`soft_labels`); known labels
-    stay one-hot. The model is left in eval mode.
+    Starting from ``start`` (default: the known ``labels``, ``(N,)`` ids, ``C`` = unknown), each
+    round runs ``model`` (in eval mode, on all nodes as :func:`all_logits` does) and replaces the
+    input of every node without a known label by its predicted class probabilities
+    (:func:`soft_labels`); known labels stay one-hot. The model is left in eval mode.
 
     Args:
         iters (int, optional): rounds (default: ``model.label_input.reuse_iters``); ``0`` returns
-            ``labels`` unchanged.
+            the start unchanged.
         progress (bool, optional): tqdm bars for mini-batch inference. (default: ``False``)
+        start (Tensor, optional): the first round's input, e.g. :func:`label_inputs`' spread
+            labels. (default: ``labels``)
     """
     iters = model.label_input.reuse_iters if iters is None else iters
     model.eval()
-    current = labels
+    current = labels if start is None else start
     for _ in range(iters):
         current = soft_labels(_forward_all(model, graph, mode, eval_batch_size, current, progress), labels)
     return current
@@ -107,12 +124,14 @@ def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDatas
                progress: bool = False) -> torch.Tensor:
     """``(N, C)`` logits of every node: one full-graph forward (``mode="full"``), else layer-wise
     full-neighbour inference in batches of ``eval_batch_size`` destination nodes (tqdm bars with
-    ``progress``); a label-reuse model runs ``reuse_iters`` more such passes first
+    ``progress``); a label-input model sees every training label (spread with
+    :func:`label_inputs`), and a label-reuse model runs ``reuse_iters`` more such passes first
     (:func:`reuse_labels`)."""
     model.eval()
     labels = _eval_labels(model, dataset)
     if labels is not None:  # (no rounds: the labels as they are)
-        labels = reuse_labels(model, graph, mode, eval_batch_size, labels, progress=progress)
+        labels = reuse_labels(model, graph, mode, eval_batch_size, labels, progress=progress,
+                              start=label_inputs(model, dataset, labels))
     return _forward_all(model, graph, mode, eval_batch_size, labels, progress)
 
 
@@ -158,6 +177,8 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
     device = device or next(model.parameters()).device
     model.eval()
     labels = _eval_labels(model, dataset)
+    if labels is not None:
+        labels = label_inputs(model, dataset, labels)
     sampler = dgl.dataloading.NeighborSampler(list(fanouts))
     accuracy = accuracy or Accuracy(dataset.evaluator_name)
     result = {"valid_loss": float("nan")}
@@ -194,12 +215,12 @@ def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, ev
     Only the training labels are propagated (:func:`ttgnn.smoothing.tune_correct_and_smooth`).
     Returns ``{"train_acc", "valid_acc", "test_acc", "correct_alpha", "smooth_alpha", "seconds"}``.
     """
-    from .smoothing import normalized_adjacency, tune_correct_and_smooth
+    from .smoothing import tune_correct_and_smooth
 
     start = time.perf_counter()
     logits = all_logits(model, graph, mode, eval_batch_size, dataset).cpu()
     labels = dataset.labels.cpu()
-    adjacency = normalized_adjacency(*dataset.csr(), dataset.num_nodes)
+    adjacency = dataset.normalized_adjacency()
     split = {key: idx.cpu() for key, idx in dataset.split.items()}
     result = tune_correct_and_smooth(logits, adjacency, labels, split["train"], split["valid"])
     accuracy = accuracy or Accuracy(dataset.evaluator_name)

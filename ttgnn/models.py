@@ -13,7 +13,9 @@
   (the label trick): the labels of a random part of the training nodes are inputs, the loss is on
   the others; at evaluation every training label is an input, never a validation or test label.
   With ``reuse_iters > 0`` the model's own predicted class probabilities of the other nodes are
-  fed back as their label input that many times (label reuse, :func:`ttgnn.evaluation.reuse_labels`).
+  fed back as their label input that many times (label reuse, :func:`ttgnn.evaluation.reuse_labels`);
+  with ``spread_steps > 0`` the nodes without a known label start from the known labels spread
+  over the graph instead of "unknown" (:func:`ttgnn.smoothing.spread_labels`).
 * :class:`NodeClassifier` ties them together.
 
 Only DGL APIs present in both DGL 1.1 and 2.x are used.
@@ -160,6 +162,10 @@ class LabelInput(nn.Module):
         reuse_iters (int): how many times a model's predictions of the nodes without a known
             label are fed back as their input before its output is taken (label reuse; read by
             :func:`ttgnn.evaluation.all_logits` and training). (default: ``0``, no reuse)
+        spread_steps (int): label propagation steps that give the nodes without a known label
+            the class distribution of the known labels around them as their first label input
+            (:func:`ttgnn.evaluation.label_inputs`; read like ``reuse_iters``). (default: ``0``,
+            unknown)
 
     Shapes:
         - **input:** label ids ``(B,)`` in ``[0, C]`` (``C`` = unknown), or probabilities ``(B, C)``
@@ -167,14 +173,16 @@ class LabelInput(nn.Module):
         - **output:** ``(B, dim)``.
     """
 
-    def __init__(self, num_classes: int, dim: int, reuse_iters: int = 0) -> None:
+    def __init__(self, num_classes: int, dim: int, reuse_iters: int = 0, spread_steps: int = 0) -> None:
         super().__init__()
         if num_classes < 1 or dim < 1:
             raise ValueError(f"num_classes and dim must be >= 1, got {num_classes} and {dim}")
-        if isinstance(reuse_iters, bool) or not isinstance(reuse_iters, int) or reuse_iters < 0:
-            raise ValueError(f"reuse_iters must be an integer >= 0, got {reuse_iters!r}")
+        for name, value in (("reuse_iters", reuse_iters), ("spread_steps", spread_steps)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
         self.num_classes = num_classes
         self.reuse_iters = reuse_iters
+        self.spread_steps = spread_steps
         self.table = nn.Embedding(num_classes + 1, dim, padding_idx=num_classes)
 
     @property
@@ -197,7 +205,8 @@ class LabelInput(nn.Module):
 
     def extra_repr(self) -> str:
         reuse = f", reuse_iters={self.reuse_iters}" if self.reuse_iters else ""
-        return f"num_classes={self.num_classes}, dim={self.table.embedding_dim}{reuse}"
+        spread = f", spread_steps={self.spread_steps}" if self.spread_steps else ""
+        return f"num_classes={self.num_classes}, dim={self.table.embedding_dim}{reuse}{spread}"
 
 
 class GNN(nn.Module):
@@ -467,10 +476,12 @@ class NodeClassifier(nn.Module):
 def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: int = 256, num_layers: int = 3,
                 dropout: float = 0.5, input_dropout: float = 0.0, norm: str = "batch", residual: bool = False,
                 heads: int = 4, attn_dropout: float = 0.0, label_input: bool = False,
-                gnn_backend: str = "dgl", label_reuse_iters: int = 0) -> NodeClassifier:
+                gnn_backend: str = "dgl", label_reuse_iters: int = 0,
+                label_spread_steps: int = 0) -> NodeClassifier:
     """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input`` (plus a
     :class:`LabelInput` of ``num_classes`` when ``label_input``, with ``label_reuse_iters`` rounds of
-    label reuse), on the ``gnn_backend`` ``"dgl"`` or ``"torch"`` (see :func:`resolve_gnn_backend`
+    label reuse and ``label_spread_steps`` steps of label spreading), on the ``gnn_backend``
+    ``"dgl"`` or ``"torch"`` (see :func:`resolve_gnn_backend`
     for ``"auto"``)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
@@ -480,5 +491,5 @@ def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: 
         gnn = GraphSAGE(node_input.dim, hidden, num_classes, **common)
     else:
         gnn = GAT(node_input.dim, hidden, num_classes, heads=heads, attn_dropout=attn_dropout, **common)
-    labels = LabelInput(num_classes, node_input.dim, label_reuse_iters) if label_input else None
+    labels = LabelInput(num_classes, node_input.dim, label_reuse_iters, label_spread_steps) if label_input else None
     return NodeClassifier(node_input, gnn, labels)

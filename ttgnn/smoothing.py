@@ -17,8 +17,10 @@ from typing import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-__all__ = ["normalized_adjacency", "normalized_adjacency_values", "propagate", "correct_and_smooth", "tune_correct_and_smooth", "SmoothingResult"]
+__all__ = ["normalized_adjacency", "normalized_adjacency_values", "propagate", "spread_labels", "correct_and_smooth",
+           "tune_correct_and_smooth", "SmoothingResult"]
 
 
 def normalized_adjacency_values(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> tuple:
@@ -71,6 +73,46 @@ def propagate(adjacency: torch.Tensor, signal: torch.Tensor, alpha: float, num_i
         if clamp_nodes is not None:
             current[clamp_nodes] = clamp_values
     return current
+
+
+def spread_labels(adjacency: torch.Tensor, labels: torch.Tensor, num_classes: int, steps: int,
+                  alpha: float = 0.9) -> torch.Tensor:
+    r"""``(N, C)`` class distributions spread from the known labels over the graph (label propagation).
+
+    The one-hot rows of the known labels (zero rows elsewhere) go through ``steps`` iterations of
+    :func:`propagate` (``X <- alpha S X + (1 - alpha) X_0``); each row is then scaled to sum to one,
+    a row that no known label reached stays zero, and the known nodes keep their one-hot rows. A
+    node's own label reaches its row only when it is known: the spread of a node whose label is
+    hidden comes from the other known labels alone.
+
+    Args:
+        adjacency (Tensor): ``S``, sparse ``(N, N)`` (:func:`normalized_adjacency`); moved to
+            ``labels``' device.
+        labels (LongTensor): ``(N,)`` class ids, ``num_classes`` where unknown.
+        num_classes (int): ``C``.
+        steps (int): propagation iterations (hops); ``0`` gives the one-hot rows alone.
+        alpha (float, optional): propagation strength in ``[0, 1]``. (default: ``0.9``)
+
+    Returns:
+        float32 ``(N, C)`` on ``labels``' device.
+    """
+    if labels.dim() != 1 or labels.is_floating_point():
+        raise ValueError(f"labels must be (N,) class ids, got shape {tuple(labels.shape)} ({labels.dtype})")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > num_classes):
+        raise ValueError(f"labels must lie in [0, {num_classes}] ({num_classes} = unknown), got "
+                         f"[{int(labels.min())}, {int(labels.max())}]")
+    known = labels < num_classes
+    start = torch.zeros(labels.shape[0], num_classes, dtype=torch.float32, device=labels.device)
+    start[known] = F.one_hot(labels[known], num_classes).float()
+    if steps == 0:
+        return start
+    spread = propagate(adjacency.to(labels.device), start, alpha, steps)
+    total = spread.sum(1, keepdim=True)
+    spread = torch.where(total > 0, spread / total.clamp_min(1e-30), torch.zeros_like(spread))
+    spread[known] = start[known]
+    return spread
 
 
 def _check_labels(probs: torch.Tensor, train_labels: torch.Tensor) -> None:

@@ -46,10 +46,11 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
                      check_reuse_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
-                     label_reuse_for, model_for)
+                     label_reuse_for, label_spread_for, model_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
-from .evaluation import Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, reuse_labels
+from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, label_inputs,
+                         reuse_labels)
 from .fileio import atomic_write_json
 from .seeding import derive_seed, generator, seed_everything
 
@@ -157,7 +158,8 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
                        attn_dropout=config.attn_dropout, gnn_backend=gnn_backend,
-                       label_input=config.label_input, label_reuse_iters=config.label_reuse)
+                       label_input=config.label_input, label_reuse_iters=config.label_reuse,
+                       label_spread_steps=config.label_spread)
 
 
 def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
@@ -167,7 +169,8 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
     the model by the mode (:func:`~ttgnn.config.model_for`); label reuse by the model, label input
-    and mode (:func:`~ttgnn.config.label_reuse_for`).
+    and mode (:func:`~ttgnn.config.label_reuse_for`); label spreading by label input, the mode and
+    the share of training nodes (:func:`~ttgnn.config.label_spread_for`).
 
     Raises:
         ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
@@ -175,16 +178,17 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     num_train = int(dataset.split["train"].numel())
     model = model_for(config.model, config.mode)
     label_input = label_input_for(config.label_input, dataset.num_nodes, num_train, config.label_reuse, model,
-                                  config.mode)
+                                  config.mode, config.label_spread)
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
-    label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode,
-                                  few_labels(dataset.num_nodes, num_train))
+    sparse_labels = few_labels(dataset.num_nodes, num_train)
+    label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode, sparse_labels)
+    label_spread = label_spread_for(config.label_spread, label_input, config.mode, sparse_labels)
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
-                               eval_fanouts=eval_fanouts, label_reuse=label_reuse)
+                               eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread)
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -281,6 +285,8 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
         if config.label_input is None and config.label_reuse:
             log.info("label input on: label reuse (%d rounds) needs it", config.label_reuse)
+        elif config.label_input is None and config.label_spread:
+            log.info("label input on: label spreading (%d steps) needs it", config.label_spread)
         elif config.label_input is None and settled.label_input and few_labels(dataset.num_nodes, num_train):
             log.info("label input on: %s, under %.0f%%, but %s's label reuse in full-graph training spreads the few "
                      "labels (--no-label-input to turn it off)", share, threshold, settled.model)
@@ -302,6 +308,10 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         if config.label_reuse is None and settled.label_reuse:
             log.info("label reuse: %d round(s) for %s with label input in full-graph mode (--label-reuse 0 to "
                      "turn it off)", settled.label_reuse, settled.model)
+        if config.label_spread is None and settled.label_spread:
+            log.info("label spreading: %d steps, as %s, with label input in full-graph mode: the nodes without a "
+                     "known label start from the known labels around them (--label-spread 0 to turn it off)",
+                     settled.label_spread, share)
     config = settled
     from .models import resolve_gnn_backend
 
@@ -409,9 +419,11 @@ def train_epoch(run: RunState, epoch: int, show_progress: bool = False) -> float
     input_labels = None
     if config.label_input:  # labels of the known part are inputs; the loss is on the rest
         known, train_nodes = split_known(train_nodes, config.label_rate, config.seed, epoch)
-        input_labels = known_labels(dataset, known)
+        known_ids = known_labels(dataset, known)
+        input_labels = label_inputs(run.model, dataset, known_ids)  # spread from the known, with label_spread
         if config.label_reuse:  # the model's predictions of the other nodes become their label input
-            input_labels = reuse_labels(run.model, run.graph, config.mode, config.eval_batch_size, input_labels)
+            input_labels = reuse_labels(run.model, run.graph, config.mode, config.eval_batch_size, known_ids,
+                                        start=input_labels)
     if run.world_size > 1:  # disjoint, equally sized shards: every rank runs the same number of steps
         train_nodes = tdist.epoch_shard(train_nodes, epoch, config.seed, run.process_rank, run.world_size)
     train_nodes = train_nodes.to(dataset.split["train"].device)
