@@ -42,6 +42,8 @@ def run_args(args, dataset: str, model: str, embedding: str, rank, seed: int, fo
         cmd += ["--label-input" if args.label_input else "--no-label-input"]
     if args.spectral_vectors is not None:
         cmd += ["--spectral-vectors", str(args.spectral_vectors)]
+    if args.label_spread is not None:
+        cmd += ["--label-spread", str(args.label_spread)]
     if rank is not None:
         cmd += ["--rank", str(rank)]
     if args.root:
@@ -65,6 +67,8 @@ def main() -> int:
     parser.add_argument("--spectral-vectors", type=int, default=None, help="with --init spectral")
     parser.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=None,
                         help="known training labels as inputs in every run (default: the settings')")
+    parser.add_argument("--label-spread", type=int, default=None, metavar="STEPS",
+                        help="label spreading steps of every run (default: the settings')")
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
 

@@ -96,6 +96,12 @@ for _model in ("gat", "sage"):
     CONFIGS[f"defaults-{_model}-tt-reuse1"] = (["--model", _model, *TT, "--label-reuse", "1"], "defaults")
     CONFIGS[f"defaults-{_model}-full-reuse1"] = (["--model", _model, "--embedding", "full", "--label-reuse", "1"],
                                                  "defaults")
+# Label spreading on top of GAT's defaults (--label-spread, on by default only where labels are few):
+# every node's label input starts from the known labels spread over the graph in 10 steps.
+for _embedding in ("tt", "full"):
+    CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10"] = (
+        ["--model", "gat", *(TT if _embedding == "tt" else ["--embedding", "full"]), "--label-reuse", "1",
+         "--label-spread", "10"], "defaults")
 # A cosine learning-rate schedule on top of the defaults (GAT's validation accuracy swings by about
 # a point from epoch to epoch at the constant rates); it did worse on seed 0 (docs/results.md).
 CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "cosine"], "defaults")
