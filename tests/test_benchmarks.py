@@ -1,7 +1,8 @@
 """Benchmarks' own logic: the lookup benchmark runs in every allocation regime and reports sane rows
 (in a subprocess, since the regimes change how the process allocates with glibc ``mallopt``), the
-results plot groups runs by initialisation and averages over seeds, and the small-graph probes'
-node order and rotation do what they say."""
+results plot groups runs by initialisation and averages over seeds, the small-graph probes'
+node order and rotation do what they say, and Correct and Smooth on a finished run's best model
+gives back what the run reported."""
 import json
 import subprocess
 import sys
@@ -86,3 +87,23 @@ def test_small_graph_probes_pca_tree_order_and_rotation():
     first = torch.zeros(60, 16, dtype=torch.float64)
     first[:, :3] = torch.from_numpy(2.0 * basis)
     assert probes.tt_copy(tt, table).svd_relative_error <= probes.tt_copy(tt, first).svd_relative_error + 1e-9
+
+
+@pytest.mark.data
+def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_path):
+    from ttgnn.cli import main
+
+    out = tmp_path / "run"
+    assert main(["train", "--root", str(data_root), "--cache-dir", str(tmp_path / "cache"), "--dataset", "cora",
+                 "--rank", "4", "--epochs", "3", "--num-threads", "1", "--no-progress", "--output-dir", str(out)]) == 0
+    reported = json.loads((out / "metrics.json").read_text())
+    row = _script("smooth_finished_runs").smooth_run(out, str(data_root), {})
+    assert row["valid"] == pytest.approx(reported["best_valid_acc"], abs=1e-6)
+    assert row["test"] == pytest.approx(reported["test_acc"], abs=1e-6)
+    assert row["cs_valid"] == pytest.approx(reported["correct_smooth"]["valid_acc"], abs=1e-6)
+    assert row["cs_test"] == pytest.approx(reported["correct_smooth"]["test_acc"], abs=1e-6)
+    # a run whose recorded accuracy its model does not give is refused
+    reported["test_acc"] += 0.01
+    (out / "metrics.json").write_text(json.dumps(reported))
+    with pytest.raises(ValueError, match="the best model gives test accuracy"):
+        _script("smooth_finished_runs").smooth_run(out, str(data_root), {})

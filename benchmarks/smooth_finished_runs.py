@@ -1,0 +1,83 @@
+"""Correct and Smooth on the best models of finished runs, for runs trained without it.
+
+The sweeps (``compression_sweep.py``) train with ``--no-correct-smooth``; the command line's
+default also reports the accuracy after Correct and Smooth. This loads each run's
+``best_model.pt`` (the model is rebuilt from the settings stored with it), checks that it gives
+the test accuracy the run recorded, then applies Correct and Smooth as ``ttgnn train`` does
+(:func:`ttgnn.evaluation.correct_and_smooth_metrics`) and prints the accuracies per run and the
+mean ± std per configuration (the runs' parent folder)::
+
+    python benchmarks/smooth_finished_runs.py --root $TTGNN_DATA runs/sweep-gat-spread10/cora/*/seed*
+"""
+import argparse
+import dataclasses
+import logging
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+# A run must give back the test accuracy it recorded (float32 evaluation of the same weights).
+TOLERANCE = 1e-6
+
+
+def smooth_run(folder: Path, root, datasets: dict) -> dict:
+    """``{"valid", "test", "cs_valid", "cs_test"}`` of the run in ``folder``."""
+    import json
+
+    from ttgnn.checkpoint import load_checkpoint
+    from ttgnn.config import TrainConfig
+    from ttgnn.data import load_dataset
+    from ttgnn.evaluation import correct_and_smooth_metrics, evaluate
+    from ttgnn.train import build_classifier
+
+    state = load_checkpoint(folder / "best_model.pt")
+    metrics = json.loads((folder / "metrics.json").read_text())
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    config = TrainConfig(**{k: v for k, v in state["settings"].items() if k in fields})
+    config = dataclasses.replace(config, output_dir=None, resume=False, overwrite=False, root=root)
+    if config.dataset not in datasets:
+        datasets[config.dataset] = load_dataset(config.dataset, root=root, cache_dir=config.cache_dir)
+    dataset = datasets[config.dataset]
+    model = build_classifier(config, dataset)
+    model.load_state_dict(state["model"])
+    graph = dataset.dgl_graph(self_loops=True)
+    result = evaluate(model, graph, dataset, config.mode, config.eval_batch_size)
+    if abs(result["test"] - metrics["test_acc"]) > TOLERANCE:
+        raise ValueError(f"{folder}: the best model gives test accuracy {result['test']:.4f}, the run recorded "
+                         f"{metrics['test_acc']:.4f}")
+    smoothed = correct_and_smooth_metrics(model, graph, dataset, config.mode, config.eval_batch_size)
+    return {"valid": result["valid"], "test": result["test"], "cs_valid": smoothed["valid_acc"],
+            "cs_test": smoothed["test_acc"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (each with best_model.pt and metrics.json)")
+    parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    logging.basicConfig(level=logging.WARNING)
+    datasets, groups = {}, defaultdict(list)
+    for folder in args.runs:
+        row = smooth_run(folder, args.root, datasets)
+        groups[folder.parent].append(row)
+        print(f"{folder}: valid {row['valid']:.4f} test {row['test']:.4f} | C&S valid {row['cs_valid']:.4f} "
+              f"test {row['cs_test']:.4f}", flush=True)
+    for group, rows in groups.items():
+        print(f"{group} ({len(rows)} runs): " + "  ".join(
+            f"{key} {_mean_std([r[key] for r in rows])}" for key in ("valid", "test", "cs_valid", "cs_test")))
+    return 0
+
+
+def _mean_std(values) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
