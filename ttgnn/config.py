@@ -59,9 +59,9 @@ LABEL_SPREAD_ALPHA = 0.9
 #: nodes (:func:`few_labels`) this many label spreading steps: the nodes without a known label start
 #: from the class distribution of the known labels around them instead of "unknown", which a
 #: table of far fewer parameters than nodes cannot learn to carry for itself. GAT with its
-#: defaults (3 reuse rounds), seeds 0-2, mean validation accuracy against no spreading: Cora +2.3
-#: (TT rank 4) and +1.3 (full), CiteSeer +2.1 and -1.2 (docs/results.md, "Small graphs: label
-#: spreading").
+#: defaults (3 reuse rounds), 5 seeds, mean validation accuracy against no spreading: Cora +1.6
+#: (TT rank 4) and +1.0 (full), CiteSeer +2.6 and -0.1, PubMed +3.4 and +2.4 (test: TT +1.4,
+#: +3.2, +3.8; docs/results.md, "Small graphs: label spreading").
 AUTO_LABEL_SPREAD_FEW_LABELS = 10
 #: ``model="auto"`` picks the architecture by the training mode. Full-graph: GAT, whose defaults
 #: (label reuse included) had the best mean validation accuracy on ogbn-arxiv, 0.7129 against
