@@ -36,7 +36,7 @@ from ttgnn.partition import METHODS
     (dict(label_reuse=1, label_input=False), "label_reuse=1 feeds predictions back as label input: it needs label input"),
     (dict(label_spread=-1), "label_spread must be an integer >= 0, got -1"),
     (dict(label_spread=True), "label_spread must be an integer"),
-    (dict(label_spread=10, label_input=False), "label_spread=10 spreads the label input over the graph: it needs label"),
+    (dict(label_spread=10, label_input=False), "label_spread=10 spreads the label input over the graph: it needs"),
     (dict(resume=True), "resume needs output_dir"),
     (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
 ])

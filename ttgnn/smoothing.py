@@ -7,7 +7,9 @@ uses only the graph and the labels of the training nodes, costs a few sparse mat
 adds the multi-hop label agreement of homophilous graphs that a shallow GNN cannot see.
 
 :func:`correct_and_smooth` runs it for given propagation strengths; :func:`tune_correct_and_smooth`
-picks them on the validation nodes. Both take the symmetric CSR of :meth:`ttgnn.data.NodeDataset.csr`.
+picks them on the validation nodes. Both take the normalised adjacency of the symmetric CSR of
+:meth:`ttgnn.data.NodeDataset.csr`. :func:`spread_labels`, the same propagation of the known
+labels alone, gives a label-input model its first input (``--label-spread``).
 """
 from __future__ import annotations
 
