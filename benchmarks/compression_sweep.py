@@ -16,9 +16,10 @@ import argparse
 import json
 import logging
 import shlex
-import statistics
 import sys
 from pathlib import Path
+
+from summary import mean_std  # (benchmarks/summary.py)
 
 # Small-graph settings (two layers, no normalisation, dropout and weight decay as in the
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
@@ -98,15 +99,11 @@ def main() -> int:
                         train(config_from_args(cli.parse_args(cmd)), dataset=data)
                     runs.append(json.loads((folder / "metrics.json").read_text()))
                 print(f"{dataset:<10} {name:<14} {runs[0]['compression_ratio']:>8.1f}x  "
-                      f"valid {_mean_std([r['best_valid_acc'] for r in runs])}  "
-                      f"test {_mean_std([r['test_acc'] for r in runs])}  ({len(runs)} seeds)", flush=True)
+                      f"valid {mean_std([r['best_valid_acc'] for r in runs])}  "
+                      f"test {mean_std([r['test_acc'] for r in runs])}  ({len(runs)} seeds)", flush=True)
     return 0
 
 
-def _mean_std(values) -> str:
-    if len(values) < 2:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ mean ± std per configuration (the runs' parent folder)::
 import argparse
 import dataclasses
 import logging
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -58,6 +57,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
+    from summary import mean_std  # (benchmarks/summary.py; not needed by smooth_run)
 
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING)
@@ -69,14 +69,10 @@ def main() -> int:
               f"test {row['cs_test']:.4f}", flush=True)
     for group, rows in groups.items():
         print(f"{group} ({len(rows)} runs): " + "  ".join(
-            f"{key} {_mean_std([r[key] for r in rows])}" for key in ("valid", "test", "cs_valid", "cs_test")))
+            f"{key} {mean_std([r[key] for r in rows])}" for key in ("valid", "test", "cs_valid", "cs_test")))
     return 0
 
 
-def _mean_std(values) -> str:
-    if len(values) < 2:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from summary import mean_std  # (benchmarks/summary.py)
+
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
 # The "defaults" group's runs were made before label reuse became GAT's default (--label-reuse auto):
@@ -131,12 +133,6 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
     return out / name / f"seed{seed}"
 
 
-def _mean_std(values) -> str:
-    import statistics
-
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 def finished(path: Path, epochs: int) -> bool:
@@ -153,7 +149,7 @@ def row(name: str, runs: list) -> str:
     rank = m.get("rank") or "-"
     cs = [r["correct_smooth"] for r in runs if r.get("correct_smooth")]
     cs_seeds = f" ({len(cs)} seeds)" if 0 < len(cs) < len(runs) else ""  # C&S still running or skipped
-    cs_cells = (f"{_mean_std([c['valid_acc'] for c in cs])} | **{_mean_std([c['test_acc'] for c in cs])}**{cs_seeds}"
+    cs_cells = (f"{mean_std([c['valid_acc'] for c in cs])} | **{mean_std([c['test_acc'] for c in cs])}**{cs_seeds}"
                 if cs else "- | -")
     dropout = m["settings"]["dropout"]
     model = m["model"] if dropout == 0.2 else f"{m['model']} (dropout {dropout})"  # 0.2: EARLIER_DEFAULTS
@@ -161,7 +157,7 @@ def row(name: str, runs: list) -> str:
         model = name
     best = "/".join(str(r["best_epoch"]) for r in runs)
     return (f"| {model} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | {len(runs)} | "
-            f"{_mean_std([r['best_valid_acc'] for r in runs])} | {_mean_std([r['test_acc'] for r in runs])} | "
+            f"{mean_std([r['best_valid_acc'] for r in runs])} | {mean_std([r['test_acc'] for r in runs])} | "
             f"{cs_cells} | {best} of {len(m['epochs'])} | {m['epoch_time']:.2f} s | "
             f"{m['peak_memory_mib'] / 1024:.2f} GiB |")
 

@@ -16,6 +16,18 @@ def _run(tmp_path, dataset, **kw):
     return ttrain.setup_run(TrainConfig(**base), dataset, 0, 1, torch.device("cpu"))
 
 
+def _record_inputs(run) -> list:
+    """Wrap ``run.net.forward`` to record ``(grad enabled, training mode, input_labels)`` of each call."""
+    given, real = [], run.net.forward
+
+    def record(*args, input_labels=None):
+        given.append((torch.is_grad_enabled(), run.net.training, input_labels))
+        return real(*args, input_labels=input_labels)
+
+    run.net.forward = record
+    return given
+
+
 def test_soft_labels_are_one_hot_where_known_and_softmax_elsewhere():
     logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 0.0], [5.0, 5.0, 5.0]], dtype=torch.float64)
     labels = torch.tensor([3, 1, 3])  # 3 = unknown
@@ -65,13 +77,7 @@ def test_a_training_step_sees_the_reused_labels_of_its_epoch(tmp_path, planted, 
     known, _ = ttrain.split_known(planted.split["train"], 0.5, 0, 3)
     hard = known_labels(planted, known)
     expect = reuse_labels(run.model, run.graph, mode, run.config.eval_batch_size, hard, iters=2)
-    given, real = [], run.net.forward
-
-    def forward(*args, input_labels=None):
-        given.append((torch.is_grad_enabled(), run.net.training, input_labels))
-        return real(*args, input_labels=input_labels)
-
-    run.net.forward = forward
+    given = _record_inputs(run)
     ttrain.train_epoch(run, 3)
     steps = [labels for grad, training, labels in given if grad]
     assert steps and all(training for grad, training, _ in given if grad)
@@ -106,15 +112,9 @@ def test_label_spread_is_the_first_input_in_training_and_at_evaluation(tmp_path,
         torch.testing.assert_close(all_logits(model, graph, mode, 128, planted),
                                    forward(reuse_labels(model, graph, mode, 128, every, iters=1, start=start)),
                                    rtol=1e-5, atol=1e-5)
-    given, real = [], run.net.forward
-
-    def record(*args, input_labels=None):
-        given.append((torch.is_grad_enabled(), input_labels))
-        return real(*args, input_labels=input_labels)
-
-    run.net.forward = record
+    given = _record_inputs(run)
     ttrain.train_epoch(run, 3)
-    steps = [labels for grad, labels in given if grad]
+    steps = [labels for grad, _, labels in given if grad]
     assert steps
     for labels in steps:
         torch.testing.assert_close(labels, expect, rtol=1e-5, atol=1e-6)
@@ -126,12 +126,6 @@ def test_label_spread_without_reuse_feeds_the_spread_itself(tmp_path, planted):
     run = _run(tmp_path, planted, label_reuse=0, label_spread=2)
     known, _ = ttrain.split_known(planted.split["train"], 0.5, 0, 1)
     expect = spread_labels(planted.normalized_adjacency(), known_labels(planted, known), planted.num_classes, 2, 0.9)
-    given, real = [], run.net.forward
-
-    def record(*args, input_labels=None):
-        given.append(input_labels)
-        return real(*args, input_labels=input_labels)
-
-    run.net.forward = record
+    given = _record_inputs(run)
     ttrain.train_epoch(run, 1)
-    assert len(given) == 1 and torch.equal(given[0], expect)
+    assert len(given) == 1 and given[0][:2] == (True, True) and torch.equal(given[0][2], expect)
