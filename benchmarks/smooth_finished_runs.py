@@ -73,7 +73,5 @@ def main() -> int:
     return 0
 
 
-
-
 if __name__ == "__main__":
     sys.exit(main())

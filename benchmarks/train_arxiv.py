@@ -133,8 +133,6 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
     return out / name / f"seed{seed}"
 
 
-
-
 def finished(path: Path, epochs: int) -> bool:
     """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs."""
     if not path.exists():
