@@ -67,7 +67,10 @@ def test_eval_fanouts_setting_is_checked():
         _config(None, eval_fanouts=[5, 0]).validate()
     with pytest.raises(ValueError, match="label_reuse=1 feeds back every node's prediction"):
         _config(None, eval_fanouts=[5, 5], label_reuse=1, label_input=None).validate()
+    with pytest.raises(ValueError, match="label_spread=3 builds a \\(num_nodes, num_classes\\) label input"):
+        _config(None, eval_fanouts=[5, 5], label_spread=3, label_input=None).validate()
     _config(None, eval_fanouts=[5, 5]).validate()
+    _config(None, eval_fanouts=[5, 5], label_spread=0).validate()
 
 
 def test_eval_fanouts_rule():
@@ -102,3 +105,5 @@ def test_large_graph_training_evaluates_sampled_and_skips_correct_and_smooth(pla
     assert [e["valid_loss"] for e in resumed["epochs"]] == [e["valid_loss"] for e in metrics["epochs"]]
     with pytest.raises(ValueError, match="label_reuse=1 feeds back every node's prediction"):
         train(_config(tmp_path / "reuse", label_reuse=1, label_input=None), planted)
+    with pytest.raises(ValueError, match="label_spread=2 builds a .* which sampled evaluation"):
+        train(_config(tmp_path / "spread", label_spread=2, label_input=None), planted)

@@ -257,7 +257,7 @@ class TrainConfig:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.eval_fanouts is not None:
             check_eval_fanouts(self.eval_fanouts, self.mode, self.num_layers)
-            check_reuse_with_sampled_eval(self.label_reuse, self.eval_fanouts)
+            check_reuse_with_sampled_eval(self.label_reuse, self.eval_fanouts, self.label_spread or 0)
         if self.spectral_vectors is not None:
             _check_int("spectral_vectors", self.spectral_vectors, 1)
             if self.spectral_vectors > self.dim:
@@ -337,13 +337,21 @@ def check_eval_fanouts(eval_fanouts: list, mode: str, num_layers: int) -> None:
                          f"eval_fanouts {list(eval_fanouts)}")
 
 
-def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list]) -> None:
-    """Raise ``ValueError`` for label reuse with sampled evaluation: reuse feeds back every node's
-    prediction, which sampled evaluation (given, or chosen by :func:`eval_fanouts_for`) does not compute."""
-    if label_reuse and eval_fanouts is not None:
-        raise ValueError(f"label_reuse={label_reuse} feeds back every node's prediction, which sampled evaluation "
-                         f"(eval_fanouts {list(eval_fanouts)}; the default in mini-batch mode on graphs of more than "
-                         f"{SAMPLED_EVAL_MIN_NODES:,} nodes) does not compute")
+def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list], label_spread: int = 0) -> None:
+    """Raise ``ValueError`` for label reuse or label spreading with sampled evaluation (given, or
+    chosen by :func:`eval_fanouts_for`): reuse feeds back every node's prediction, which sampled
+    evaluation does not compute, and spreading holds an ``(N, num_classes)`` input for a graph
+    that is evaluated on sampled neighbourhoods because it is too large for that."""
+    if eval_fanouts is None:
+        return
+    where = (f"sampled evaluation (eval_fanouts {list(eval_fanouts)}; the default in mini-batch mode on graphs of "
+             f"more than {SAMPLED_EVAL_MIN_NODES:,} nodes)")
+    if label_reuse:
+        raise ValueError(f"label_reuse={label_reuse} feeds back every node's prediction, which {where} does not "
+                         "compute")
+    if label_spread:
+        raise ValueError(f"label_spread={label_spread} builds a (num_nodes, num_classes) label input over the "
+                         f"whole graph, which {where} is there to avoid: use label_spread=0")
 
 
 def model_for(model: str, mode: str) -> str:

@@ -173,7 +173,8 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     the share of training nodes (:func:`~ttgnn.config.label_spread_for`).
 
     Raises:
-        ValueError: label reuse on a graph that is evaluated on sampled neighbourhoods.
+        ValueError: label reuse or label spreading on a graph that is evaluated on sampled
+            neighbourhoods.
     """
     num_train = int(dataset.split["train"].numel())
     model = model_for(config.model, config.mode)
@@ -183,7 +184,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
-    check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts)
+    check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts, config.label_spread or 0)
     sparse_labels = few_labels(dataset.num_nodes, num_train)
     label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode, sparse_labels)
     label_spread = label_spread_for(config.label_spread, label_input, config.mode, sparse_labels)
