@@ -354,3 +354,22 @@ def test_spread_labels_names_bad_input(path_graph, labels, steps, message):
 
     with pytest.raises(ValueError, match=message):
         spread_labels(normalized_adjacency(*path_graph), labels, 2, steps=steps)
+
+
+def test_the_dataset_builds_its_adjacency_once_and_keeps_one_copy_per_device(monkeypatch):
+    import ttgnn.smoothing as smoothing
+
+    data = planted_partition(60, num_classes=3, avg_degree=6.0, seed=1)
+    calls = []
+    build = smoothing.normalized_adjacency
+    monkeypatch.setattr(smoothing, "normalized_adjacency", lambda *a: calls.append(1) or build(*a))
+    first = data.normalized_adjacency()
+    assert data.normalized_adjacency("cpu") is first and data.normalized_adjacency(torch.device("cpu")) is first
+    assert len(calls) == 1
+    expect = normalized_adjacency(*data.csr(), data.num_nodes)
+    torch.testing.assert_close(first.to_dense(), expect.to_dense(), rtol=0, atol=0)
+    if torch.cuda.is_available():  # moved once per device, not at every spreading or C&S call
+        on_gpu = data.normalized_adjacency("cuda:0")
+        assert on_gpu.device.type == "cuda" and data.normalized_adjacency(torch.device("cuda", 0)) is on_gpu
+        torch.testing.assert_close(on_gpu.to_dense().cpu(), expect.to_dense(), rtol=0, atol=0)
+        assert len(calls) == 1

@@ -120,7 +120,7 @@ class NodeDataset:
     features: Optional[torch.Tensor] = None
     evaluator_name: Optional[str] = None
     _csr: Optional[tuple] = field(default=None, repr=False, compare=False)
-    _adjacency: Optional[torch.Tensor] = field(default=None, repr=False, compare=False)
+    _adjacency: dict = field(default_factory=dict, repr=False, compare=False)  # device -> tensor
 
     def __post_init__(self) -> None:
         if self.edge_index is None:
@@ -166,14 +166,22 @@ class NodeDataset:
             self._csr = canonical_csr(self.edge_index, self.num_nodes)
         return self._csr
 
-    def normalized_adjacency(self) -> torch.Tensor:
-        r"""``D^{-1/2} A D^{-1/2}`` of :meth:`csr` as a float32 sparse CSR tensor on the CPU, cached
-        (:func:`ttgnn.smoothing.normalized_adjacency`; Correct and Smooth and label spreading use it)."""
-        if self._adjacency is None:
+    def normalized_adjacency(self, device=None) -> torch.Tensor:
+        r"""``D^{-1/2} A D^{-1/2}`` of :meth:`csr` as a float32 sparse CSR tensor, cached per device
+        (:func:`ttgnn.smoothing.normalized_adjacency`; Correct and Smooth and label spreading use it).
+
+        Args:
+            device (torch.device or str, optional): where it is wanted. (default: the CPU)
+        """
+        cpu = torch.device("cpu")
+        device = cpu if device is None else torch.device(device)
+        if cpu not in self._adjacency:
             from .smoothing import normalized_adjacency
 
-            self._adjacency = normalized_adjacency(*self.csr(), self.num_nodes)
-        return self._adjacency
+            self._adjacency[cpu] = normalized_adjacency(*self.csr(), self.num_nodes)
+        if device not in self._adjacency:
+            self._adjacency[device] = self._adjacency[cpu].to(device)
+        return self._adjacency[device]
 
     def dgl_graph(self, self_loops: bool = True, edge_ids: bool = True):
         """The symmetrised graph as a ``dgl.DGLGraph`` (no duplicate edges, ``int64`` ids).

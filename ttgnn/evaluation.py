@@ -18,7 +18,7 @@ from .config import LABEL_SPREAD_ALPHA
 from .data import NodeDataset
 from .smoothing import spread_labels
 
-__all__ = ["Accuracy", "known_labels", "label_inputs", "soft_labels", "reuse_labels", "all_logits", "evaluate",
+__all__ = ["Accuracy", "known_labels", "label_inputs", "model_label_inputs", "soft_labels", "reuse_labels", "all_logits", "evaluate",
            "evaluate_sampled", "correct_and_smooth_metrics"]
 
 
@@ -90,7 +90,21 @@ def label_inputs(model, dataset: NodeDataset, labels: torch.Tensor) -> torch.Ten
     steps = model.label_input.spread_steps
     if not steps:
         return labels
-    return spread_labels(dataset.normalized_adjacency(), labels, dataset.num_classes, steps, LABEL_SPREAD_ALPHA)
+    return spread_labels(dataset.normalized_adjacency(labels.device), labels, dataset.num_classes, steps,
+                         LABEL_SPREAD_ALPHA)
+
+
+def model_label_inputs(model, graph, mode: str, eval_batch_size: int, dataset: NodeDataset, labels: torch.Tensor,
+                       progress: bool = False) -> torch.Tensor:
+    """What a label-input ``model`` is fed from the known ``labels`` (``(N,)`` ids, ``C`` =
+    unknown): spread over the graph (:func:`label_inputs`), then ``model.label_input.reuse_iters``
+    rounds of its own predictions (:func:`reuse_labels`; those leave the model in eval mode).
+    Training (known: part of the training labels) and evaluation (known: all of them) both feed
+    their model through here."""
+    start = label_inputs(model, dataset, labels)
+    if not model.label_input.reuse_iters:
+        return start
+    return reuse_labels(model, graph, mode, eval_batch_size, labels, progress=progress, start=start)
 
 
 @torch.no_grad()
@@ -129,9 +143,8 @@ def all_logits(model, graph, mode: str, eval_batch_size: int, dataset: NodeDatas
     (:func:`reuse_labels`)."""
     model.eval()
     labels = _eval_labels(model, dataset)
-    if labels is not None:  # (no rounds: the labels as they are)
-        labels = reuse_labels(model, graph, mode, eval_batch_size, labels, progress=progress,
-                              start=label_inputs(model, dataset, labels))
+    if labels is not None:
+        labels = model_label_inputs(model, graph, mode, eval_batch_size, dataset, labels, progress)
     return _forward_all(model, graph, mode, eval_batch_size, labels, progress)
 
 

@@ -49,8 +49,8 @@ from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SA
                      label_reuse_for, label_spread_for, model_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
-from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels, label_inputs,
-                         reuse_labels)
+from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels,
+                         model_label_inputs)
 from .fileio import atomic_write_json
 from .seeding import derive_seed, generator, seed_everything
 
@@ -420,11 +420,9 @@ def train_epoch(run: RunState, epoch: int, show_progress: bool = False) -> float
     input_labels = None
     if config.label_input:  # labels of the known part are inputs; the loss is on the rest
         known, train_nodes = split_known(train_nodes, config.label_rate, config.seed, epoch)
-        known_ids = known_labels(dataset, known)
-        input_labels = label_inputs(run.model, dataset, known_ids)  # spread from the known, with label_spread
-        if config.label_reuse:  # the model's predictions of the other nodes become their label input
-            input_labels = reuse_labels(run.model, run.graph, config.mode, config.eval_batch_size, known_ids,
-                                        start=input_labels)
+        # spread from the known with label_spread; with label_reuse the model's predictions of the others
+        input_labels = model_label_inputs(run.model, run.graph, config.mode, config.eval_batch_size, dataset,
+                                          known_labels(dataset, known))
     if run.world_size > 1:  # disjoint, equally sized shards: every rank runs the same number of steps
         train_nodes = tdist.epoch_shard(train_nodes, epoch, config.seed, run.process_rank, run.world_size)
     train_nodes = train_nodes.to(dataset.split["train"].device)
