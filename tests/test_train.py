@@ -413,3 +413,17 @@ def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse
     assert resumed["settings"]["label_spread"] == 10
     with pytest.raises(ValueError, match="written with label_spread=10, this run has label_spread=0"):
         train(_tiny_config(tmp_path / "gat", **dict(kw, epochs=4, resume=True, label_spread=0)), sparse_graph)
+    # a checkpoint from before label spreading existed (no such key) had none: the default's 10 steps
+    # are refused on resume instead of changing the run's inputs silently
+    from ttgnn.checkpoint import load_checkpoint
+    from ttgnn.fileio import atomic_torch_save
+
+    old_path = tmp_path / "no-spread" / CHECKPOINT_NAME
+    state = load_checkpoint(old_path)
+    del state["settings"]["label_spread"]
+    atomic_torch_save(state, old_path)
+    with pytest.raises(ValueError, match="written with label_spread=0, this run has label_spread=10"):
+        train(_tiny_config(tmp_path / "no-spread", **dict(kw, epochs=3, resume=True)), sparse_graph)
+    continued = train(_tiny_config(tmp_path / "no-spread", **dict(kw, epochs=3, resume=True, label_spread=0)),
+                      sparse_graph)
+    assert continued["epochs"][:2] == no_spread["epochs"] and len(continued["epochs"]) == 3

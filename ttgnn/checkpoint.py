@@ -84,9 +84,14 @@ def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict) 
                        "settings": settings}, path)
 
 
-def check_resumable(state: dict, settings: dict, keys, path: PathLike) -> None:
-    """Raise ``ValueError`` when the checkpoint's settings differ from this run's on any of ``keys``."""
-    saved = state.get("settings", {})
+def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: Optional[dict] = None) -> None:
+    """Raise ``ValueError`` when the checkpoint's settings differ from this run's on any of ``keys``.
+
+    ``absent`` maps a setting added after some checkpoints were written to the value those
+    checkpoints had without it (the feature off), so that resuming one with the feature on is
+    refused rather than silently changing the run; other keys missing from a checkpoint are skipped.
+    """
+    saved = dict(absent or {}, **state.get("settings", {}))
     for key in keys:
         if key in saved and saved[key] != settings.get(key):
             raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "

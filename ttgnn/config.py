@@ -220,6 +220,8 @@ class TrainConfig:
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
                    "label_input", "label_reuse", "label_spread")
+    #: What checkpoints written before a resume key existed had instead: the feature off.
+    RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0}
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
