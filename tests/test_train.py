@@ -123,6 +123,12 @@ def test_best_model_and_correct_smooth(tmp_path, planted):
     model.load_state_dict(best["model"])
     again = correct_and_smooth_metrics(model, planted.dgl_graph(), planted, "full")
     assert (again["valid_acc"], again["test_acc"]) == (cs["valid_acc"], cs["test_acc"])
+    # ... and from the model's logits given by the caller (one pass less)
+    from ttgnn.evaluation import all_logits
+
+    given = correct_and_smooth_metrics(model, None, planted, "full",
+                                       logits=all_logits(model, planted.dgl_graph(), "full", 8192, planted))
+    assert (given["valid_acc"], given["test_acc"]) == (cs["valid_acc"], cs["test_acc"])
     assert cs["test_acc"] > 0.6  # 4 classes with homophily 0.9: chance 0.25
     # off by flag; resuming a finished run keeps the best epoch's weights
     off = train(_tiny_config(tmp_path / "off", epochs=2, mode="full", correct_smooth=False), planted)

@@ -222,16 +222,20 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
 
 
 def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
-                               accuracy: Optional[Accuracy] = None) -> dict:
+                               accuracy: Optional[Accuracy] = None, logits: Optional[torch.Tensor] = None) -> dict:
     """Accuracies of ``model``'s predictions after Correct and Smooth (strengths tuned on validation).
 
     Only the training labels are propagated (:func:`ttgnn.smoothing.tune_correct_and_smooth`).
+    ``logits`` (``(N, C)``, default: :func:`all_logits` of ``model``) saves that pass when the
+    caller has them already.
     Returns ``{"train_acc", "valid_acc", "test_acc", "correct_alpha", "smooth_alpha", "seconds"}``.
     """
     from .smoothing import tune_correct_and_smooth
 
     start = time.perf_counter()
-    logits = all_logits(model, graph, mode, eval_batch_size, dataset).cpu()
+    if logits is None:
+        logits = all_logits(model, graph, mode, eval_batch_size, dataset)
+    logits = logits.cpu()
     labels = dataset.labels.cpu()
     adjacency = dataset.normalized_adjacency()
     split = {key: idx.cpu() for key, idx in dataset.split.items()}
