@@ -18,8 +18,8 @@ from .config import LABEL_SPREAD_ALPHA
 from .data import NodeDataset
 from .smoothing import spread_labels
 
-__all__ = ["Accuracy", "known_labels", "label_inputs", "model_label_inputs", "soft_labels", "reuse_labels", "all_logits", "evaluate",
-           "evaluate_sampled", "correct_and_smooth_metrics"]
+__all__ = ["Accuracy", "known_labels", "label_inputs", "model_label_inputs", "soft_labels", "reuse_labels",
+           "all_logits", "evaluate", "evaluate_sampled", "correct_and_smooth_metrics"]
 
 
 class Accuracy:
