@@ -153,3 +153,27 @@ def test_auto_init_never_picks_the_dense_spectral_table_on_large_graphs():
     assert init_for("auto", None, AUTO_SPECTRAL_MAX_NODES + 1, 1000) == ("gaussian", None)
     assert init_for("auto", None, 111_059_956, 1_207_179) == ("gaussian", None)
     assert init_for("spectral", 8, 111_059_956, 1_207_179) == ("spectral", 8)  # as asked
+
+
+def test_auto_rank_by_the_share_of_labels_and_a_compression_floor():
+    from ttgnn.config import AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_RANK_FEW_LABELS, auto_rank
+    from ttgnn.shapes import TTShape
+
+    assert (AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_MIN_COMPRESSION) == (8, 4, 100.0)
+    assert TrainConfig().rank is None
+    # many labels: ogbn-arxiv (1,118x at rank 8), a papers100M-size graph; few: Cora, CiteSeer, PubMed
+    assert auto_rank(169_343, 128) == auto_rank(111_059_956, 128) == 8
+    assert auto_rank(2708, 128, sparse_labels=True) == auto_rank(19_717, 128, sparse_labels=True) == 4
+    assert TTShape.build(2708, 128, 4).compression_ratio >= 100.0  # 221x
+    # lowered to the largest rank at >= 100x where the rank would compress less: Cora with many
+    # labels (rank 8: 70x; rank 6: 115x, rank 7: 88x), small graphs of either kind
+    assert auto_rank(2708, 128) == 6
+    for nodes, dim, sparse in ((2708, 128, False), (3327, 128, False), (5000, 16, True), (20_000, 16, False)):
+        rank = auto_rank(nodes, dim, sparse_labels=sparse)
+        assert TTShape.build(nodes, dim, rank).compression_ratio >= 100.0
+        assert TTShape.build(nodes, dim, rank + 1).compression_ratio < 100.0
+    # a graph on which no rank reaches the floor gets rank 1; the shape settings are honoured
+    assert auto_rank(50, 16) == 1 and TTShape.build(50, 16, 1).compression_ratio < 100.0
+    two_cores = auto_rank(2708, 128, num_cores=2)
+    assert TTShape.build(2708, 128, two_cores, num_cores=2).compression_ratio >= 100.0
+    assert TTShape.build(2708, 128, two_cores + 1, num_cores=2).compression_ratio < 100.0

@@ -276,6 +276,39 @@ def test_rank_from_a_compression_budget(tmp_path, planted):
         TrainConfig(compression=10.0, max_params=100).validate()
 
 
+def test_a_run_that_names_no_rank_keeps_the_table_compressed(tmp_path, planted, caplog):
+    import logging
+
+    from ttgnn.config import AUTO_MIN_COMPRESSION, AUTO_RANK
+
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        m = train(_tiny_config(tmp_path / "auto", rank=None, dim=128, epochs=1, correct_smooth=False), planted)
+    # 400 nodes x 128, half of them training nodes: rank 8 would compress the table 12x; rank 2 168x, rank 3 93x
+    assert m["rank"] == m["settings"]["rank"] == 2 and m["compression_ratio"] >= AUTO_MIN_COMPRESSION
+    assert (f"TT rank 2: the largest that compresses the table at least 100x (rank {AUTO_RANK} otherwise; --rank "
+            "to choose)" in [r.getMessage() for r in caplog.records])
+    # resuming with the default settles the same way; the rank is a resume key
+    resumed = train(_tiny_config(tmp_path / "auto", rank=None, dim=128, epochs=2, resume=True,
+                                 correct_smooth=False), planted)
+    assert resumed["epochs"][:1] == m["epochs"] and resumed["settings"]["rank"] == 2
+    with pytest.raises(ValueError, match="written with rank=2, this run has rank=3"):
+        train(_tiny_config(tmp_path / "auto", rank=3, dim=128, epochs=3, resume=True, correct_smooth=False), planted)
+    # a rank given is kept, even under the floor; a full table has no rank
+    named = train(_tiny_config(tmp_path / "named", rank=3, dim=128, epochs=1, correct_smooth=False), planted)
+    full = train(_tiny_config(tmp_path / "full", rank=None, embedding="full", epochs=1, correct_smooth=False), planted)
+    assert named["rank"] == 3 and named["compression_ratio"] < AUTO_MIN_COMPRESSION and full["rank"] is None
+    # few labels (5% training nodes): rank 4, logged with the reason
+    from ttgnn.data import planted_partition
+
+    sparse = planted_partition(3000, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        few = train(_tiny_config(None, rank=None, dim=64, epochs=1, correct_smooth=False, init="gaussian"), sparse)
+    assert few["rank"] == 4
+    assert ("TT rank 4: training nodes are 5.0% of the graph, under 10% (rank 8 otherwise; --rank to choose)"
+            in [r.getMessage() for r in caplog.records])
+
+
 def test_label_reuse_is_decided_by_the_model_and_kept_on_resume(tmp_path, planted, monkeypatch, caplog):
     import logging
 

@@ -13,8 +13,8 @@ from typing import Optional
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
-           "SAMPLED_EVAL_MIN_NODES", "check_eval_fanouts", "check_reuse_with_sampled_eval", "eval_fanouts_for",
-           "init_for", "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS",
+           "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "auto_rank",
+           "check_eval_fanouts", "check_reuse_with_sampled_eval", "eval_fanouts_for", "init_for", "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS",
            "label_reuse_for", "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD_FEW_LABELS", "label_spread_for", "AUTO_MODEL",
            "model_for"]
 
@@ -38,6 +38,17 @@ AUTO_SPECTRAL_MAX_NODES = 1_000_000
 #: full-neighbour inference holds ``(N, hidden)`` activations of every node, 57 GB per layer
 #: for ogbn-papers100M's 111M nodes at 128 dimensions (:func:`eval_fanouts_for`).
 SAMPLED_EVAL_MIN_NODES = 10_000_000
+
+#: The TT rank of a run that names none (``rank=None``): ogbn-arxiv's sweep was run at it (1,118x).
+AUTO_RANK = 8
+#: ...and where training nodes are under :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the graph: GAT
+#: with the defaults, 5 seeds, mean validation accuracy by TT rank: CiteSeer 0.539 / 0.530 / 0.526
+#: / 0.521 at ranks 4-7, Cora 0.728 / 0.729 / 0.721 at ranks 4-6, PubMed 0.719 at rank 4 against
+#: 0.702 at rank 8 (docs/results.md, "the TT rank"): with few labels fewer parameters do better.
+AUTO_RANK_FEW_LABELS = 4
+#: Either is lowered to the largest rank that still compresses the table at least this many
+#: times, so that a default table on a small graph stays a compressed one (issue 15's bar).
+AUTO_MIN_COMPRESSION = 100.0
 #: ``label_reuse=None`` gives a model this many reuse rounds in full-graph training with label input
 #: (0 for a model not named). GAT + TT on ogbn-arxiv, 5 seeds: one round raised mean validation
 #: accuracy from 0.7117 to 0.7129 and test accuracy from 0.6984 to 0.7045; for GraphSAGE one round
@@ -90,7 +101,10 @@ class TrainConfig:
             :func:`model_for` (GAT in full-graph mode, GraphSAGE in mini-batch mode).
         embedding (str): one of :data:`ttgnn.choices.EMBEDDINGS`.
         dim (int): embedding dimension.
-        rank (int): TT rank (of the embedding; not a process rank).
+        rank (int, optional): TT rank (of the embedding; not a process rank). ``None`` (the
+            default): :data:`AUTO_RANK`, :data:`AUTO_RANK_FEW_LABELS` where training nodes are
+            few, lowered where that would compress the table less than
+            :data:`AUTO_MIN_COMPRESSION` times (:func:`auto_rank`).
         num_cores (int, optional): TT cores; ``None`` picks them from the number of nodes
             (:func:`ttgnn.shapes.auto_num_cores`).
         row_shape, col_shape (list of int, optional): TT shapes (automatic when ``None``).
@@ -174,7 +188,7 @@ class TrainConfig:
     model: str = "auto"
     embedding: str = "tt"
     dim: int = 128
-    rank: int = 8
+    rank: Optional[int] = None
     num_cores: Optional[int] = None
     compression: Optional[float] = None
     max_params: Optional[int] = None
@@ -229,9 +243,9 @@ class TrainConfig:
                            ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS),
                            ("lr_schedule", LR_SCHEDULES)):
             check_choice(key, getattr(self, key), valid)
-        for key in ("epochs", "dim", "rank", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
+        for key in ("epochs", "dim", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
             _check_int(key, getattr(self, key), 1)
-        for key in ("num_threads", "num_cores"):
+        for key in ("rank", "num_threads", "num_cores"):
             if getattr(self, key) is not None:
                 _check_int(key, getattr(self, key), 1)
         _check_int("seed", self.seed, 0)
@@ -354,6 +368,25 @@ def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list]
     if label_spread:
         raise ValueError(f"label_spread={label_spread} builds a (num_nodes, num_classes) label input over the "
                          f"whole graph, which {where} is there to avoid: use label_spread=0")
+
+
+def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_shape: Optional[list] = None,
+              col_shape: Optional[list] = None, sparse_labels: bool = False) -> int:
+    """The TT rank of a run that names none: :data:`AUTO_RANK`, :data:`AUTO_RANK_FEW_LABELS` with
+    ``sparse_labels`` (:func:`few_labels`), lowered where it would compress the ``num_nodes x dim``
+    table less than :data:`AUTO_MIN_COMPRESSION` times to the largest rank that reaches it (rank 1
+    on a graph too small for any rank to)."""
+    from .shapes import TTShape, shape_for_budget
+
+    rank = AUTO_RANK_FEW_LABELS if sparse_labels else AUTO_RANK
+    if TTShape.build(num_nodes, dim, rank, num_cores, row_shape, col_shape).compression_ratio >= AUTO_MIN_COMPRESSION:
+        return rank
+    try:
+        shape = shape_for_budget(num_nodes, dim, compression=AUTO_MIN_COMPRESSION, num_cores=num_cores,
+                                 row_shape=row_shape, col_shape=col_shape)
+    except ValueError:  # even rank 1 is under the ratio
+        return 1
+    return min(max(shape.ranks), rank)
 
 
 def model_for(model: str, mode: str) -> str:

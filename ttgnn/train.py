@@ -44,7 +44,8 @@ from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
-from .config import (AUTO_SPECTRAL_MAX_NODES, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig,
+from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
+                     LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
                      check_reuse_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
                      label_reuse_for, label_spread_for, model_for)
 from .data import NodeDataset, load_dataset
@@ -188,16 +189,25 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     sparse_labels = few_labels(dataset.num_nodes, num_train)
     label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode, sparse_labels)
     label_spread = label_spread_for(config.label_spread, label_input, config.mode, sparse_labels)
+    rank = config.rank
+    if rank is None and config.embedding == "tt" and config.compression is None and config.max_params is None:
+        rank = auto_rank(dataset.num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape,
+                         sparse_labels)
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
-                               eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread)
+                               eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread,
+                               rank=rank)
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
-    """The TT shape of ``config``: from ``rank``, or the largest rank under ``compression`` / ``max_params``."""
+    """The TT shape of ``config``: from ``rank`` (``None``: :func:`~ttgnn.config.auto_rank`), or the
+    largest rank under ``compression`` / ``max_params``."""
     from .shapes import TTShape, shape_for_budget
 
     if config.compression is None and config.max_params is None:
-        return TTShape.build(num_nodes, config.dim, config.rank, config.num_cores, config.row_shape, config.col_shape)
+        rank = config.rank
+        if rank is None:
+            rank = auto_rank(num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape)
+        return TTShape.build(num_nodes, config.dim, rank, config.num_cores, config.row_shape, config.col_shape)
     shape = shape_for_budget(num_nodes, config.dim, max_params=config.max_params, compression=config.compression,
                              num_cores=config.num_cores, row_shape=config.row_shape, col_shape=config.col_shape)
     log.info("TT rank %d: the largest within the budget (%s parameters, %.1fx compression)", max(shape.ranks),
@@ -313,6 +323,12 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
             log.info("label spreading: %d steps, as %s, with label input in full-graph mode: the nodes without a "
                      "known label start from the known labels around them (--label-spread 0 to turn it off)",
                      settled.label_spread, share)
+        if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
+            sparse = few_labels(dataset.num_nodes, num_train)
+            why = [f"{share}, under {threshold:.0f}%"] if sparse else []
+            if settled.rank != (AUTO_RANK_FEW_LABELS if sparse else AUTO_RANK):
+                why.append(f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x")
+            log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
     config = settled
     from .models import resolve_gnn_backend
 
