@@ -8,6 +8,7 @@ mean ± std of the best validation accuracy and of the test accuracy at that epo
 configuration. ``benchmarks/plot_results.py`` draws the result.
 
     python benchmarks/compression_sweep.py --root $TTGNN_DATA                 # cora and citeseer, SAGE
+    python benchmarks/compression_sweep.py --root $TTGNN_DATA --settings cli  # the CLI's defaults (GAT)
     python benchmarks/compression_sweep.py --datasets cora --models sage gat --ranks 4 16 --seeds 5
     python benchmarks/compression_sweep.py --settings cli --init spectral --spectral-vectors 8 \\
         --datasets cora citeseer pubmed --ranks 4 8 --seeds 5 --out runs/sweep-cli-spectral8
@@ -57,7 +58,8 @@ def main() -> int:
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--out", default="runs/sweep", help="one folder per run")
     parser.add_argument("--datasets", nargs="+", default=["cora", "citeseer"])
-    parser.add_argument("--models", nargs="+", choices=["sage", "gat"], default=["sage"])
+    parser.add_argument("--models", nargs="+", choices=["sage", "gat"], default=None,
+                        help="default: the settings' (small: sage; cli: the command line's full-graph model, gat)")
     parser.add_argument("--ranks", nargs="+", type=int, default=[2, 4, 8, 16, 32], help="TT ranks (plus the full table)")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1")
     parser.add_argument("--epochs", type=int, default=100)
@@ -73,6 +75,10 @@ def main() -> int:
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
 
+    from ttgnn.config import AUTO_MODEL
+
+    if args.models is None:
+        args.models = [AUTO_MODEL["full"]] if args.settings == "cli" else ["sage"]
     from ttgnn.allocator import configure_allocator
     from ttgnn.cli import build_parser, config_from_args
     from ttgnn.data import load_dataset
