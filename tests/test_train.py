@@ -267,13 +267,16 @@ def dataclasses_replace(config, **kw):
 
 
 def test_rank_from_a_compression_budget(tmp_path, planted):
-    m = train(_tiny_config(tmp_path, compression=20.0, epochs=1, correct_smooth=False), planted)
+    m = train(_tiny_config(tmp_path, rank=None, compression=20.0, epochs=1, correct_smooth=False), planted)
     from ttgnn.shapes import TTShape
 
     assert m["compression_ratio"] >= 20.0
     assert TTShape.build(400, 16, m["rank"] + 1).compression_ratio < 20.0  # the largest rank that fits
     with pytest.raises(ValueError, match="at most one of compression and max_params"):
         TrainConfig(compression=10.0, max_params=100).validate()
+    for budget in (dict(compression=10.0), dict(max_params=100)):  # a rank and a budget: which one?
+        with pytest.raises(ValueError, match=f"rank=4 and {next(iter(budget))} both size the TT table"):
+            TrainConfig(rank=4, **budget).validate()
 
 
 def test_a_run_that_names_no_rank_keeps_the_table_compressed(tmp_path, planted, caplog):

@@ -78,7 +78,7 @@ def test_summarize_takes_the_median_epoch_time_and_the_peak_memory():
 # ---------------------------------------------------------------------- log lines
 def test_the_log_lines_of_a_run_name_its_figures(tmp_path, planted, caplog):
     caplog.set_level(logging.INFO, logger="ttgnn")
-    config = _config(tmp_path, init="auto", max_params=600)
+    config = _config(tmp_path, init="auto", rank=None, max_params=600)
     m = train(config, planted)
     lines = _messages(caplog)
     params, ratio = f"{m['embedding_parameters']:,}", m["compression_ratio"]

@@ -131,7 +131,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    "(default: automatic)")
     p.add_argument("--order", choices=ORDERS, default=d.order, help="node order for the TT rows")
     p.add_argument("--compression", type=float, default=d.compression, help="pick the largest TT rank with at "
-                   "least this compression instead of --rank")
+                   "least this compression (instead of --rank)")
     p.add_argument("--max-params", type=int, default=d.max_params, help="pick the largest TT rank with at most "
                    "this many parameters instead of --rank")
     p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "

@@ -282,6 +282,10 @@ class TrainConfig:
                 raise ValueError(f"spectral_vectors needs init='spectral' (or 'auto'), got init={self.init!r}")
         if self.compression is not None and self.max_params is not None:
             raise ValueError("give at most one of compression and max_params")
+        if self.rank is not None and (self.compression is not None or self.max_params is not None):
+            budget = "compression" if self.compression is not None else "max_params"
+            raise ValueError(f"rank={self.rank} and {budget} both size the TT table: give one (the budget picks "
+                             "the largest rank that fits it)")
         if self.compression is not None:
             _check_real("compression", self.compression, "> 0", lambda v: v > 0)
         if self.max_params is not None:
