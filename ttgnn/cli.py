@@ -23,8 +23,8 @@ from typing import Optional, Sequence
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS,
                       ORDERS)
 from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD_FEW_LABELS,
-                     AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS,
-                     LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
+                     AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
+                     AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -121,8 +121,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                                                                         AUTO_MODEL.items()))
     p.add_argument("--embedding", choices=EMBEDDINGS, default=d.embedding)
     p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
-    p.add_argument("--rank", type=int, default=d.rank, help=f"TT rank (default: {AUTO_RANK}, lowered where "
-                   f"that would compress the table less than {AUTO_MIN_COMPRESSION:.0f}x)")
+    few = f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%%"
+    p.add_argument("--rank", type=int, default=d.rank, help=f"TT rank (default: {AUTO_RANK}, or {AUTO_RANK_FEW_LABELS} "
+                   f"where training nodes are under {few} of the graph; either lowered to keep at least "
+                   f"{AUTO_MIN_COMPRESSION:.0f}x compression)")
     p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores, 2-5 (default: from the number "
                    "of nodes: 3 up to about 1.7e7, then 4)")
     p.add_argument("--row-shape", type=_int_list, default=d.row_shape, help="TT row shape, e.g. 55,55,56 "
