@@ -31,10 +31,13 @@ COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
 # The "defaults" group's runs were made before label reuse became GAT's default (--label-reuse auto):
 # they keep it off unless a configuration turns it on (defaults-*-reuse1 are GAT's defaults now).
 BEFORE_AUTO_REUSE = ["--label-reuse", "0"]
+# Every run here was made before label spreading became the default with label input in full-graph
+# mode (2026-11-25): spreading stays off unless a configuration names --label-spread.
+BEFORE_AUTO_SPREAD = ["--label-spread", "0"]
 # The CLI defaults before the defaults sweep (32b3b7e): every configuration starts from them, so
 # the tables in docs/results.md stay reproducible; a configuration's own flags come after and win.
 EARLIER_DEFAULTS = ["--init", "ortho", "--init-scale", "1.0", "--dropout", "0.2", "--norm", "batch", "--lr", "0.02",
-                    "--emb-lr", "0.05", "--no-label-input", *BEFORE_AUTO_REUSE]
+                    "--emb-lr", "0.05", "--no-label-input", *BEFORE_AUTO_REUSE, *BEFORE_AUTO_SPREAD]
 TT = ["--embedding", "tt", "--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
 
 # Epochs of the main runs (GAT epochs cost about 4x SAGE's on CPU); --epochs overrides both.
@@ -98,7 +101,7 @@ for _model in ("gat", "sage"):
     CONFIGS[f"defaults-{_model}-tt-reuse1"] = (["--model", _model, *TT, "--label-reuse", "1"], "defaults")
     CONFIGS[f"defaults-{_model}-full-reuse1"] = (["--model", _model, "--embedding", "full", "--label-reuse", "1"],
                                                  "defaults")
-# Label spreading on top of GAT's defaults (--label-spread, on by default only where labels are few):
+# Label spreading on top of GAT's defaults (--label-spread; 10 steps, the default since 2026-11-25):
 # every node's label input starts from the known labels spread over the graph in 10 steps.
 for _embedding in ("tt", "full"):
     CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10"] = (
@@ -123,7 +126,8 @@ def command(name: str, out: Path, epochs: int, threads: int, seed: int = 0, root
     if group != "defaults":
         start = EARLIER_DEFAULTS
     else:
-        start = [] if "--label-reuse" in args else BEFORE_AUTO_REUSE
+        start = (([] if "--label-reuse" in args else BEFORE_AUTO_REUSE)
+                 + ([] if "--label-spread" in args else BEFORE_AUTO_SPREAD))
     return ["ttgnn", "train", *COMMON, *where, "--num-threads", str(threads), *start, *args,
             "--epochs", str(epochs), "--seed", str(seed), "--output-dir", str(run_dir(out, name, seed))]
 

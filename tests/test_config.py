@@ -101,16 +101,15 @@ def test_auto_label_reuse_by_model_label_input_and_mode():
         TrainConfig(label_reuse="auto").validate()
 
 
-def test_auto_label_spread_with_few_labels_in_full_graph_training():
-    from ttgnn.config import AUTO_LABEL_SPREAD_FEW_LABELS, LABEL_SPREAD_ALPHA, label_input_for, label_spread_for
+def test_auto_label_spread_with_label_input_in_full_graph_training():
+    from ttgnn.config import AUTO_LABEL_SPREAD, LABEL_SPREAD_ALPHA, label_input_for, label_spread_for
 
-    assert TrainConfig().label_spread is None and AUTO_LABEL_SPREAD_FEW_LABELS == 10 and LABEL_SPREAD_ALPHA == 0.9
-    assert label_spread_for(None, True, "full", sparse_labels=True) == 10  # Cora-like: on
-    assert label_spread_for(None, True, "full", sparse_labels=False) == 0  # many labels (ogbn-arxiv): off
-    assert label_spread_for(None, False, "full", sparse_labels=True) == 0  # nothing to spread
-    assert label_spread_for(None, True, "minibatch", sparse_labels=True) == 0  # an (N, C) tensor: not by default
-    assert label_spread_for(0, True, "full", sparse_labels=True) == 0 and label_spread_for(3, True, "minibatch") == 3
-    # an explicit spread turns label input on where it is left to the rule, never against a choice
+    assert TrainConfig().label_spread is None and AUTO_LABEL_SPREAD == 10 and LABEL_SPREAD_ALPHA == 0.9
+    assert label_spread_for(None, True, "full") == 10  # Cora and ogbn-arxiv alike: on
+    assert label_spread_for(None, False, "full") == 0  # nothing to spread
+    assert label_spread_for(None, True, "minibatch") == 0  # an (N, C) tensor: not by default
+    assert label_spread_for(0, True, "full") == 0 and label_spread_for(3, True, "minibatch") == 3
+    # an explicit spread turns label input on where it would be off, unless it is turned off
     assert label_input_for(None, 2708, 140, 0, "sage", "full", label_spread=5) is True
     assert label_input_for(False, 2708, 140, 0, "sage", "full", label_spread=5) is False
     assert label_input_for(None, 2708, 140, 0, "sage", "full", label_spread=0) is False

@@ -11,7 +11,8 @@ from ttgnn.train import TrainConfig
 def _run(tmp_path, dataset, **kw):
     base = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
                 num_layers=2, epochs=2, mode="full", fanouts=[5, 5], batch_size=64, output_dir=str(tmp_path),
-                progress=False, num_threads=1, label_input=True, seed=0, dropout=0.5)
+                progress=False, num_threads=1, label_input=True, seed=0, dropout=0.5,
+                label_spread=0)  # reuse alone; the spreading tests name their steps
     base.update(kw)
     return ttrain.setup_run(TrainConfig(**base), dataset, 0, 1, torch.device("cpu"))
 

@@ -429,9 +429,8 @@ def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse
             "training spreads the few labels (--no-label-input to turn it off)") in lines
     assert ("label reuse: 3 round(s) for gat with label input in full-graph mode (--label-reuse 0 to turn it off)"
             in lines)
-    assert ("label spreading: 10 steps, as training nodes are 5.0% of the graph, with label input in full-graph "
-            "mode: the nodes without a known label start from the known labels around them (--label-spread 0 to "
-            "turn it off)") in lines
+    assert ("label spreading: 10 steps with label input in full-graph mode: the nodes without a known label start "
+            "from the known labels around them (--label-spread 0 to turn it off)") in lines
     # GraphSAGE (no reuse), reuse turned off, or label input turned off: the share of training nodes decides (off)
     sage = train(_tiny_config(tmp_path / "sage", **dict(kw, model="sage")), sparse_graph)
     no_reuse = train(_tiny_config(tmp_path / "no-reuse", **dict(kw, label_reuse=0)), sparse_graph)

@@ -430,7 +430,7 @@ def test_an_epochs_dropout_is_drawn_from_the_seed_rank_and_epoch(tmp_path, plant
 
 @pytest.mark.parametrize("mode", ["full", "minibatch"])
 def test_the_known_labels_of_an_epoch_are_the_model_input(tmp_path, planted, mode):
-    run = _run(tmp_path, planted, mode=mode, label_input=True, label_rate=0.5)
+    run = _run(tmp_path, planted, mode=mode, label_input=True, label_rate=0.5, label_spread=0)  # the ids themselves
     given, real = [], run.net.forward
 
     def forward(*args, input_labels=None):

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS,
                       ORDERS)
-from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD_FEW_LABELS,
+from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD,
                      AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
                      AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
@@ -196,8 +196,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="label spreading: the label input of the nodes without a known label starts as the known "
                    "labels spread over the graph in this many label propagation steps, before any reuse round, "
                    "in training and at evaluation; implies --label-input. 'auto' (the default): "
-                   f"{AUTO_LABEL_SPREAD_FEW_LABELS} in full-graph mode with label input when training nodes are "
-                   f"under {100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph, else 0")
+                   f"{AUTO_LABEL_SPREAD} in full-graph mode with label input, else 0")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed)

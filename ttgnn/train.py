@@ -170,8 +170,9 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     the init (:func:`~ttgnn.config.init_for`), by the share of training nodes (the init also by the
     graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
     the model by the mode (:func:`~ttgnn.config.model_for`); label reuse by the model, label input
-    and mode (:func:`~ttgnn.config.label_reuse_for`); label spreading by label input, the mode and
-    the share of training nodes (:func:`~ttgnn.config.label_spread_for`).
+    and mode (:func:`~ttgnn.config.label_reuse_for`); label spreading by label input and the mode
+    (:func:`~ttgnn.config.label_spread_for`); the TT rank by the share of training nodes and the
+    compression (:func:`~ttgnn.config.auto_rank`).
 
     Raises:
         ValueError: label reuse or label spreading on a graph that is evaluated on sampled
@@ -188,7 +189,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts, config.label_spread or 0)
     sparse_labels = few_labels(dataset.num_nodes, num_train)
     label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode, sparse_labels)
-    label_spread = label_spread_for(config.label_spread, label_input, config.mode, sparse_labels)
+    label_spread = label_spread_for(config.label_spread, label_input, config.mode)
     rank = config.rank
     if rank is None and config.embedding == "tt" and config.compression is None and config.max_params is None:
         rank = auto_rank(dataset.num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape,
@@ -320,9 +321,9 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
             log.info("label reuse: %d round(s) for %s with label input in full-graph mode (--label-reuse 0 to "
                      "turn it off)", settled.label_reuse, settled.model)
         if config.label_spread is None and settled.label_spread:
-            log.info("label spreading: %d steps, as %s, with label input in full-graph mode: the nodes without a "
-                     "known label start from the known labels around them (--label-spread 0 to turn it off)",
-                     settled.label_spread, share)
+            log.info("label spreading: %d steps with label input in full-graph mode: the nodes without a known "
+                     "label start from the known labels around them (--label-spread 0 to turn it off)",
+                     settled.label_spread)
         if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
             sparse = few_labels(dataset.num_nodes, num_train)
             why = [f"{share}, under {threshold:.0f}%"] if sparse else []
