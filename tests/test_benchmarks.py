@@ -107,3 +107,20 @@ def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_pa
     (out / "metrics.json").write_text(json.dumps(reported))
     with pytest.raises(ValueError, match="the best model gives test accuracy"):
         _script("smooth_finished_runs").smooth_run(out, str(data_root), {})
+
+
+def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(monkeypatch):
+    # Every configuration's table in docs/results.md was measured before label spreading (and most
+    # before label reuse) became defaults: the script's commands must keep them off unless named.
+    from ttgnn.cli import build_parser, config_from_args
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # the script imports its sibling summary.py
+    arxiv = _script("train_arxiv")
+    parser = build_parser()
+    for name in arxiv.CONFIGS:
+        cmd = arxiv.command(name, Path("out"), 1, 1)
+        assert cmd[:2] == ["ttgnn", "train"]
+        config = config_from_args(parser.parse_args(cmd[1:]))
+        config.validate()
+        assert config.label_spread == (10 if name.endswith("-spread10") else 0), name
+        assert config.label_reuse == (1 if "-reuse1" in name else 0), name
