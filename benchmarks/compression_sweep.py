@@ -1,7 +1,8 @@
 """Test accuracy against compression: TT at several ranks and the full table, over seeds.
 
 One training run per (dataset, model, embedding/rank, seed), each writing
-``<out>/<dataset>/<model>-<tt-r<rank>|full>/seed<k>/metrics.json``; finished runs are reused.
+``<out>/<dataset>/<model>-<tt-r<rank>|full>/seed<k>/metrics.json``; finished runs (every epoch
+recorded) are reused, an interrupted one is run again.
 Every run is the ``ttgnn train`` command printed before it (run in this process, with the dataset
 loaded once, so a small graph costs seconds rather than the command's start-up). At the end the
 mean ± std of the best validation accuracy and of the test accuracy at that epoch are printed per
@@ -97,7 +98,8 @@ def main() -> int:
                 runs = []
                 for seed in range(args.seeds):
                     folder = out / dataset / name / f"seed{seed}"
-                    if not (folder / "metrics.json").exists():
+                    done = folder / "metrics.json"  # written every epoch: finished only with every epoch in it
+                    if not done.exists() or len(json.loads(done.read_text())["epochs"]) < args.epochs:
                         cmd = run_args(args, dataset, model, embedding, rank, seed, folder)
                         print("$ ttgnn " + shlex.join(cmd), flush=True)
                         if data is None:
