@@ -76,15 +76,14 @@ def main() -> int:
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
 
-    from ttgnn.config import AUTO_MODEL
-
-    if args.models is None:
-        args.models = [AUTO_MODEL["full"]] if args.settings == "cli" else ["sage"]
     from ttgnn.allocator import configure_allocator
     from ttgnn.cli import build_parser, config_from_args
+    from ttgnn.config import AUTO_MODEL
     from ttgnn.data import load_dataset
     from ttgnn.train import train
 
+    if args.models is None:
+        args.models = [AUTO_MODEL["full"]] if args.settings == "cli" else ["sage"]
     configure_allocator()
     logging.basicConfig(level=logging.WARNING)  # (each run sets its threads from --num-threads)
     cli = build_parser()

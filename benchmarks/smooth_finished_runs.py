@@ -27,7 +27,7 @@ def smooth_run(folder: Path, root, datasets: dict) -> dict:
     from ttgnn.checkpoint import load_checkpoint
     from ttgnn.config import TrainConfig
     from ttgnn.data import load_dataset
-    from ttgnn.evaluation import Accuracy, all_logits, correct_and_smooth_metrics
+    from ttgnn.evaluation import Accuracy, all_logits, correct_and_smooth_metrics, logits_metrics
     from ttgnn.train import build_classifier
 
     state = load_checkpoint(folder / "best_model.pt")
@@ -43,7 +43,7 @@ def smooth_run(folder: Path, root, datasets: dict) -> dict:
     graph = dataset.dgl_graph(self_loops=True)
     logits = all_logits(model, graph, config.mode, config.eval_batch_size, dataset)  # once, for both
     accuracy = Accuracy(dataset.evaluator_name)
-    result = {key: accuracy(logits[idx].argmax(1), dataset.labels[idx]) for key, idx in dataset.split.items()}
+    result = logits_metrics(logits, dataset, accuracy)
     if abs(result["test"] - metrics["test_acc"]) > TOLERANCE:
         raise ValueError(f"{folder}: the best model gives test accuracy {result['test']:.4f}, the run recorded "
                          f"{metrics['test_acc']:.4f}")

@@ -203,6 +203,13 @@ def test_the_tt_node_order_is_the_partition_order_of_the_settings(tmp_path, plan
     assert ttrain._build_order(dataclasses.replace(config, order="identity"), planted, [5, 8, 10]) is None
 
 
+def test_the_tt_shape_of_a_default_rank_needs_the_graph_to_settle_it(planted):
+    with pytest.raises(ValueError, match="rank=None is decided by the graph: settle the config first"):
+        ttrain.tt_shape(_config(None, rank=None), planted.num_nodes)
+    settled = ttrain.settle_by_graph(_config(None, rank=None), planted)
+    assert ttrain.tt_shape(settled, planted.num_nodes).ranks[1] == settled.rank
+
+
 @pytest.mark.parametrize("budget", [{}, {"max_params": 900}, {"compression": 5.0}])
 def test_the_tt_shape_keeps_the_given_cores_and_shapes(budget):
     for shapes in (dict(num_cores=4), dict(row_shape=[4, 10, 10], col_shape=[2, 2, 4])):

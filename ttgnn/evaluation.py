@@ -19,7 +19,7 @@ from .data import NodeDataset
 from .smoothing import spread_labels
 
 __all__ = ["Accuracy", "known_labels", "label_inputs", "model_label_inputs", "soft_labels", "reuse_labels",
-           "all_logits", "evaluate", "evaluate_sampled", "correct_and_smooth_metrics"]
+           "all_logits", "evaluate", "logits_metrics", "evaluate_sampled", "correct_and_smooth_metrics"]
 
 
 class Accuracy:
@@ -153,7 +153,11 @@ def evaluate(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int
              accuracy: Optional[Accuracy] = None, progress: bool = False) -> dict:
     """Accuracies ``{"train", "valid", "test"}`` and the validation loss ``"valid_loss"`` of ``model``
     (tqdm bars of mini-batch inference with ``progress``)."""
-    logits = all_logits(model, graph, mode, eval_batch_size, dataset, progress)
+    return logits_metrics(all_logits(model, graph, mode, eval_batch_size, dataset, progress), dataset, accuracy)
+
+
+def logits_metrics(logits: torch.Tensor, dataset: NodeDataset, accuracy: Optional[Accuracy] = None) -> dict:
+    """:func:`evaluate`'s figures from ``(N, C)`` logits of every node already computed."""
     pred = logits.argmax(1)
     accuracy = accuracy or Accuracy(dataset.evaluator_name)
     result = {key: accuracy(pred[idx], dataset.labels[idx]) for key, idx in dataset.split.items()}

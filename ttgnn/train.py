@@ -200,15 +200,16 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
-    """The TT shape of ``config``: from ``rank`` (``None``: :func:`~ttgnn.config.auto_rank`), or the
-    largest rank under ``compression`` / ``max_params``."""
+    """The TT shape of ``config``: from ``rank``, or the largest rank under ``compression`` /
+    ``max_params``. A default rank (``None``) is decided by the graph: settle ``config`` first
+    (:func:`settle_by_graph`, as :func:`build_classifier` does)."""
     from .shapes import TTShape, shape_for_budget
 
     if config.compression is None and config.max_params is None:
-        rank = config.rank
-        if rank is None:
-            rank = auto_rank(num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape)
-        return TTShape.build(num_nodes, config.dim, rank, config.num_cores, config.row_shape, config.col_shape)
+        if config.rank is None:
+            raise ValueError("rank=None is decided by the graph: settle the config first (settle_by_graph)")
+        return TTShape.build(num_nodes, config.dim, config.rank, config.num_cores, config.row_shape,
+                             config.col_shape)
     shape = shape_for_budget(num_nodes, config.dim, max_params=config.max_params, compression=config.compression,
                              num_cores=config.num_cores, row_shape=config.row_shape, col_shape=config.col_shape)
     log.info("TT rank %d: the largest within the budget (%s parameters, %.1fx compression)", max(shape.ranks),
