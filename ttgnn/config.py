@@ -14,7 +14,7 @@ from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICE
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "auto_rank",
-           "check_eval_fanouts", "check_reuse_with_sampled_eval", "eval_fanouts_for", "init_for", "few_labels",
+           "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for", "few_labels",
            "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for"]
 
@@ -273,7 +273,7 @@ class TrainConfig:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.eval_fanouts is not None:
             check_eval_fanouts(self.eval_fanouts, self.mode, self.num_layers)
-            check_reuse_with_sampled_eval(self.label_reuse, self.eval_fanouts, self.label_spread or 0)
+            check_label_inputs_with_sampled_eval(self.label_reuse, self.eval_fanouts, self.label_spread or 0)
         if self.spectral_vectors is not None:
             _check_int("spectral_vectors", self.spectral_vectors, 1)
             if self.spectral_vectors > self.dim:
@@ -357,7 +357,7 @@ def check_eval_fanouts(eval_fanouts: list, mode: str, num_layers: int) -> None:
                          f"eval_fanouts {list(eval_fanouts)}")
 
 
-def check_reuse_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list], label_spread: int = 0) -> None:
+def check_label_inputs_with_sampled_eval(label_reuse: int, eval_fanouts: Optional[list], label_spread: int = 0) -> None:
     """Raise ``ValueError`` for label reuse or label spreading with sampled evaluation (given, or
     chosen by :func:`eval_fanouts_for`): reuse feeds back every node's prediction, which sampled
     evaluation does not compute, and spreading holds an ``(N, num_classes)`` input for a graph

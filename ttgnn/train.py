@@ -46,7 +46,7 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
-                     check_reuse_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
+                     check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
                      label_reuse_for, label_spread_for, model_for)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
@@ -186,7 +186,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
-    check_reuse_with_sampled_eval(config.label_reuse, eval_fanouts, config.label_spread or 0)
+    check_label_inputs_with_sampled_eval(config.label_reuse, eval_fanouts, config.label_spread or 0)
     sparse_labels = few_labels(dataset.num_nodes, num_train)
     label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode, sparse_labels)
     label_spread = label_spread_for(config.label_spread, label_input, config.mode)
