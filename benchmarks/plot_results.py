@@ -5,7 +5,7 @@ Reads every ``metrics.json`` under the given folders (as written by ``ttgnn trai
 dataset, model and label input, and averages over seeds (error bars: one standard deviation).
 Needs matplotlib (``pip install matplotlib``, the ``bench`` extra).
 
-    python benchmarks/plot_results.py runs/sweep runs/arxiv-bench --out docs
+    python benchmarks/plot_results.py runs/sweep runs/arxiv-bench --out docs [--suffix _defaults]
 """
 import argparse
 import json
@@ -143,6 +143,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", help="folders searched for metrics.json")
     parser.add_argument("--out", default="docs", help="where the PNG files go")
+    parser.add_argument("--suffix", default="", help="added to the file names: --suffix _defaults writes "
+                        "accuracy_vs_compression_defaults.png and epoch_time_defaults.png")
     args = parser.parse_args()
     runs = load_runs(args.folders)
     if not runs:
@@ -151,14 +153,15 @@ def main() -> int:
     table = aggregate(runs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    plot_accuracy(table, out / "accuracy_vs_compression.png")
-    plot_epoch_time(table, out / "epoch_time.png")
+    accuracy_png, time_png = out / f"accuracy_vs_compression{args.suffix}.png", out / f"epoch_time{args.suffix}.png"
+    plot_accuracy(table, accuracy_png)
+    plot_epoch_time(table, time_png)
     for panel in sorted(table):
         for key, v in sorted(table[panel].items(), key=lambda kv: -kv[1]["compression"]):
             name = f"tt r{key[1]}" if key[0] == "tt" else key[0]
             print(f"{_title(panel):<28} {key[3]:<28} {name:<8} {v['compression']:>9,.1f}x  test {v['acc_mean']:.4f} ± "
                   f"{v['acc_std']:.4f} ({v['seeds']} seeds)  epoch {v['time_mean']:.2f} s")
-    print(f"wrote {out / 'accuracy_vs_compression.png'} and {out / 'epoch_time.png'}")
+    print(f"wrote {accuracy_png} and {time_png}")
     return 0
 
 
