@@ -1,8 +1,9 @@
 """Test accuracy against compression: TT at several ranks and the full table, over seeds.
 
 One training run per (dataset, model, embedding/rank, seed), each writing
-``<out>/<dataset>/<model>-<tt-r<rank>|full>/seed<k>/metrics.json``; finished runs (every epoch
-recorded) are reused, an interrupted one is run again.
+``<out>/<dataset>/<model>-<tt-r<rank>|full>/seed<k>/metrics.json``; a finished run (every epoch
+recorded, with the settings this sweep asks for, the graph's defaults settled) is reused; an
+interrupted one, or one made with other settings, is run again.
 Every run is the ``ttgnn train`` command printed before it (run in this process, with the dataset
 loaded once, so a small graph costs seconds rather than the command's start-up). At the end the
 mean ± std of the best validation accuracy and of the test accuracy at that epoch are printed per
@@ -20,6 +21,7 @@ import logging
 import shlex
 import sys
 from pathlib import Path
+from typing import Optional
 
 from summary import mean_std  # (benchmarks/summary.py)
 
@@ -32,6 +34,33 @@ SMALL = ["--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "
 # --settings: "small" (the above) or "cli" (the command line's defaults).
 SETTINGS = {"small": SMALL, "cli": []}
 COMMON = ["--mode", "full", "--no-progress", "--no-correct-smooth"]
+# Settings that do not change what a run computes: left out when a finished run is matched.
+NOT_COMPARED = ("root", "cache_dir", "num_threads", "output_dir", "resume", "overwrite", "progress")
+# The TT table's own settings: not compared for the full table (whose runs recorded the default rank).
+TT_ONLY = ("rank", "num_cores", "row_shape", "col_shape", "compression", "max_params")
+
+
+def finished_run(folder: Path, config) -> Optional[dict]:
+    """The ``metrics.json`` of the run in ``folder`` if it is finished with ``config``'s settings
+    (a :class:`ttgnn.config.TrainConfig` settled by the graph, :func:`ttgnn.train.settle_by_graph`),
+    else ``None``: the file is rewritten every epoch, so an interrupted run's has fewer epochs, and
+    a run with another setting (a default changed since, another ``--label-spread`` into the same
+    ``--out``) would be another configuration's figure. A setting missing from an older file
+    counts as :data:`~ttgnn.config.TrainConfig.RESUME_ABSENT` has it, else as different."""
+    from ttgnn.config import TrainConfig
+
+    path = folder / "metrics.json"
+    if not path.exists():
+        return None
+    metrics = json.loads(path.read_text())
+    saved = dict(TrainConfig.RESUME_ABSENT, **metrics.get("settings", {}))
+    wanted = json.loads(json.dumps(config.settings()))  # as the file holds them (tuples as lists)
+    if len(metrics.get("epochs", [])) != config.epochs:
+        return None
+    skip = NOT_COMPARED + (TT_ONLY if config.embedding != "tt" else ())
+    if any(key not in saved or saved[key] != value for key, value in wanted.items() if key not in skip):
+        return None
+    return metrics
 
 
 def run_args(args, dataset: str, model: str, embedding: str, rank, seed: int, folder: Path) -> list:
@@ -80,7 +109,7 @@ def main() -> int:
     from ttgnn.cli import build_parser, config_from_args
     from ttgnn.config import AUTO_MODEL
     from ttgnn.data import load_dataset
-    from ttgnn.train import train
+    from ttgnn.train import settle_by_graph, train
 
     if args.models is None:
         args.models = [AUTO_MODEL["full"]] if args.settings == "cli" else ["sage"]
@@ -97,14 +126,18 @@ def main() -> int:
                 runs = []
                 for seed in range(args.seeds):
                     folder = out / dataset / name / f"seed{seed}"
-                    done = folder / "metrics.json"  # written every epoch: finished only with every epoch in it
-                    if not done.exists() or len(json.loads(done.read_text())["epochs"]) < args.epochs:
-                        cmd = run_args(args, dataset, model, embedding, rank, seed, folder)
+                    cmd = run_args(args, dataset, model, embedding, rank, seed, folder)
+                    config = config_from_args(cli.parse_args(cmd))
+                    if data is None:
+                        data = load_dataset(dataset, root=args.root)
+                    metrics = finished_run(folder, settle_by_graph(config, data))
+                    if metrics is None:
+                        if (folder / "metrics.json").exists():
+                            print(f"# {folder}: unfinished or made with other settings, run again", flush=True)
                         print("$ ttgnn " + shlex.join(cmd), flush=True)
-                        if data is None:
-                            data = load_dataset(dataset, root=args.root)
-                        train(config_from_args(cli.parse_args(cmd)), dataset=data)
-                    runs.append(json.loads((folder / "metrics.json").read_text()))
+                        train(config, dataset=data)
+                        metrics = json.loads((folder / "metrics.json").read_text())
+                    runs.append(metrics)
                 print(f"{dataset:<10} {name:<14} {runs[0]['compression_ratio']:>8.1f}x  "
                       f"valid {mean_std([r['best_valid_acc'] for r in runs])}  "
                       f"test {mean_std([r['test_acc'] for r in runs])}  ({len(runs)} seeds)", flush=True)

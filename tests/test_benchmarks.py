@@ -1,8 +1,9 @@
 """Benchmarks' own logic: the lookup benchmark runs in every allocation regime and reports sane rows
 (in a subprocess, since the regimes change how the process allocates with glibc ``mallopt``), the
 results plot groups runs by initialisation and averages over seeds, the small-graph probes'
-node order and rotation do what they say, and Correct and Smooth on a finished run's best model
-gives back what the run reported."""
+node order and rotation do what they say, Correct and Smooth on a finished run's best model
+gives back what the run reported, and the compression sweep reuses only finished runs of the
+settings it asks for."""
 import json
 import subprocess
 import sys
@@ -124,3 +125,41 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         config.validate()
         assert config.label_spread == (10 if name.endswith("-spread10") else 0), name
         assert config.label_reuse == (1 if "-reuse1" in name else 0), name
+
+
+def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(monkeypatch, tmp_path):
+    import dataclasses
+
+    from ttgnn.config import TrainConfig
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # the script imports its sibling summary.py
+    finished_run = _script("compression_sweep").finished_run
+    config = TrainConfig(dataset="cora", embedding="tt", rank=4, epochs=3, label_spread=10, label_reuse=3,
+                         num_threads=1, root="/data", output_dir=str(tmp_path))
+
+    def write(settings, epochs):
+        (tmp_path / "metrics.json").write_text(json.dumps({"epochs": [{"epoch": e + 1} for e in range(epochs)],
+                                                           "settings": settings}))
+
+    assert finished_run(tmp_path, config) is None  # nothing there
+    write(config.settings(), 2)
+    assert finished_run(tmp_path, config) is None  # interrupted after epoch 2 of 3
+    write(config.settings(), 3)
+    assert finished_run(tmp_path, config)["epochs"][-1] == {"epoch": 3}
+    # where it ran and with how many threads do not matter; what it computes does
+    moved = dataclasses.replace(config, num_threads=2, root="/elsewhere", output_dir="/other", overwrite=True)
+    assert finished_run(tmp_path, moved) is not None
+    for change in ({"label_spread": 0}, {"rank": 5}, {"seed": 1}, {"epochs": 4}, {"lr": 0.02}):
+        assert finished_run(tmp_path, dataclasses.replace(config, **change)) is None, change
+    # a file written before spreading existed had it off; a setting missing otherwise is a difference
+    older = {k: v for k, v in config.settings().items() if k != "label_spread"}
+    write(older, 3)
+    assert finished_run(tmp_path, dataclasses.replace(config, label_spread=0)) is not None
+    assert finished_run(tmp_path, config) is None
+    write({k: v for k, v in config.settings().items() if k != "lr"}, 3)
+    assert finished_run(tmp_path, config) is None
+    # the full table's runs are matched without the TT-only settings (they recorded the default rank)
+    full = dataclasses.replace(config, embedding="full", rank=None)
+    write(dataclasses.replace(full, rank=8).settings(), 3)
+    assert finished_run(tmp_path, full) is not None
+    assert finished_run(tmp_path, dataclasses.replace(full, order="random")) is None
