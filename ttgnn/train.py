@@ -276,6 +276,48 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
     return metrics
 
 
+def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset) -> None:
+    """Log each setting the graph decided (``settled``) where the run left it to the default (``config``)."""
+    num_train = int(dataset.split["train"].numel())
+    share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
+    threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
+    if config.label_input is None and config.label_reuse:
+        log.info("label input on: label reuse (%d rounds) needs it", config.label_reuse)
+    elif config.label_input is None and config.label_spread:
+        log.info("label input on: label spreading (%d steps) needs it", config.label_spread)
+    elif config.label_input is None and settled.label_input and few_labels(dataset.num_nodes, num_train):
+        log.info("label input on: %s, under %.0f%%, but %s's label reuse in full-graph training spreads the few "
+                 "labels (--no-label-input to turn it off)", share, threshold, settled.model)
+    elif config.label_input is None:
+        log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
+                 "on" if settled.label_input else "off", share, threshold)
+    if settled.init != config.init:
+        log.info("table init %s%s: %s, %s nodes (spectral below %.0f%% on graphs of at most %s nodes; "
+                 "--init to choose)", settled.init,
+                 f" ({settled.spectral_vectors} eigenvectors)" if settled.spectral_vectors else "", share,
+                 f"{dataset.num_nodes:,}", threshold, f"{AUTO_SPECTRAL_MAX_NODES:,}")
+    if settled.eval_fanouts is not None and config.eval_fanouts is None:
+        log.info("evaluation on sampled neighbourhoods (fan-outs %s) of the split nodes: %s nodes, more than %s "
+                 "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
+                 f"{dataset.num_nodes:,}", f"{SAMPLED_EVAL_MIN_NODES:,}")
+    if settled.model != config.model:
+        log.info("model %s: the default for %s training (--model sage or gat to choose)", settled.model,
+                 "full-graph" if config.mode == "full" else "mini-batch")
+    if config.label_reuse is None and settled.label_reuse:
+        log.info("label reuse: %d round(s) for %s with label input in full-graph mode (--label-reuse 0 to "
+                 "turn it off)", settled.label_reuse, settled.model)
+    if config.label_spread is None and settled.label_spread:
+        log.info("label spreading: %d steps with label input in full-graph mode: the nodes without a known "
+                 "label start from the known labels around them (--label-spread 0 to turn it off)",
+                 settled.label_spread)
+    if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
+        sparse = few_labels(dataset.num_nodes, num_train)
+        why = [f"{share}, under {threshold:.0f}%"] if sparse else []
+        if settled.rank != (AUTO_RANK_FEW_LABELS if sparse else AUTO_RANK):
+            why.append(f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x")
+        log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
+
+
 # ---------------------------------------------------------------------- the steps
 def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank: int, world_size: int,
               device: torch.device) -> RunState:
@@ -293,44 +335,7 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
     # Label input and the table init may be decided by the graph; then fixed for the run (and its resume check).
     settled = settle_by_graph(config, dataset)
     if process_rank == 0:
-        num_train = int(dataset.split["train"].numel())
-        share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
-        threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
-        if config.label_input is None and config.label_reuse:
-            log.info("label input on: label reuse (%d rounds) needs it", config.label_reuse)
-        elif config.label_input is None and config.label_spread:
-            log.info("label input on: label spreading (%d steps) needs it", config.label_spread)
-        elif config.label_input is None and settled.label_input and few_labels(dataset.num_nodes, num_train):
-            log.info("label input on: %s, under %.0f%%, but %s's label reuse in full-graph training spreads the few "
-                     "labels (--no-label-input to turn it off)", share, threshold, settled.model)
-        elif config.label_input is None:
-            log.info("label input %s: %s (on from %.0f%%; --label-input or --no-label-input to choose)",
-                     "on" if settled.label_input else "off", share, threshold)
-        if settled.init != config.init:
-            log.info("table init %s%s: %s, %s nodes (spectral below %.0f%% on graphs of at most %s nodes; "
-                     "--init to choose)", settled.init,
-                     f" ({settled.spectral_vectors} eigenvectors)" if settled.spectral_vectors else "", share,
-                     f"{dataset.num_nodes:,}", threshold, f"{AUTO_SPECTRAL_MAX_NODES:,}")
-        if settled.eval_fanouts is not None and config.eval_fanouts is None:
-            log.info("evaluation on sampled neighbourhoods (fan-outs %s) of the split nodes: %s nodes, more than %s "
-                     "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
-                     f"{dataset.num_nodes:,}", f"{SAMPLED_EVAL_MIN_NODES:,}")
-        if settled.model != config.model:
-            log.info("model %s: the default for %s training (--model sage or gat to choose)", settled.model,
-                     "full-graph" if config.mode == "full" else "mini-batch")
-        if config.label_reuse is None and settled.label_reuse:
-            log.info("label reuse: %d round(s) for %s with label input in full-graph mode (--label-reuse 0 to "
-                     "turn it off)", settled.label_reuse, settled.model)
-        if config.label_spread is None and settled.label_spread:
-            log.info("label spreading: %d steps with label input in full-graph mode: the nodes without a known "
-                     "label start from the known labels around them (--label-spread 0 to turn it off)",
-                     settled.label_spread)
-        if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
-            sparse = few_labels(dataset.num_nodes, num_train)
-            why = [f"{share}, under {threshold:.0f}%"] if sparse else []
-            if settled.rank != (AUTO_RANK_FEW_LABELS if sparse else AUTO_RANK):
-                why.append(f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x")
-            log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
+        _log_settled(config, settled, dataset)
     config = settled
     from .models import resolve_gnn_backend
 
