@@ -13,7 +13,8 @@ from typing import Optional
 from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS, check_choice
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
-           "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "auto_rank",
+           "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
+           "auto_rank",
            "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for", "few_labels",
            "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for"]
@@ -374,6 +375,12 @@ def check_label_inputs_with_sampled_eval(label_reuse: int, eval_fanouts: Optiona
                          f"whole graph, which {where} is there to avoid: use label_spread=0")
 
 
+def preferred_rank(sparse_labels: bool) -> int:
+    """The rank :func:`auto_rank` starts from, before its compression floor: :data:`AUTO_RANK_FEW_LABELS`
+    with ``sparse_labels`` (:func:`few_labels`), else :data:`AUTO_RANK`."""
+    return AUTO_RANK_FEW_LABELS if sparse_labels else AUTO_RANK
+
+
 def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_shape: Optional[list] = None,
               col_shape: Optional[list] = None, sparse_labels: bool = False) -> int:
     """The TT rank of a run that names none: :data:`AUTO_RANK`, :data:`AUTO_RANK_FEW_LABELS` with
@@ -382,7 +389,7 @@ def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_sha
     on a graph too small for any rank to)."""
     from .shapes import TTShape, shape_for_budget
 
-    rank = AUTO_RANK_FEW_LABELS if sparse_labels else AUTO_RANK
+    rank = preferred_rank(sparse_labels)
     if TTShape.build(num_nodes, dim, rank, num_cores, row_shape, col_shape).compression_ratio >= AUTO_MIN_COMPRESSION:
         return rank
     try:

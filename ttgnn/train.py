@@ -44,10 +44,10 @@ from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
-from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
+from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
                      check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
-                     label_reuse_for, label_spread_for, model_for)
+                     label_reuse_for, label_spread_for, model_for, preferred_rank)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
 from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels,
@@ -279,13 +279,14 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
 def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset) -> None:
     """Log each setting the graph decided (``settled``) where the run left it to the default (``config``)."""
     num_train = int(dataset.split["train"].numel())
+    sparse = few_labels(dataset.num_nodes, num_train)
     share = f"training nodes are {100.0 * num_train / dataset.num_nodes:.1f}% of the graph"
     threshold = 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION
     if config.label_input is None and config.label_reuse:
         log.info("label input on: label reuse (%d rounds) needs it", config.label_reuse)
     elif config.label_input is None and config.label_spread:
         log.info("label input on: label spreading (%d steps) needs it", config.label_spread)
-    elif config.label_input is None and settled.label_input and few_labels(dataset.num_nodes, num_train):
+    elif config.label_input is None and settled.label_input and sparse:
         log.info("label input on: %s, under %.0f%%, but %s's label reuse in full-graph training spreads the few "
                  "labels (--no-label-input to turn it off)", share, threshold, settled.model)
     elif config.label_input is None:
@@ -311,9 +312,8 @@ def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset
                  "label start from the known labels around them (--label-spread 0 to turn it off)",
                  settled.label_spread)
     if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
-        sparse = few_labels(dataset.num_nodes, num_train)
         why = [f"{share}, under {threshold:.0f}%"] if sparse else []
-        if settled.rank != (AUTO_RANK_FEW_LABELS if sparse else AUTO_RANK):
+        if settled.rank != preferred_rank(sparse):
             why.append(f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x")
         log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
 
