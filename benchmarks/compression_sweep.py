@@ -47,18 +47,19 @@ def finished_run(folder: Path, config) -> Optional[dict]:
     a run with another setting (a default changed since, another ``--label-spread`` into the same
     ``--out``) would be another configuration's figure. A setting missing from an older file
     counts as :data:`~ttgnn.config.TrainConfig.RESUME_ABSENT` has it, else as different."""
+    from ttgnn.checkpoint import differing_settings
     from ttgnn.config import TrainConfig
 
     path = folder / "metrics.json"
     if not path.exists():
         return None
     metrics = json.loads(path.read_text())
-    saved = dict(TrainConfig.RESUME_ABSENT, **metrics.get("settings", {}))
     wanted = json.loads(json.dumps(config.settings()))  # as the file holds them (tuples as lists)
     if len(metrics.get("epochs", [])) != config.epochs:
         return None
     skip = NOT_COMPARED + (TT_ONLY if config.embedding != "tt" else ())
-    if any(key not in saved or saved[key] != value for key, value in wanted.items() if key not in skip):
+    keys = [key for key in wanted if key not in skip]
+    if differing_settings(metrics.get("settings", {}), wanted, keys, TrainConfig.RESUME_ABSENT, missing_differs=True):
         return None
     return metrics
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from ttgnn.checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, LOCK_NAME, METRICS_NAME, RunFolder, load_checkpoint,
-                              save_checkpoint, upgrade_checkpoint)
+from ttgnn.checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, LOCK_NAME, METRICS_NAME, RunFolder, check_resumable,
+                              differing_settings, load_checkpoint, save_checkpoint, upgrade_checkpoint)
 
 
 class _Payload:
@@ -29,6 +29,31 @@ def _state(**extra):
              "metrics": {"epochs": []}, "settings": {"model": "sage"}}
     state.update(extra)
     return state
+
+
+def test_differing_settings_fills_absent_keys_and_treats_missing_ones_as_asked():
+    wanted = {"model": "gat", "rank": 8, "label_spread": 10, "lr": 0.01}
+    keys = ["model", "rank", "label_spread", "lr"]
+    saved = {"model": "gat", "rank": 4, "lr": 0.01}
+    assert differing_settings(saved, wanted, keys) == ["rank"]  # label_spread missing: skipped
+    assert differing_settings(saved, wanted, keys, missing_differs=True) == ["rank", "label_spread"]
+    # an older run without the setting had the feature off: it differs from a run with it on
+    assert differing_settings(saved, wanted, keys, absent={"label_spread": 0}) == ["rank", "label_spread"]
+    assert differing_settings(saved, dict(wanted, label_spread=0, rank=4), keys, absent={"label_spread": 0}) == []
+    assert differing_settings(saved, wanted, ["model", "lr"]) == []  # only the keys asked about
+
+
+def test_check_resumable_names_the_first_differing_setting(tmp_path):
+    state = _state(settings={"model": "sage", "rank": 8})
+    check_resumable(state, {"model": "sage", "rank": 8}, ["model", "rank"], tmp_path / "c.pt")
+    with pytest.raises(ValueError, match=r"written with rank=8, this run has rank=4"):
+        check_resumable(state, {"model": "sage", "rank": 4}, ["model", "rank"], tmp_path / "c.pt")
+    with pytest.raises(ValueError, match=r"label_spread=0, this run has label_spread=10"):
+        check_resumable(state, {"model": "sage", "rank": 8, "label_spread": 10}, ["model", "rank", "label_spread"],
+                        tmp_path / "c.pt", absent={"label_spread": 0})
+    del state["optimizer"]
+    with pytest.raises(ValueError, match="no 'optimizer' entry"):
+        check_resumable(state, {"model": "sage", "rank": 8}, ["model", "rank"], tmp_path / "c.pt")
 
 
 def test_malicious_checkpoint_runs_nothing(tmp_path):

@@ -27,8 +27,8 @@ import torch
 from .fileio import atomic_torch_save
 
 __all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "CHECKPOINT_VERSION",
-           "load_checkpoint", "save_checkpoint", "save_best_model", "check_resumable", "upgrade_checkpoint",
-           "RunFolder"]
+           "load_checkpoint", "save_checkpoint", "save_best_model", "check_resumable", "differing_settings",
+           "upgrade_checkpoint", "RunFolder"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,24 @@ def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict) 
                        "settings": settings}, path)
 
 
+def differing_settings(saved: dict, wanted: dict, keys, absent: Optional[dict] = None,
+                       missing_differs: bool = False) -> list:
+    """The keys among ``keys`` on which a run's recorded settings differ from this run's, in order.
+
+    Args:
+        saved (dict): the settings a checkpoint or ``metrics.json`` recorded.
+        wanted (dict): this run's settings (:meth:`ttgnn.config.TrainConfig.settings`).
+        keys (iterable of str): the settings to compare.
+        absent (dict, optional): the value of a setting added after some runs were recorded, as
+            those runs had it (the feature off); it fills ``saved`` where the key is missing.
+        missing_differs (bool, optional): a key still missing from ``saved`` counts as differing
+            (else it is skipped). (default: ``False``)
+    """
+    saved = dict(absent or {}, **saved)
+    return [key for key in keys
+            if (key in saved and saved[key] != wanted.get(key)) or (key not in saved and missing_differs)]
+
+
 def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: Optional[dict] = None) -> None:
     """Raise ``ValueError`` when the checkpoint's settings differ from this run's on any of ``keys``.
 
@@ -92,11 +110,12 @@ def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: O
     refused rather than silently changing the run; other keys missing from a checkpoint are skipped.
     """
     saved = dict(absent or {}, **state.get("settings", {}))
-    for key in keys:
-        if key in saved and saved[key] != settings.get(key):
-            raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "
-                             f"this run has {key}={settings.get(key)!r} (a default may have changed since): "
-                             f"give {key}={saved[key]!r} to continue that run, or another output folder")
+    differ = differing_settings(saved, settings, keys)
+    if differ:
+        key = differ[0]
+        raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "
+                         f"this run has {key}={settings.get(key)!r} (a default may have changed since): "
+                         f"give {key}={saved[key]!r} to continue that run, or another output folder")
     for key in ("epoch", "optimizer", "metrics"):
         if key not in state:
             raise ValueError(f"corrupted checkpoint {path}: no {key!r} entry")
