@@ -61,6 +61,26 @@ def test_results_plot_keeps_initialisations_apart_and_averages_seeds():
     assert panel[("tt", 4, 0.2, "spectral init (8 vectors)")]["acc_std"] == 0.0
 
 
+def test_results_plot_writes_both_figures_under_the_suffix(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")  # the bench extra, not part of `make setup`
+    plot = _plot_results()
+    for i, run in enumerate([_run("tt", 4, 0.5), _run("tt", 4, 0.7), _run("full", None, 0.8)]):
+        folder = tmp_path / "runs" / str(i)
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps(dict(run, epochs=[{"epoch": 1}])))
+    (tmp_path / "runs" / "unstarted").mkdir()
+    (tmp_path / "runs" / "unstarted" / "metrics.json").write_text(json.dumps(dict(_run("tt", 8, 0.1), epochs=[])))
+    monkeypatch.setattr(sys, "argv", ["plot_results.py", str(tmp_path / "runs"), "--out", str(tmp_path / "png"),
+                                      "--suffix", "_defaults"])
+    assert plot.main() == 0
+    assert sorted(f.name for f in (tmp_path / "png").iterdir()) == ["accuracy_vs_compression_defaults.png",
+                                                                     "epoch_time_defaults.png"]
+    assert all(f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in (tmp_path / "png").iterdir())
+    out = capsys.readouterr().out
+    assert "test 0.6000 ± 0.1414 (2 seeds)" in out and "test 0.8000 ± 0.0000 (1 seeds)" in out
+    assert "tt r8" not in out  # a run with no finished epoch is not drawn
+
+
 def test_small_graph_probes_pca_tree_order_and_rotation():
     import numpy as np
     import torch
