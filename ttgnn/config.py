@@ -14,9 +14,8 @@ from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICE
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
-           "auto_rank",
-           "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for", "few_labels",
-           "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
+           "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
+           "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for"]
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
