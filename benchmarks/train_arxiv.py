@@ -110,6 +110,20 @@ for _embedding in ("tt", "full"):
 # A cosine learning-rate schedule on top of the defaults (GAT's validation accuracy swings by about
 # a point from epoch to epoch at the constant rates); it did worse on seed 0 (docs/results.md).
 CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "cosine"], "defaults")
+# Two of the tricks of Wang et al.'s GAT on arxiv ("Bag of Tricks for Node Classification with GNNs",
+# 2021) on top of GAT's defaults (reuse and spreading included): batch norm with residual skips, and
+# the log-cross-entropy loss; each alone, both together, and both without label input.
+SPREAD_DEFAULTS = ["--label-reuse", "1", "--label-spread", "10"]
+NORM_RESIDUAL = ["--norm", "batch", "--residual"]
+LOG_CE = ["--loss", "log-ce"]
+CONFIGS["defaults-gat-tt-normres"] = (["--model", "gat", *TT, *SPREAD_DEFAULTS, *NORM_RESIDUAL], "defaults")
+CONFIGS["defaults-gat-tt-logce"] = (["--model", "gat", *TT, *SPREAD_DEFAULTS, *LOG_CE], "defaults")
+for _embedding in ("tt", "full"):
+    CONFIGS[f"defaults-gat-{_embedding}-normres-logce"] = (
+        ["--model", "gat", *(TT if _embedding == "tt" else ["--embedding", "full"]), *SPREAD_DEFAULTS,
+         *NORM_RESIDUAL, *LOG_CE], "defaults")
+CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
+    ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

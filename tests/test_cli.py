@@ -85,6 +85,23 @@ def test_model_takes_auto_sage_or_gat(graph_root, tmp_path, capsys):
     assert not (tmp_path / "run").exists()
 
 
+def test_every_training_setting_has_a_flag_with_its_default():
+    """`ttgnn train` with no flag builds TrainConfig() exactly, and every setting is reachable: a
+    setting added to TrainConfig without a flag (or with another default) fails here."""
+    import dataclasses
+
+    from ttgnn.config import TrainConfig
+
+    args = build_parser().parse_args(["train"])
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    missing = [n for n in names if n not in vars(args)]
+    assert missing == []
+    built = config_from_args(args).settings()
+    expected = TrainConfig().settings()
+    differing = {k: (built[k], expected[k]) for k in names if built[k] != expected[k]}
+    assert differing == {}
+    assert config_from_args(build_parser().parse_args(["train", "--loss", "log-ce"])).loss == "log-ce"
+
 def test_a_spectral_table_larger_than_memory_is_refused_in_one_line(graph_root, tmp_path, capsys, monkeypatch):
     import ttgnn.spectral
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .partition.reorder import METHODS as ORDERS
 
 __all__ = ["MODELS", "MODEL_CHOICES", "EMBEDDINGS", "NORMS", "MODES", "ORDERS", "INITS", "DEVICES", "GNN_BACKENDS",
-           "LR_SCHEDULES", "check_choice"]
+           "LR_SCHEDULES", "LOSSES", "check_choice"]
 
 #: GNN architectures: GraphSAGE (mean aggregator) and multi-head GAT.
 MODELS = ("sage", "gat")
@@ -34,6 +34,9 @@ GNN_BACKENDS = ("auto", "dgl", "torch")
 #: Learning rates over the epochs: constant, or a cosine from the set rates down towards zero
 #: at the last epoch (:func:`ttgnn.train.lr_factor`).
 LR_SCHEDULES = ("constant", "cosine")
+#: Training losses (:mod:`ttgnn.losses`): the mean cross-entropy, or the mean of its logarithm
+#: shifted by ``1 - log 2``, which weighs badly fitted nodes less.
+LOSSES = ("ce", "log-ce")
 
 
 def check_choice(name: str, value, valid) -> None:

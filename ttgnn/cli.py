@@ -20,8 +20,8 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES, NORMS,
-                      ORDERS)
+from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES,
+                      NORMS, ORDERS)
 from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD,
                      AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
                      AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
@@ -175,6 +175,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="learning rates over the epochs: constant, or cosine (from --lr and --emb-lr down "
                    "towards 0 at the last of --epochs)")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
+    p.add_argument("--loss", choices=LOSSES, default=d.loss, help="training loss: the mean cross-entropy (ce), or "
+                   "the mean of log(eps + ce) - log(eps), eps = 1 - log 2 (log-ce), which weighs badly fitted nodes less")
     p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
                    help="the label trick: known training labels are node inputs (a random --label-rate of the "
                    "training nodes each epoch, the loss on the rest; every training label at evaluation; "

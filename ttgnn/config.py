@@ -10,7 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .choices import EMBEDDINGS, GNN_BACKENDS, INITS, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS, check_choice
+from .choices import (EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS,
+                      check_choice)
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
@@ -147,6 +148,8 @@ class TrainConfig:
             in epoch ``e`` of ``epochs = E`` (1 in the first epoch, near 0 in the last); it follows
             ``epochs``, also when a resumed run is given more.
         label_smoothing (float): cross-entropy label smoothing.
+        loss (str): one of :data:`ttgnn.choices.LOSSES` (:mod:`ttgnn.losses`): ``"ce"`` (the
+            default), the mean cross-entropy, or ``"log-ce"``, the mean of ``log(eps + ce) - log(eps)``.
         label_input (bool, optional): the label trick: add a learned vector of each known training
             label to its node's input (:class:`~ttgnn.models.LabelInput`). Every epoch a random
             ``label_rate`` of the training nodes show their labels and the loss is on the other
@@ -219,6 +222,7 @@ class TrainConfig:
     emb_weight_decay: float = 0.0
     lr_schedule: str = "constant"
     label_smoothing: float = 0.0
+    loss: str = "ce"
     label_input: Optional[bool] = None
     label_rate: float = 0.5
     label_reuse: Optional[int] = None
@@ -241,7 +245,7 @@ class TrainConfig:
         """Raise ``ValueError`` naming the first out-of-range setting."""
         for key, valid in (("model", MODEL_CHOICES), ("embedding", EMBEDDINGS), ("order", ORDERS), ("mode", MODES),
                            ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS),
-                           ("lr_schedule", LR_SCHEDULES)):
+                           ("lr_schedule", LR_SCHEDULES), ("loss", LOSSES)):
             check_choice(key, getattr(self, key), valid)
         for key in ("epochs", "dim", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
             _check_int(key, getattr(self, key), 1)

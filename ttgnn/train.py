@@ -38,7 +38,6 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from . import distributed as tdist
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
@@ -53,6 +52,7 @@ from .batches import device_batches
 from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels,
                          model_label_inputs)
 from .fileio import atomic_write_json
+from .losses import node_loss
 from .seeding import derive_seed, generator, seed_everything
 
 __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run", "restore_run", "train_epoch",
@@ -463,7 +463,7 @@ def _full_graph_step(run: RunState, nodes: torch.Tensor, input_labels) -> float:
     run.net.train()
     run.optimizer.zero_grad(set_to_none=True)
     logits = run.net(run.graph, input_labels=input_labels)
-    loss = F.cross_entropy(logits[nodes], run.dataset.labels[nodes], label_smoothing=run.config.label_smoothing)
+    loss = node_loss(logits[nodes], run.dataset.labels[nodes], run.config.loss, run.config.label_smoothing)
     loss.backward()
     run.optimizer.step()
     return float(loss.detach())
@@ -491,7 +491,7 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
         run.optimizer.zero_grad(set_to_none=True)
         logits = run.net(blocks, input_nodes, input_labels=input_labels)
         labels = run.dataset.labels[output_nodes]
-        loss = F.cross_entropy(logits, labels, label_smoothing=config.label_smoothing)
+        loss = node_loss(logits, labels, config.loss, config.label_smoothing)
         loss.backward()
         run.optimizer.step()
         total += loss.detach().double() * labels.numel()
