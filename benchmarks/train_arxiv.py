@@ -116,14 +116,19 @@ CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "c
 SPREAD_DEFAULTS = ["--label-reuse", "1", "--label-spread", "10"]
 NORM_RESIDUAL = ["--norm", "batch", "--residual"]
 LOG_CE = ["--loss", "log-ce"]
-CONFIGS["defaults-gat-tt-normres"] = (["--model", "gat", *TT, *SPREAD_DEFAULTS, *NORM_RESIDUAL], "defaults")
-CONFIGS["defaults-gat-tt-logce"] = (["--model", "gat", *TT, *SPREAD_DEFAULTS, *LOG_CE], "defaults")
+CONFIGS["defaults-gat-tt-reuse1-spread10-normres"] = (["--model", "gat", *TT, *SPREAD_DEFAULTS, *NORM_RESIDUAL],
+                                                     "defaults")
 for _embedding in ("tt", "full"):
-    CONFIGS[f"defaults-gat-{_embedding}-normres-logce"] = (
-        ["--model", "gat", *(TT if _embedding == "tt" else ["--embedding", "full"]), *SPREAD_DEFAULTS,
-         *NORM_RESIDUAL, *LOG_CE], "defaults")
+    _input = TT if _embedding == "tt" else ["--embedding", "full"]
+    CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10-logce"] = (["--model", "gat", *_input, *SPREAD_DEFAULTS,
+                                                                   *LOG_CE], "defaults")
+    CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10-normres-logce"] = (
+        ["--model", "gat", *_input, *SPREAD_DEFAULTS, *NORM_RESIDUAL, *LOG_CE], "defaults")
 CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
     ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE], "defaults")
+# GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
+# with --model sage --no-label-input) with the log-cross-entropy loss.
+CONFIGS["defaults-sage-tt-nolabels-logce"] = (["--model", "sage", *TT, "--no-label-input", *LOG_CE], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

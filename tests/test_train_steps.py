@@ -318,15 +318,15 @@ def test_a_minibatch_epoch_loss_is_summed_in_double_precision(tmp_path, planted,
     # Each batch's float32 loss, weighted by its size, is summed in float64: the epoch's loss is
     # exactly the Python-float sum divided by the node count (a float32 sum differs in the last bits).
     batches = []
-    cross_entropy = ttrain.F.cross_entropy
+    node_loss = ttrain.node_loss
 
-    def recorded(logits, labels, **kw):
-        loss = cross_entropy(logits, labels, **kw)
-        if torch.is_grad_enabled():  # training steps; evaluation runs under no_grad
+    def recorded(logits, labels, *args, **kw):
+        loss = node_loss(logits, labels, *args, **kw)
+        if torch.is_grad_enabled():  # training steps (evaluation runs under no_grad)
             batches.append((float(loss), labels.numel()))
         return loss
 
-    monkeypatch.setattr(ttrain.F, "cross_entropy", recorded)
+    monkeypatch.setattr(ttrain, "node_loss", recorded)
     m = train(_config(tmp_path, mode="minibatch", epochs=1, batch_size=16, correct_smooth=False), planted)
     assert len(batches) == math.ceil(planted.split["train"].numel() / 16)
     total = 0.0
