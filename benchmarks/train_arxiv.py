@@ -102,28 +102,24 @@ for _model in ("gat", "sage"):
     CONFIGS[f"defaults-{_model}-full-reuse1"] = (["--model", _model, "--embedding", "full", "--label-reuse", "1"],
                                                  "defaults")
 # Label spreading on top of GAT's defaults (--label-spread; 10 steps, the default since 2026-11-25):
-# every node's label input starts from the known labels spread over the graph in 10 steps.
-for _embedding in ("tt", "full"):
-    CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10"] = (
-        ["--model", "gat", *(TT if _embedding == "tt" else ["--embedding", "full"]), "--label-reuse", "1",
-         "--label-spread", "10"], "defaults")
-# A cosine learning-rate schedule on top of the defaults (GAT's validation accuracy swings by about
-# a point from epoch to epoch at the constant rates); it did worse on seed 0 (docs/results.md).
-CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "cosine"], "defaults")
-# Two of the tricks of Wang et al.'s GAT on arxiv ("Bag of Tricks for Node Classification with GNNs",
-# 2021) on top of GAT's defaults (reuse and spreading included): batch norm with residual skips, and
-# the log-cross-entropy loss; each alone, both together, and both without label input.
+# every node's label input starts from the known labels spread over the graph in 10 steps. Then two
+# of the tricks of Wang et al.'s GAT on arxiv ("Bag of Tricks for Node Classification with GNNs", 2021)
+# on top of these defaults: batch norm with residual skips (TT only) and the log-cross-entropy loss,
+# each alone and together, and both without label input further down.
 SPREAD_DEFAULTS = ["--label-reuse", "1", "--label-spread", "10"]
 NORM_RESIDUAL = ["--norm", "batch", "--residual"]
 LOG_CE = ["--loss", "log-ce"]
-CONFIGS["defaults-gat-tt-reuse1-spread10-normres"] = (["--model", "gat", *TT, *SPREAD_DEFAULTS, *NORM_RESIDUAL],
-                                                     "defaults")
 for _embedding in ("tt", "full"):
-    _input = TT if _embedding == "tt" else ["--embedding", "full"]
-    CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10-logce"] = (["--model", "gat", *_input, *SPREAD_DEFAULTS,
-                                                                   *LOG_CE], "defaults")
-    CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10-normres-logce"] = (
-        ["--model", "gat", *_input, *SPREAD_DEFAULTS, *NORM_RESIDUAL, *LOG_CE], "defaults")
+    _base = ["--model", "gat", *(TT if _embedding == "tt" else ["--embedding", "full"]), *SPREAD_DEFAULTS]
+    _tricks = {"": [], "-logce": LOG_CE, "-normres-logce": NORM_RESIDUAL + LOG_CE}
+    if _embedding == "tt":
+        _tricks["-normres"] = NORM_RESIDUAL
+    for _suffix, _extra in _tricks.items():
+        CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10{_suffix}"] = ([*_base, *_extra], "defaults")
+# A cosine learning-rate schedule on top of the defaults (GAT's validation accuracy swings by about
+# a point from epoch to epoch at the constant rates); it did worse on seed 0 (docs/results.md).
+CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "cosine"], "defaults")
+# Both tricks on GAT without label input.
 CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
     ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE], "defaults")
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults

@@ -102,6 +102,7 @@ def test_every_training_setting_has_a_flag_with_its_default():
     assert differing == {}
     assert config_from_args(build_parser().parse_args(["train", "--loss", "log-ce"])).loss == "log-ce"
 
+
 def test_a_spectral_table_larger_than_memory_is_refused_in_one_line(graph_root, tmp_path, capsys, monkeypatch):
     import ttgnn.spectral
 

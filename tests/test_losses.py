@@ -77,18 +77,17 @@ def test_a_run_trains_with_its_loss_and_records_it(tmp_path, planted, mode):
     """The first epoch's recorded loss is the chosen loss of the initial weights (full graph: one step
     whose loss is taken before it), so log-ce's lies below log(1 + ce / eps) of ce's mean (Jensen: the
     log of the mean is above the mean of the logs); the runs differ from there on."""
-    kw = dict(mode=mode)
-    log_ce = train(_config(tmp_path / "log", loss="log-ce", **kw), planted)
-    ce = train(_config(tmp_path / "ce", **kw), planted)
+    log_ce = train(_config(tmp_path / "log", loss="log-ce", mode=mode), planted)
+    ce = train(_config(tmp_path / "ce", mode=mode), planted)
     assert log_ce["settings"]["loss"] == "log-ce" and ce["settings"]["loss"] == "ce"
     if mode == "full":
         first_ce = ce["epochs"][0]["loss"]
         assert 0 < log_ce["epochs"][0]["loss"] < math.log1p(first_ce / LOG_CE_EPS) - 1e-3
     assert all(a["loss"] != b["loss"] for a, b in zip(log_ce["epochs"], ce["epochs"]))
     # the weights differ after training: the losses' gradients differ
-    runs = [ttrain.setup_run(_config(tmp_path / f"w{k}", loss=k, **kw), planted, 0, 1, torch.device("cpu"))
+    runs = [ttrain.setup_run(_config(tmp_path / f"w{k}", loss=k, mode=mode), planted, 0, 1, torch.device("cpu"))
             for k in ("ce", "log-ce")]
     for run in runs:
         ttrain.train_epoch(run, 1)
-    before, after = (torch.cat([p.detach().flatten() for p in run.net.parameters()]) for run in runs)
-    assert not torch.equal(before, after)
+    ce_weights, log_ce_weights = (torch.cat([p.detach().flatten() for p in run.net.parameters()]) for run in runs)
+    assert not torch.equal(ce_weights, log_ce_weights)
