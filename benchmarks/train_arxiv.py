@@ -125,6 +125,11 @@ CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
 # with --model sage --no-label-input) with the log-cross-entropy loss.
 CONFIGS["defaults-sage-tt-nolabels-logce"] = (["--model", "sage", *TT, "--no-label-input", *LOG_CE], "defaults")
+# ... and with batch norm and residual skips, then also a GNN twice as wide.
+CONFIGS["defaults-sage-tt-nolabels-normres"] = (["--model", "sage", *TT, "--no-label-input", *NORM_RESIDUAL],
+                                                "defaults")
+CONFIGS["defaults-sage-tt-nolabels-normres-h256"] = (CONFIGS["defaults-sage-tt-nolabels-normres"][0]
+                                                     + ["--hidden", "256"], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
