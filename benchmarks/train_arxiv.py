@@ -123,13 +123,12 @@ CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "c
 CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
     ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE], "defaults")
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
-# with --model sage --no-label-input) with the log-cross-entropy loss.
-CONFIGS["defaults-sage-tt-nolabels-logce"] = (["--model", "sage", *TT, "--no-label-input", *LOG_CE], "defaults")
-# ... and with batch norm and residual skips, then also a GNN twice as wide.
-CONFIGS["defaults-sage-tt-nolabels-normres"] = (["--model", "sage", *TT, "--no-label-input", *NORM_RESIDUAL],
-                                                "defaults")
-CONFIGS["defaults-sage-tt-nolabels-normres-h256"] = (CONFIGS["defaults-sage-tt-nolabels-normres"][0]
-                                                     + ["--hidden", "256"], "defaults")
+# with --model sage --no-label-input) with the log-cross-entropy loss; with batch norm and residual
+# skips instead, and those with a GNN twice as wide.
+SAGE_TT_NOLABELS = ["--model", "sage", *TT, "--no-label-input"]
+for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL,
+                        "-normres-h256": NORM_RESIDUAL + ["--hidden", "256"]}.items():
+    CONFIGS[f"defaults-sage-tt-nolabels{_suffix}"] = ([*SAGE_TT_NOLABELS, *_extra], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

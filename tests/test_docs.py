@@ -7,7 +7,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-# [text](target) outside code spans; images too. Targets with a scheme (http:, mailto:) are skipped.
+# [text](target), images too, outside fenced code blocks. Targets with a scheme (http:, mailto:) are skipped.
 LINK = re.compile(r"\]\(([^()\s]*)\)")
 HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
