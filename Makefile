@@ -32,9 +32,9 @@ dist: setup
 check-packaging: setup
 	$(PY) -m pytest -q tests/test_packaging.py
 
-# The main job: a featureless GraphSAGE with a 1,118x-compressed TT embedding on ogbn-arxiv, with
-# every setting at its default (TT rank 8, known training labels as inputs on arxiv, 200 epochs):
-# the README's SAGE + TT row, 15-20 minutes on 2 cores.
+# The main job: a featureless GAT with a 1,118x-compressed TT embedding on ogbn-arxiv, with every
+# setting at its default (TT rank 8, known training labels as inputs, spread over the graph and fed
+# back once as predictions, 200 epochs): the README's first row, about 40 minutes on 2 cores.
 # Data: $TTGNN_DATA, else ./dataset; when absent, ogb downloads it into ~/.cache/ttgnn.
 demo: setup
 	$(VENV)/bin/ttgnn train --dataset ogbn-arxiv --output-dir runs/demo --no-progress
