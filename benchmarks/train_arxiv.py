@@ -127,9 +127,9 @@ CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
     ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE], "defaults")
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
 # with --model sage --no-label-input) with the log-cross-entropy loss; with batch norm and residual
-# skips instead, and those with a GNN twice as wide.
+# skips instead, with both (as GAT without label input), and with a GNN twice as wide.
 SAGE_TT_NOLABELS = ["--model", "sage", *TT, "--no-label-input"]
-for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL,
+for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-logce": NORM_RESIDUAL + LOG_CE,
                         "-normres-h256": NORM_RESIDUAL + ["--hidden", "256"]}.items():
     CONFIGS[f"defaults-sage-tt-nolabels{_suffix}"] = ([*SAGE_TT_NOLABELS, *_extra], "defaults")
 
