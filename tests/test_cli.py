@@ -216,6 +216,11 @@ def test_python_dash_m_ttgnn_and_help_text():
         assert line.count("default") <= 1, line
     assert "--progress, --no-progress" in text and "--overwrite" in text and "--resume" in text
     assert "(default: hierarchical-kaminpar)" in text
+    # every setting with a plain default says it, zeros and off switches included
+    for shown in ("--hidden HIDDEN       hidden width of the GNN (default: 128)", "(default: 0.0)",
+                  "a linear skip around each GNN layer (default: off)", "order (default: 0)",
+                  "training epochs (default: 200)"):
+        assert shown in text, shown
 
 
 def test_script_helpers_take_the_scripts_defaults_and_the_command_line():

@@ -37,10 +37,13 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text or action.default in (None, argparse.SUPPRESS, False) or not action.option_strings:
+        if "default" in text or not action.option_strings or action.default is None \
+                or action.default is argparse.SUPPRESS:
             return text
-        if isinstance(action, argparse.BooleanOptionalAction) and action.default is True:
-            return f"{text} (default: on)".strip()
+        if isinstance(action, argparse.BooleanOptionalAction):
+            return f"{text} (default: {'on' if action.default else 'off'})".strip()
+        if action.default is False:  # a store_true flag
+            return text
         return f"{text} (default: %(default)s)".strip()
 
 
@@ -119,7 +122,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--model", choices=MODEL_CHOICES, default=d.model,
                    help="GNN: sage (GraphSAGE), gat, or auto: " + ", ".join(f"{m} in {mode} mode" for mode, m in
                                                                         AUTO_MODEL.items()))
-    p.add_argument("--embedding", choices=EMBEDDINGS, default=d.embedding)
+    p.add_argument("--embedding", choices=EMBEDDINGS, default=d.embedding,
+                   help="input table: tt (TT cores), full (nn.Embedding), features (the dataset's node features)")
     p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
     few = f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%%"
     p.add_argument("--rank", type=int, default=d.rank, help=f"TT rank (default: {AUTO_RANK}, or {AUTO_RANK_FEW_LABELS} "
@@ -146,27 +150,28 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    f"{AUTO_SPECTRAL_VECTORS} where --init auto picks spectral)")
     p.add_argument("--init-scale", type=float, default=d.init_scale,
                    help="std of the initial table entries (ortho TT: gain init_scale*sqrt(rows))")
-    p.add_argument("--hidden", type=int, default=d.hidden)
-    p.add_argument("--num-layers", type=int, default=d.num_layers)
+    p.add_argument("--hidden", type=int, default=d.hidden, help="hidden width of the GNN")
+    p.add_argument("--num-layers", type=int, default=d.num_layers, help="GNN layers")
     p.add_argument("--heads", type=int, default=d.heads, help="GAT heads")
-    p.add_argument("--dropout", type=float, default=d.dropout)
-    p.add_argument("--input-dropout", type=float, default=d.input_dropout)
+    p.add_argument("--dropout", type=float, default=d.dropout, help="dropout between GNN layers")
+    p.add_argument("--input-dropout", type=float, default=d.input_dropout, help="dropout on the input rows")
     p.add_argument("--attn-dropout", type=float, default=d.attn_dropout, help="GAT attention dropout")
-    p.add_argument("--norm", choices=NORMS, default=d.norm)
-    p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual)
+    p.add_argument("--norm", choices=NORMS, default=d.norm, help="normalisation between GNN layers")
+    p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual,
+                   help="a linear skip around each GNN layer")
     p.add_argument("--gnn-backend", choices=GNN_BACKENDS, default=d.gnn_backend,
                    help="GNN layers: dgl (DGL's, where the installed DGL runs: CPU with the PyPI wheel), torch "
                    "(index tensors, any device; same weights, checkpoints load across), auto (dgl where it runs, "
                    "else torch)")
     p.add_argument("--mode", choices=MODES, default=d.mode, help="full-graph or neighbour sampling")
     p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size)
+    p.add_argument("--batch-size", type=int, default=d.batch_size, help="training nodes per step (minibatch)")
+    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size, help="nodes per inference step (minibatch)")
     p.add_argument("--eval-fanouts", type=_int_list, default=d.eval_fanouts,
                    help="minibatch: evaluate on neighbourhoods sampled with these fan-outs instead of exact "
                         f"inference over all nodes (default: exact, the training fan-outs above "
                         f"{SAMPLED_EVAL_MIN_NODES:,} nodes)")
-    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--epochs", type=int, default=d.epochs, help="training epochs")
     p.add_argument("--lr", type=float, default=d.lr, help="GNN learning rate")
     p.add_argument("--weight-decay", type=float, default=d.weight_decay, help="GNN weight decay")
     p.add_argument("--emb-lr", type=float, default=d.emb_lr, help="embedding learning rate")
@@ -174,7 +179,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--lr-schedule", choices=LR_SCHEDULES, default=d.lr_schedule,
                    help="learning rates over the epochs: constant, or cosine (from --lr and --emb-lr down "
                    "towards 0 at the last of --epochs)")
-    p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
+    p.add_argument("--label-smoothing", type=float, default=d.label_smoothing, help="cross-entropy label smoothing")
     p.add_argument("--loss", choices=LOSSES, default=d.loss, help="training loss: the mean cross-entropy (ce), or "
                    "the mean of log(eps + ce) - log(eps), eps = 1 - log 2 (log-ce), which weighs badly fitted nodes less")
     p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
@@ -201,7 +206,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    f"{AUTO_LABEL_SPREAD} in full-graph mode with label input, else 0")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed, help="seed for the init, dropout, label sampling and node order")
     p.add_argument("--num-threads", type=int, default=d.num_threads, help="torch threads (default: torch's choice)")
     p.add_argument("--output-dir", default=d.output_dir, help="checkpoint.pt, best_model.pt and metrics.json go "
                    "here; one run per folder")
