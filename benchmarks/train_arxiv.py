@@ -121,16 +121,20 @@ for _embedding in ("tt", "full"):
         CONFIGS[f"defaults-gat-{_embedding}-reuse1-spread10{_suffix}"] = ([*_base, *_extra], "defaults")
 # A cosine learning-rate schedule on top of the defaults (GAT's validation accuracy swings by about
 # a point from epoch to epoch at the constant rates); it did worse on seed 0 (docs/results.md).
-CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, "--lr-schedule", "cosine"], "defaults")
-# Both tricks on GAT without label input.
-CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (
-    ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE], "defaults")
+COSINE = ["--lr-schedule", "cosine"]
+CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, *COSINE], "defaults")
+# Both tricks on GAT without label input, and a cosine schedule on top (meant for runs longer than
+# the constant rates' best epochs, e.g. --epochs 300).
+GAT_TT_NOLABELS_TRICKS = ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE]
+CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (GAT_TT_NOLABELS_TRICKS, "defaults")
+CONFIGS["defaults-gat-tt-normres-logce-nolabels-cosine"] = ([*GAT_TT_NOLABELS_TRICKS, *COSINE], "defaults")
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
 # with --model sage --no-label-input) with the log-cross-entropy loss; with batch norm and residual
 # skips instead, with both (as GAT without label input), and with a GNN twice as wide.
 SAGE_TT_NOLABELS = ["--model", "sage", *TT, "--no-label-input"]
 for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-logce": NORM_RESIDUAL + LOG_CE,
-                        "-normres-h256": NORM_RESIDUAL + ["--hidden", "256"]}.items():
+                        "-normres-h256": NORM_RESIDUAL + ["--hidden", "256"],
+                        "-normres-logce-cosine": NORM_RESIDUAL + LOG_CE + COSINE}.items():
     CONFIGS[f"defaults-sage-tt-nolabels{_suffix}"] = ([*SAGE_TT_NOLABELS, *_extra], "defaults")
 
 
