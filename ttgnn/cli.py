@@ -154,7 +154,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--num-layers", type=int, default=d.num_layers, help="GNN layers")
     p.add_argument("--heads", type=int, default=d.heads, help="GAT heads")
     p.add_argument("--dropout", type=float, default=d.dropout, help="dropout between GNN layers")
-    p.add_argument("--input-dropout", type=float, default=d.input_dropout, help="dropout on the input rows")
+    p.add_argument("--input-dropout", type=float, default=d.input_dropout, help="dropout on the GNN's input vectors")
     p.add_argument("--attn-dropout", type=float, default=d.attn_dropout, help="GAT attention dropout")
     p.add_argument("--norm", choices=NORMS, default=d.norm, help="normalisation between GNN layers")
     p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual,
