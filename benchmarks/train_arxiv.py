@@ -130,14 +130,15 @@ CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (GAT_TT_NOLABELS_TRICKS, "de
 CONFIGS["defaults-gat-tt-normres-logce-nolabels-cosine"] = ([*GAT_TT_NOLABELS_TRICKS, *COSINE], "defaults")
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
 # with --model sage --no-label-input) with the log-cross-entropy loss; with batch norm and residual
-# skips instead, with both (as GAT without label input), with a GNN twice as wide, and with both
-# plus a cosine schedule, a GNN twice as wide or a 3x faster table.
+# skips instead, with both (as GAT without label input), and each of those two with a GNN twice as
+# wide; both plus a cosine schedule or a 3x faster table.
 SAGE_TT_NOLABELS = ["--model", "sage", *TT, "--no-label-input"]
-for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-logce": NORM_RESIDUAL + LOG_CE,
-                        "-normres-h256": NORM_RESIDUAL + ["--hidden", "256"],
-                        "-normres-logce-cosine": NORM_RESIDUAL + LOG_CE + COSINE,
-                        "-normres-logce-h256": NORM_RESIDUAL + LOG_CE + ["--hidden", "256"],
-                        "-normres-logce-emblr0.03": NORM_RESIDUAL + LOG_CE + ["--emb-lr", "0.03"]}.items():
+WIDE = ["--hidden", "256"]
+_both = NORM_RESIDUAL + LOG_CE
+for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-logce": _both,
+                        "-normres-h256": NORM_RESIDUAL + WIDE, "-normres-logce-h256": _both + WIDE,
+                        "-normres-logce-cosine": _both + COSINE,
+                        "-normres-logce-emblr0.03": _both + ["--emb-lr", "0.03"]}.items():
     CONFIGS[f"defaults-sage-tt-nolabels{_suffix}"] = ([*SAGE_TT_NOLABELS, *_extra], "defaults")
 
 

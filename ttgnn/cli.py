@@ -165,7 +165,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    "else torch)")
     p.add_argument("--mode", choices=MODES, default=d.mode, help="full-graph or neighbour sampling")
     p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
-    p.add_argument("--batch-size", type=int, default=d.batch_size, help="training nodes per step (minibatch)")
+    p.add_argument("--batch-size", type=int, default=d.batch_size, help="training nodes per step and process (minibatch)")
     p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size, help="nodes per inference step (minibatch)")
     p.add_argument("--eval-fanouts", type=_int_list, default=d.eval_fanouts,
                    help="minibatch: evaluate on neighbourhoods sampled with these fan-outs instead of exact "
