@@ -16,6 +16,8 @@ from ttgnn.partition import METHODS
     (dict(weight_decay=-0.1), "weight_decay must be a finite number >= 0"),
     (dict(dropout=1.0), r"dropout must be a finite number in \[0, 1\)"),
     (dict(label_smoothing=-0.1), "label_smoothing"),
+    (dict(edge_dropout=1.0), r"edge_dropout must be a finite number in \[0, 1\)"),
+    (dict(edge_dropout=0.3, mode="minibatch"), "edge_dropout=0.3 is for full-graph training"),
     (dict(label_rate=1.0), "label_rate"),
     (dict(label_rate=0.0), "label_rate"),
     (dict(epochs=0), "epochs"),

@@ -85,6 +85,25 @@ def test_to_same_device_is_identity_and_copies_carry_every_index():
     assert (copy.num_src, copy.num_dst) == (sg.num_src, sg.num_dst)
 
 
+@pytest.mark.parametrize("p", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("block", [False, True])
+def test_edge_subgraph_equals_the_graph_built_from_the_kept_edges(p, block):
+    graph = random_graph(50, 300, seed=3)
+    if block:
+        graph = sampled_blocks(graph, torch.tensor([0, 7, 11, 30]), [4, 6])[2][0]
+    sg = SparseGraph.from_dgl(graph)
+    keep = torch.rand(sg.num_edges, generator=torch.Generator().manual_seed(1)) >= p
+    sub = sg.edge_subgraph(keep)
+    assert (sub.num_src, sub.num_dst, sub.num_edges) == (sg.num_src, sg.num_dst, int(keep.sum()))
+    # the kept edges, in their order, and every derived index as a fresh build would make it
+    assert torch.equal(sub.indices, sg.indices[keep]) and torch.equal(sub.dst, sg.dst[keep])
+    built = SparseGraph(sub.indptr, sub.indices, sg.num_src)
+    for key in ("indptr", "indices", "dst", "t_indptr", "t_indices", "t_perm", "mean_weight"):
+        assert torch.equal(getattr(sub, key), getattr(built, key)), key
+    with pytest.raises(ValueError, match="keep must be a bool tensor"):
+        sg.edge_subgraph(keep.float())
+
+
 def test_csr_of_one_head_stores_contiguous_values():
     # A head's column of an (E, H) weight is strided; torch's CUDA sparse-dense product reads the
     # values buffer as if it were dense (seen on an H100, 2026-11-24: errors of order 1), so the

@@ -223,7 +223,7 @@ def test_label_input_model_full_blocks_and_inference_agree(small_graph, model):
 
 # ---------------------------------------------------------------------- GNN backends
 from ttgnn.layers import SparseGraph  # noqa: E402
-from ttgnn.models import resolve_gnn_backend  # noqa: E402
+from ttgnn.models import drop_edges, resolve_gnn_backend  # noqa: E402
 
 
 def _two_backends(ds, model, seed=0, **kwargs):
@@ -296,6 +296,41 @@ def test_tensor_backend_layerwise_inference(small_graph, model):
     full = ours(graph)
     torch.testing.assert_close(ours.inference(graph, batch_size=64), full, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(ours.inference(SparseGraph.from_dgl(graph)), full, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["dgl", "torch"])
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_edge_dropout_draws_a_subgraph_per_layer_in_training_only(small_graph, model, backend):
+    ds, graph = small_graph
+    torch.manual_seed(0)
+    inp = NodeInput("tt", ds.num_nodes, 16, ranks=4, init_scale=3.0)
+    gnn = build_model(model, inp, ds.num_classes, hidden=12, num_layers=2, heads=3, dropout=0.0, norm="none",
+                      gnn_backend=backend, edge_dropout=0.5).gnn
+    g = gnn.prepare_graph(graph, "cpu")
+    with torch.no_grad():
+        h = inp()
+        gnn.eval()  # evaluation sees every edge
+        every_edge = gnn(g, h)
+        gnn.edge_dropout = 0.0
+        torch.testing.assert_close(gnn(g, h), every_edge, rtol=0, atol=0)
+        gnn.edge_dropout = 0.5
+        gnn.train()
+        torch.manual_seed(5)
+        dropped = gnn(g, h)
+        torch.manual_seed(5)  # the same draws by hand: a fresh subgraph for each layer
+        x = h
+        for index in range(gnn.num_layers):
+            sub = drop_edges(g, 0.5)
+            num_edges = sub.num_edges if backend == "torch" else sub.num_edges()
+            assert 0.35 * graph.num_edges() < num_edges < 0.65 * graph.num_edges()
+            x = gnn.layer(index, sub, x)
+    torch.testing.assert_close(dropped, x, rtol=0, atol=0)
+    assert not torch.allclose(dropped, every_edge, atol=1e-3)
+    blocks = dgl.dataloading.MultiLayerFullNeighborSampler(2).sample_blocks(graph, torch.tensor([0, 5]))[2]
+    with pytest.raises(ValueError, match="edge dropout applies to full-graph training"):
+        gnn(blocks, h)
+    with pytest.raises(ValueError, match=r"edge_dropout must be in \[0, 1\)"):
+        build_model(model, inp, ds.num_classes, hidden=12, heads=3, edge_dropout=1.0)
 
 
 def test_resolve_gnn_backend():

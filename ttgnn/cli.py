@@ -156,6 +156,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--dropout", type=float, default=d.dropout, help="dropout between GNN layers")
     p.add_argument("--input-dropout", type=float, default=d.input_dropout, help="dropout on the GNN's input vectors")
     p.add_argument("--attn-dropout", type=float, default=d.attn_dropout, help="GAT attention dropout")
+    p.add_argument("--edge-dropout", type=float, default=d.edge_dropout,
+                   help="full-graph training: each layer leaves out this share of the edges, drawn anew per "
+                        "layer and step")
     p.add_argument("--norm", choices=NORMS, default=d.norm, help="normalisation between GNN layers")
     p.add_argument("--residual", action=argparse.BooleanOptionalAction, default=d.residual,
                    help="a linear skip around each GNN layer")

@@ -130,6 +130,8 @@ class TrainConfig:
             ``"gaussian"`` TT std, the ``"full"`` table's normal std, and for ``"ortho"`` the gain
             ``init_scale * sqrt(padded rows)`` (so ``W^T W = init_scale^2 * rows * I``).
         hidden, num_layers, heads (int): network size. dropout, input_dropout, attn_dropout (float).
+        edge_dropout (float): full-graph training only: each layer leaves out this share of the
+            edges, drawn anew per layer and step (:class:`ttgnn.models.GNN`). (default: ``0.0``)
         norm (str): one of :data:`ttgnn.choices.NORMS`. residual (bool): linear skips.
         gnn_backend (str): GNN layers, one of :data:`ttgnn.choices.GNN_BACKENDS`: ``"dgl"``,
             ``"torch"`` (:mod:`ttgnn.layers`, any device) or ``"auto"`` (DGL where the installed
@@ -207,6 +209,7 @@ class TrainConfig:
     dropout: float = 0.5
     input_dropout: float = 0.0
     attn_dropout: float = 0.0
+    edge_dropout: float = 0.0
     norm: str = "none"
     residual: bool = False
     gnn_backend: str = "auto"
@@ -267,8 +270,11 @@ class TrainConfig:
             _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
         for key in ("weight_decay", "emb_weight_decay"):
             _check_real(key, getattr(self, key), ">= 0", lambda v: v >= 0)
-        for key in ("dropout", "input_dropout", "attn_dropout", "label_smoothing"):
+        for key in ("dropout", "input_dropout", "attn_dropout", "edge_dropout", "label_smoothing"):
             _check_real(key, getattr(self, key), "in [0, 1)", lambda v: 0.0 <= v < 1.0)
+        if self.edge_dropout and self.mode != "full":
+            raise ValueError(f"edge_dropout={self.edge_dropout} is for full-graph training (mode='full'); in "
+                             f"mode={self.mode!r} neighbour sampling (fanouts) already leaves edges out")
         _check_real("label_rate", self.label_rate, "in (0, 1)", lambda v: 0.0 < v < 1.0)
         for key in ("fanouts", "row_shape", "col_shape"):
             for value in getattr(self, key) or ():

@@ -142,6 +142,28 @@ class SparseGraph:
         """``(num_dst,)`` in-degree of each destination."""
         return self.indptr[1:] - self.indptr[:-1]
 
+    def edge_subgraph(self, keep: torch.Tensor) -> "SparseGraph":
+        """The same nodes with only the edges where ``keep`` (BoolTensor ``(E,)``) is true.
+
+        Kept edges stay in their order, by destination and in the transpose, so nothing is
+        sorted again: ``O(E)``. A destination may end with no in-edge (its mean is zero).
+        """
+        if keep.dtype != torch.bool or keep.shape != self.indices.shape:
+            raise ValueError(f"keep must be a bool tensor of shape ({self.num_edges},), got {keep.dtype} "
+                             f"{tuple(keep.shape)}")
+        keep = keep.to(self.device)
+        kept_before = torch.zeros(self.num_edges + 1, dtype=torch.int64, device=self.device)
+        torch.cumsum(keep, 0, out=kept_before[1:])
+        indptr = kept_before[self.indptr]
+        dst = self.dst[keep]
+        keep_t = keep[self.t_perm]
+        kept_before_t = torch.zeros(self.num_edges + 1, dtype=torch.int64, device=self.device)
+        torch.cumsum(keep_t, 0, out=kept_before_t[1:])
+        degree = (indptr[1:] - indptr[:-1]).clamp(min=1).to(torch.float32)
+        derived = dict(dst=dst, t_indptr=kept_before_t[self.t_indptr], t_indices=self.t_indices[keep_t],
+                       t_perm=kept_before[self.t_perm[keep_t]], mean_weight=(1.0 / degree)[dst])
+        return SparseGraph(indptr, self.indices[keep], self.num_src, _derived=derived)
+
     def csr(self, values: torch.Tensor) -> torch.Tensor:
         """``(num_dst, num_src)`` sparse CSR matrix with ``values`` ``(E,)`` on the edges."""
         return _csr(self.indptr, self.indices, values, (self.num_dst, self.num_src))

@@ -39,7 +39,7 @@ from .choices import EMBEDDINGS, GNN_BACKENDS, MODELS, NORMS, check_choice  # no
 from .layers import SparseGraph, TensorGATConv, TensorSAGEConv  # noqa: E402
 
 __all__ = ["NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
-           "build_model", "resolve_gnn_backend", "dgl_runs_on"]
+           "build_model", "drop_edges", "resolve_gnn_backend", "dgl_runs_on"]
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +224,10 @@ class GNN(nn.Module):
         input_dropout (float, optional): dropout on the input vectors. (default: ``0.0``)
         norm (str, optional): ``"batch"``, ``"layer"`` or ``"none"``. (default: ``"batch"``)
         residual (bool, optional): add a linear skip from each layer's input. (default: ``False``)
+        edge_dropout (float, optional): in training on a full graph, each layer sees the graph
+            without a random share ``edge_dropout`` of its edges, drawn anew per layer and step
+            (edge dropout: a mean or an attention softmax over the kept in-edges only);
+            evaluation sees every edge. (default: ``0.0``)
         backend (str, optional): ``"dgl"`` (DGL's convolutions; graphs are DGL graphs or blocks)
             or ``"torch"`` (:mod:`ttgnn.layers`; graphs are :class:`~ttgnn.layers.SparseGraph`, or
             DGL graphs converted on each call). Parameter names and shapes are the same in both.
@@ -232,16 +236,19 @@ class GNN(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int = 3, dropout: float = 0.5,
                  input_dropout: float = 0.0, norm: str = "batch", residual: bool = False, backend: str = "dgl",
-                 **conv_kwargs) -> None:
+                 edge_dropout: float = 0.0, **conv_kwargs) -> None:
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+        if not 0.0 <= edge_dropout < 1.0:
+            raise ValueError(f"edge_dropout must be in [0, 1), got {edge_dropout}")
         if backend not in ("dgl", "torch"):
             raise ValueError(f"backend must be 'dgl' or 'torch' (resolve 'auto' with resolve_gnn_backend), "
                              f"got {backend!r}")
         self.backend = backend
+        self.edge_dropout = edge_dropout
         self.num_layers = num_layers
         self.hidden = hidden
         self.num_classes = num_classes
@@ -317,15 +324,19 @@ class GNN(nn.Module):
             - **output:** ``(num_dst, num_classes)`` (of the last block; all nodes for a full graph).
         """
         h = self.input_dropout(h)
+        drop = self.training and self.edge_dropout > 0
         if isinstance(graph, (list, tuple)):
             if len(graph) != self.num_layers:
                 raise ValueError(f"expected {self.num_layers} blocks, got {len(graph)}")
+            if drop:
+                raise ValueError("edge dropout applies to full-graph training; with blocks, neighbour sampling "
+                                 "already leaves edges out (set edge_dropout=0)")
             for index, block in enumerate(graph):
                 h = self.layer(index, self.prepare_graph(block, h.device), h)
             return h
         graph = self.prepare_graph(graph, h.device)
         for index in range(self.num_layers):
-            h = self.layer(index, graph, h)
+            h = self.layer(index, drop_edges(graph, self.edge_dropout) if drop else graph, h)
         return h
 
     @torch.no_grad()
@@ -373,6 +384,18 @@ class GNN(nn.Module):
                 out[output_nodes.long()] = self.layer(index, block, h[input_nodes.long()].to(device))
             h = out
         return h
+
+
+def drop_edges(graph, p: float):
+    """``graph`` (a DGL graph or a :class:`~ttgnn.layers.SparseGraph`) without a random share
+    ``p`` of its edges, each left out with probability ``p`` (torch's global generator, on the
+    graph's device); the nodes stay the same."""
+    num_edges = graph.num_edges if isinstance(graph, SparseGraph) else graph.num_edges()
+    keep = torch.rand(num_edges, device=graph.device) >= p
+    if isinstance(graph, SparseGraph):
+        return graph.edge_subgraph(keep)
+    return dgl.edge_subgraph(graph, keep.nonzero().squeeze(1).to(graph.idtype), relabel_nodes=False,
+                             store_ids=False)
 
 
 class GraphSAGE(GNN):
@@ -475,7 +498,7 @@ class NodeClassifier(nn.Module):
 
 def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: int = 256, num_layers: int = 3,
                 dropout: float = 0.5, input_dropout: float = 0.0, norm: str = "batch", residual: bool = False,
-                heads: int = 4, attn_dropout: float = 0.0, label_input: bool = False,
+                heads: int = 4, attn_dropout: float = 0.0, edge_dropout: float = 0.0, label_input: bool = False,
                 gnn_backend: str = "dgl", label_reuse_iters: int = 0,
                 label_spread_steps: int = 0) -> NodeClassifier:
     """A :class:`NodeClassifier` with a ``"sage"`` or ``"gat"`` network on ``node_input`` (plus a
@@ -486,7 +509,7 @@ def build_model(model: str, node_input: NodeInput, num_classes: int, *, hidden: 
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     common = dict(num_layers=num_layers, dropout=dropout, input_dropout=input_dropout, norm=norm, residual=residual,
-                  backend=gnn_backend)
+                  edge_dropout=edge_dropout, backend=gnn_backend)
     if model == "sage":
         gnn = GraphSAGE(node_input.dim, hidden, num_classes, **common)
     else:

@@ -158,7 +158,7 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
                        norm=config.norm, residual=config.residual, heads=config.heads,
-                       attn_dropout=config.attn_dropout, gnn_backend=gnn_backend,
+                       attn_dropout=config.attn_dropout, edge_dropout=config.edge_dropout, gnn_backend=gnn_backend,
                        label_input=config.label_input, label_reuse_iters=config.label_reuse,
                        label_spread_steps=config.label_spread)
 
