@@ -3,7 +3,10 @@
 For each model, both backends are built from the same seed (same weights) and timed in
 interleaved rounds (each round runs one epoch of each backend), so drifting machine load does not
 enter their ratio. An epoch is what ``ttgnn train --mode full`` does per epoch: forward on the full
-graph, loss on the training nodes, backward, Adam step (:func:`ttgnn.train.train_epoch`). On CUDA
+graph, loss on the training nodes, backward, Adam step (:func:`ttgnn.train.train_epoch`), and
+then the evaluation of every node (:func:`ttgnn.evaluation.evaluate`, with the label reuse
+rounds the settings have), timed apart. The settings are the command line's defaults for the
+graph (label input, reuse and spreading as ``ttgnn train`` settles them). On CUDA
 the time is taken with CUDA events and the peak allocated GPU memory is reported; DGL runs only
 where the installed DGL supports the device (the PyPI wheel: the CPU).
 
@@ -20,6 +23,7 @@ import torch
 
 from ttgnn.config import TrainConfig
 from ttgnn.data import load_dataset
+from ttgnn.evaluation import evaluate
 from ttgnn.models import dgl_runs_on
 from ttgnn.train import setup_run, train_epoch
 
@@ -33,17 +37,24 @@ def _config(args, model: str, embedding: str, backend: str) -> TrainConfig:
                        heads=args.heads, progress=False, correct_smooth=False, **extra)
 
 
-def _timed_epoch(run, epoch: int, device: torch.device) -> float:
+def _timed(step, device: torch.device) -> float:
     if device.type == "cuda":
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        train_epoch(run, epoch)
+        step()
         stop.record()
         torch.cuda.synchronize(device)
         return start.elapsed_time(stop) / 1000.0
     started = time.perf_counter()
-    train_epoch(run, epoch)
+    step()
     return time.perf_counter() - started
+
+
+def _timed_epoch(run, epoch: int, device: torch.device) -> tuple[float, float]:
+    """Seconds of one training epoch and of the evaluation after it."""
+    train_s = _timed(lambda: train_epoch(run, epoch), device)
+    eval_s = _timed(lambda: evaluate(run.model, run.graph, run.dataset, "full", accuracy=run.accuracy), device)
+    return train_s, eval_s
 
 
 def main(argv=None) -> int:
@@ -75,13 +86,15 @@ def main(argv=None) -> int:
     print(f"# {args.dataset} full-graph epoch (forward + backward + Adam), {device}, "
           f"{torch.get_num_threads()} threads, hidden {args.hidden}, {args.num_layers} layers; "
           f"median of {args.rounds} interleaved rounds")
-    print(f"{'model':>6} {'embedding':>9} {'backend':>8} {'epoch s':>9} {'min s':>8} {'vs dgl':>7} {'peak GPU MiB':>13}")
+    print(f"{'model':>6} {'embedding':>9} {'backend':>8} {'epoch s':>9} {'min s':>8} {'vs dgl':>7} {'eval s':>8} "
+          f"{'vs dgl':>7} {'peak GPU MiB':>13}")
     for model in args.models:
         for embedding in args.embedding:
             runs = {}
             for backend in backends:
                 runs[backend] = setup_run(_config(args, model, embedding, backend), dataset, 0, 1, device)
             times = {backend: [] for backend in backends}
+            eval_times = {backend: [] for backend in backends}
             for backend, run in runs.items():  # warm-up (allocator, kernels' first launch)
                 _timed_epoch(run, 1, device)
             if device.type == "cuda":
@@ -91,20 +104,26 @@ def main(argv=None) -> int:
                 for backend, run in runs.items():
                     if device.type == "cuda":
                         torch.cuda.reset_peak_memory_stats(device)
-                    times[backend].append(_timed_epoch(run, 2 + round_, device))
+                    train_s, eval_s = _timed_epoch(run, 2 + round_, device)
+                    times[backend].append(train_s)
+                    eval_times[backend].append(eval_s)
                     if device.type == "cuda":
                         peaks[backend] = max(peaks.get(backend, 0.0), torch.cuda.max_memory_allocated(device) / 2**20)
             base = statistics.median(times["dgl"]) if "dgl" in times else None
+            eval_base = statistics.median(eval_times["dgl"]) if "dgl" in eval_times else None
             for backend in backends:
                 median = statistics.median(times[backend])
+                eval_median = statistics.median(eval_times[backend])
                 row = dict(model=model, embedding=embedding, backend=backend, device=str(device),
                            epoch_s=median, min_s=min(times[backend]), vs_dgl=median / base if base else None,
+                           eval_s=eval_median, eval_vs_dgl=eval_median / eval_base if eval_base else None,
                            peak_gpu_mib=peaks.get(backend))
                 rows.append(row)
                 ratio = f"{row['vs_dgl']:.2f}" if row["vs_dgl"] else "-"
+                eval_ratio = f"{row['eval_vs_dgl']:.2f}" if row["eval_vs_dgl"] else "-"
                 peak = f"{row['peak_gpu_mib']:.0f}" if row["peak_gpu_mib"] else "-"
-                print(f"{model:>6} {embedding:>9} {backend:>8} {median:>9.3f} {row['min_s']:>8.3f} {ratio:>7} {peak:>13}",
-                      flush=True)
+                print(f"{model:>6} {embedding:>9} {backend:>8} {median:>9.3f} {row['min_s']:>8.3f} {ratio:>7} "
+                      f"{eval_median:>8.3f} {eval_ratio:>7} {peak:>13}", flush=True)
             del runs
     if args.json:
         with open(args.json, "w") as fh:

@@ -144,6 +144,13 @@ for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-l
                         "-normres-logce-emblr0.03": _both + ["--emb-lr", "0.03"],
                         "-normres-logce-edrop0.3": _both + EDGE_DROPOUT}.items():
     CONFIGS[f"defaults-sage-tt-nolabels{_suffix}"] = ([*SAGE_TT_NOLABELS, *_extra], "defaults")
+# The same with the TT table in four cores at rank 11 or five at rank 15 (the largest ranks at >= 1,000x,
+# shapes as ttgnn.shapes.shape_for_budget factors them) instead of three cores at rank 8 (1,118x).
+TT_CORES = {4: ["--embedding", "tt", "--rank", "11", "--row-shape", "20,20,21,21", "--col-shape", "4,4,4,2"],
+            5: ["--embedding", "tt", "--rank", "15", "--row-shape", "11,11,11,11,12", "--col-shape", "4,4,2,2,2"]}
+for _cores, _tt in TT_CORES.items():
+    CONFIGS[f"defaults-sage-tt{_cores}-nolabels-normres-logce"] = (["--model", "sage", *_tt, "--no-label-input",
+                                                                    *_both], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
