@@ -39,6 +39,10 @@ BEFORE_AUTO_SPREAD = ["--label-spread", "0"]
 EARLIER_DEFAULTS = ["--init", "ortho", "--init-scale", "1.0", "--dropout", "0.2", "--norm", "batch", "--lr", "0.02",
                     "--emb-lr", "0.05", "--no-label-input", *BEFORE_AUTO_REUSE, *BEFORE_AUTO_SPREAD]
 TT = ["--embedding", "tt", "--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
+# TT tables in four cores at rank 11 (1,023x) or five at rank 15 (1,041x): the largest ranks at >= 1,000x,
+# shapes as ttgnn.shapes.shape_for_budget factors them, against TT's three cores at rank 8 (1,118x).
+TT_CORES = {4: ["--embedding", "tt", "--rank", "11", "--row-shape", "20,20,21,21", "--col-shape", "4,4,4,2"],
+            5: ["--embedding", "tt", "--rank", "15", "--row-shape", "11,11,11,11,12", "--col-shape", "4,4,2,2,2"]}
 
 # Epochs of the main runs (GAT epochs cost about 4x SAGE's on CPU); --epochs overrides both.
 EPOCHS = {"sage": 200, "gat": 100}
@@ -128,7 +132,10 @@ CONFIGS["defaults-gat-tt-cosine"] = (["--model", "gat", *TT, *COSINE], "defaults
 GAT_TT_NOLABELS_TRICKS = ["--model", "gat", *TT, "--no-label-input", *NORM_RESIDUAL, *LOG_CE]
 CONFIGS["defaults-gat-tt-normres-logce-nolabels"] = (GAT_TT_NOLABELS_TRICKS, "defaults")
 CONFIGS["defaults-gat-tt-normres-logce-nolabels-cosine"] = ([*GAT_TT_NOLABELS_TRICKS, *COSINE], "defaults")
-# Edge dropout, a third of the tricks' GAT (each layer trains on 70% of the edges, drawn anew per step).
+for _cores, _tt in TT_CORES.items():
+    CONFIGS[f"defaults-gat-tt{_cores}-normres-logce-nolabels"] = (["--model", "gat", *_tt, "--no-label-input",
+                                                                   *NORM_RESIDUAL, *LOG_CE], "defaults")
+# Edge dropout at the tricks' GAT's 0.3 (each layer trains on 70% of the edges, drawn anew per step).
 EDGE_DROPOUT = ["--edge-dropout", "0.3"]
 CONFIGS["defaults-gat-tt-normres-logce-nolabels-edrop0.3"] = ([*GAT_TT_NOLABELS_TRICKS, *EDGE_DROPOUT], "defaults")
 # GraphSAGE without label input (the defaults sweep's "combined" row, the command line's defaults
@@ -144,10 +151,7 @@ for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-l
                         "-normres-logce-emblr0.03": _both + ["--emb-lr", "0.03"],
                         "-normres-logce-edrop0.3": _both + EDGE_DROPOUT}.items():
     CONFIGS[f"defaults-sage-tt-nolabels{_suffix}"] = ([*SAGE_TT_NOLABELS, *_extra], "defaults")
-# The same with the TT table in four cores at rank 11 or five at rank 15 (the largest ranks at >= 1,000x,
-# shapes as ttgnn.shapes.shape_for_budget factors them) instead of three cores at rank 8 (1,118x).
-TT_CORES = {4: ["--embedding", "tt", "--rank", "11", "--row-shape", "20,20,21,21", "--col-shape", "4,4,4,2"],
-            5: ["--embedding", "tt", "--rank", "15", "--row-shape", "11,11,11,11,12", "--col-shape", "4,4,2,2,2"]}
+# The same with the TT table in four or five cores (TT_CORES) instead of three.
 for _cores, _tt in TT_CORES.items():
     CONFIGS[f"defaults-sage-tt{_cores}-nolabels-normres-logce"] = (["--model", "sage", *_tt, "--no-label-input",
                                                                     *_both], "defaults")

@@ -78,11 +78,14 @@ def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
 _tiny_config = functools.partial(small_config, epochs=4, mode="minibatch")
 
 
-@pytest.mark.parametrize("model,mode,labels,reuse,schedule", [
-    ("sage", "minibatch", False, 0, "constant"), ("gat", "full", False, 0, "constant"),
-    ("sage", "minibatch", True, 0, "cosine"), ("gat", "full", True, 1, "constant"), ("sage", "full", False, 0, "cosine")])
-def test_resume_matches_uninterrupted(tmp_path, planted, monkeypatch, model, mode, labels, reuse, schedule):
-    kw = dict(model=model, mode=mode, label_input=labels, label_reuse=reuse, lr_schedule=schedule)
+@pytest.mark.parametrize("model,mode,labels,reuse,schedule,edge_dropout", [
+    ("sage", "minibatch", False, 0, "constant", 0.0), ("gat", "full", False, 0, "constant", 0.3),
+    ("sage", "minibatch", True, 0, "cosine", 0.0), ("gat", "full", True, 1, "constant", 0.0),
+    ("sage", "full", False, 0, "cosine", 0.3)])
+def test_resume_matches_uninterrupted(tmp_path, planted, monkeypatch, model, mode, labels, reuse, schedule,
+                                      edge_dropout):
+    kw = dict(model=model, mode=mode, label_input=labels, label_reuse=reuse, lr_schedule=schedule,
+              edge_dropout=edge_dropout)
     whole = train(_tiny_config(tmp_path / "whole", **kw), planted)
     # The same 4-epoch run, stopped (Ctrl-C) in epoch 3: the cosine follows --epochs, so the first
     # half is not a 2-epoch run.
