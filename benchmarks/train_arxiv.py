@@ -39,10 +39,12 @@ BEFORE_AUTO_SPREAD = ["--label-spread", "0"]
 EARLIER_DEFAULTS = ["--init", "ortho", "--init-scale", "1.0", "--dropout", "0.2", "--norm", "batch", "--lr", "0.02",
                     "--emb-lr", "0.05", "--no-label-input", *BEFORE_AUTO_REUSE, *BEFORE_AUTO_SPREAD]
 TT = ["--embedding", "tt", "--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
-# TT tables in four cores at rank 11 (1,023x) or five at rank 15 (1,041x): the largest ranks at >= 1,000x,
-# shapes as ttgnn.shapes.shape_for_budget factors them, against TT's three cores at rank 8 (1,118x).
+# TT tables in four cores at rank 11 (1,023x), five at rank 15 (1,041x) or six at rank 19 (1,006x; the last
+# bond capped at 16): the largest ranks at >= 1,000x, shapes as ttgnn.shapes.shape_for_budget factors them,
+# against TT's three cores at rank 8 (1,118x).
 TT_CORES = {4: ["--embedding", "tt", "--rank", "11", "--row-shape", "20,20,21,21", "--col-shape", "4,4,4,2"],
-            5: ["--embedding", "tt", "--rank", "15", "--row-shape", "11,11,11,11,12", "--col-shape", "4,4,2,2,2"]}
+            5: ["--embedding", "tt", "--rank", "15", "--row-shape", "11,11,11,11,12", "--col-shape", "4,4,2,2,2"],
+            6: ["--embedding", "tt", "--rank", "19", "--row-shape", "7,7,7,8,8,8", "--col-shape", "4,2,2,2,2,2"]}
 
 # Epochs of the main runs (GAT epochs cost about 4x SAGE's on CPU); --epochs overrides both.
 EPOCHS = {"sage": 200, "gat": 100}

@@ -40,7 +40,7 @@ def test_reference_matches_explicit_products():
 @given(
     num_rows=st.integers(1, 3000),
     dim=st.sampled_from([1, 2, 6, 12, 16, 30]),
-    num_cores=st.integers(2, 5),
+    num_cores=st.integers(2, 8),
     rank=st.integers(1, 6),
     index_shape=st.lists(st.integers(0, 5), min_size=0, max_size=3),
     int32=st.booleans(),
@@ -83,7 +83,7 @@ def test_only_requested_rows_are_computed(monkeypatch):
     assert seen[0].tolist() == [3, 9999, 3, 17]
 
 
-@pytest.mark.parametrize("num_cores", [2, 3, 4, 5])
+@pytest.mark.parametrize("num_cores", [2, 3, 4, 5, 6, 8])
 def test_gradcheck_cores_float64(num_cores):
     torch.manual_seed(num_cores)
     emb = TTNodeEmbedding(50, 8, ranks=3, num_cores=num_cores, dtype=torch.float64)

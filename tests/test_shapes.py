@@ -86,8 +86,8 @@ def test_ttshape_arxiv_counts_match_published_ratios():
         (dict(row_shape=[10, 10, 10], col_shape=[16, 8]), ValueError, "one factor per core"),
         (dict(row_shape=[10, 0, 10]), ValueError, "factors must be >= 1"),
         (dict(row_shape=[10, 10.0, 10]), TypeError, "must contain ints"),
-        (dict(num_cores=1), ValueError, r"num_cores must be in \[2, 5\]"),
-        (dict(num_cores=6), ValueError, r"num_cores must be in \[2, 5\]"),
+        (dict(num_cores=1), ValueError, r"num_cores must be in \[2, 8\]"),
+        (dict(num_cores=9), ValueError, r"num_cores must be in \[2, 8\]"),
         (dict(row_shape=[2, 2, 2, 2, 2, 2, 2, 2, 2, 2]), ValueError, "num_cores must be in"),
     ],
 )
@@ -132,6 +132,34 @@ def test_shape_for_budget_picks_the_largest_rank_that_fits():
     small = shape_for_budget(27, 8, max_params=10**6, row_shape=[3, 3, 3], col_shape=[2, 2, 2])
     assert small.ranks == (1, 6, 6, 1)
     assert small.num_parameters <= 10**6
+
+
+def test_shape_for_budget_more_cores_allow_a_larger_rank():
+    from ttgnn.shapes import shape_for_budget
+
+    # arxiv at >= 1,000x: rank 8 in three cores, 15 in five, 19 in six (the last bond capped at 16)
+    ranks = {k: shape_for_budget(169_343, 128, compression=1000, num_cores=k).ranks for k in (3, 5, 6)}
+    assert ranks == {3: (1, 8, 8, 1), 5: (1, 15, 15, 15, 15, 1), 6: (1, 19, 19, 19, 19, 16, 1)}
+    six = shape_for_budget(169_343, 128, compression=1000, num_cores=6)
+    assert six.row_shape == (7, 7, 7, 8, 8, 8) and six.compression_ratio >= 1000
+
+
+@pytest.mark.parametrize("num_rows, cores", [(1, 3), (169_343, 3), (256**3, 3), (256**3 + 1, 4), (256**4, 4),
+                                             (256**4 + 1, 5), (256**5, 5), (256**5 + 1, 6), (2**62, 8)])
+def test_auto_num_cores_smallest_with_row_factors_at_most_256(num_rows, cores):
+    from ttgnn.shapes import auto_num_cores, factor_rows
+
+    assert auto_num_cores(num_rows) == cores
+    assert max(factor_rows(num_rows, cores)) <= 256
+    if cores > 3:
+        assert max(factor_rows(num_rows, cores - 1)) > 256
+
+
+def test_max_cores_is_the_kernels_limit():
+    from ttgnn.ops import KERNEL_MAX_CORES
+    from ttgnn.shapes import MAX_CORES
+
+    assert MAX_CORES == KERNEL_MAX_CORES
 
 
 @pytest.mark.parametrize("kwargs,message", [

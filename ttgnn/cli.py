@@ -103,7 +103,7 @@ def _add_info_parser(sub) -> None:
     p.add_argument("--rows", type=int, required=True, help="number of embedding rows N")
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     p.add_argument("--rank", type=int, nargs="+", default=[16], help="one or more TT ranks")
-    p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-5 (default: from N)")
+    p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-8 (default: from N)")
     p.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
     p.add_argument("--col-shape", type=_int_list, default=None, help="e.g. 8,4,4 (default: automatic)")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
@@ -129,7 +129,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--rank", type=int, default=d.rank, help=f"TT rank (default: {AUTO_RANK}, or {AUTO_RANK_FEW_LABELS} "
                    f"where training nodes are under {few} of the graph; either lowered to keep at least "
                    f"{AUTO_MIN_COMPRESSION:.0f}x compression)")
-    p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores, 2-5 (default: from the number "
+    p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores, 2-8 (default: from the number "
                    "of nodes: 3 up to about 1.7e7, then 4)")
     p.add_argument("--row-shape", type=_int_list, default=d.row_shape, help="TT row shape, e.g. 55,55,56 "
                    "(default: automatic)")
@@ -348,7 +348,7 @@ def _add_partition_parser(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write cached node orders")
     p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56 "
                    "(default: automatic from --num-cores)")
-    p.add_argument("--num-cores", type=int, default=None, help="TT cores when --row-shape is automatic, 2-5 "
+    p.add_argument("--num-cores", type=int, default=None, help="TT cores when --row-shape is automatic, 2-8 "
                    "(default: from the number of nodes)")
     p.add_argument("--method", nargs="+", choices=ORDERS, default=["hierarchical-metis"],
                    help="one or more node orders to compute and compare")

@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 MIN_CORES = 2
-MAX_CORES = 5
+#: The compiled kernels' limit (``ttgnn.ops.KERNEL_MAX_CORES``).
+MAX_CORES = 8
 #: :func:`auto_num_cores` adds cores until every row factor is at most this.
 AUTO_MAX_ROW_FACTOR = 256
 
@@ -74,7 +75,7 @@ def factor_rows(num_rows: int, num_cores: int) -> list[int]:
 
     Args:
         num_rows (int): number of embedding rows ``N``.
-        num_cores (int): number of TT cores ``K`` (2 to 5).
+        num_cores (int): number of TT cores ``K`` (2 to 8).
     """
     _check_positive_int("num_rows", num_rows)
     _check_num_cores(num_cores)
@@ -93,13 +94,16 @@ def factor_rows(num_rows: int, num_cores: int) -> list[int]:
 
 
 def auto_num_cores(num_rows: int) -> int:
-    """The number of cores for ``num_rows`` rows when none is given: the smallest ``K`` from 3 to 5
-    whose balanced row factors (:func:`factor_rows`) are all at most :data:`AUTO_MAX_ROW_FACTOR` (256).
+    """The number of cores for ``num_rows`` rows when none is given: the smallest ``K`` from 3 to
+    :data:`MAX_CORES` whose balanced row factors (:func:`factor_rows`) are all at most
+    :data:`AUTO_MAX_ROW_FACTOR` (256), else :data:`MAX_CORES`.
 
     Three cores up to about 1.7 x 10^7 rows (ogbn-arxiv: ``[55, 55, 56]``; ogbn-products:
     ``[135, 135, 135]``), four up to about 4.3 x 10^9 (ogbn-papers100M: ``[102, 103, 103, 103]``;
-    10^9 rows at rank 16: 1.5 MiB instead of 4.8 MiB with three), then five. Large row factors make
-    the first and last cores, which grow with ``n_k``, dominate the parameter count.
+    10^9 rows at rank 16: 1.5 MiB instead of 4.8 MiB with three), five up to about 1.1 x 10^12.
+    Large row factors make the first and last cores, which grow with ``n_k``, dominate the
+    parameter count. More cores at a fixed budget allow a larger rank (ogbn-arxiv at 1,000x: rank 8
+    in three cores, 15 in five, 19 in six; :func:`shape_for_budget`), which a caller may prefer.
     """
     _check_positive_int("num_rows", num_rows)
     for num_cores in range(3, MAX_CORES):
@@ -129,7 +133,7 @@ def factor_dim(dim: int, num_cores: int) -> list[int]:
 
     Args:
         dim (int): embedding dimension ``D``.
-        num_cores (int): number of TT cores ``K`` (2 to 5).
+        num_cores (int): number of TT cores ``K`` (2 to 8).
     """
     _check_positive_int("dim", dim)
     _check_num_cores(num_cores)
