@@ -360,6 +360,16 @@ def test_bad_row_tensors(device):
     _bad(cores, torch.zeros(2, 2, dtype=torch.long, device=device), r"rows must be 1-D \(B,\), got shape \[2, 2\]")
 
 
+def test_kernel_takes_max_cores_and_no_more(device):
+    from ttgnn.shapes import MAX_CORES
+
+    # the shapes' limit is the compiled kernels' kMaxCores: the largest table runs, one core more is refused
+    cores = make_cores((2,) * MAX_CORES, (2,) + (1,) * (MAX_CORES - 1), 3, device=device, dtype=torch.float64)
+    rows = torch.tensor([0, 2**MAX_CORES - 1, 5, 5], device=device)
+    torch.testing.assert_close(tt_lookup_kernel(cores, rows), tt_lookup_reference(cores, rows), rtol=1e-12, atol=1e-12)
+    _bad(cores + cores[-1:], rows, rf"expected 2 to {MAX_CORES} cores, got {MAX_CORES + 1}")
+
+
 def test_bad_cores(device):
     rows = torch.tensor([0, 1], device=device)
     good = make_cores((4, 5, 6), (2, 2, 2), 3, device=device)

@@ -155,13 +155,6 @@ def test_auto_num_cores_smallest_with_row_factors_at_most_256(num_rows, cores):
         assert max(factor_rows(num_rows, cores - 1)) > 256
 
 
-def test_max_cores_is_the_kernels_limit():
-    from ttgnn.ops import KERNEL_MAX_CORES
-    from ttgnn.shapes import MAX_CORES
-
-    assert MAX_CORES == KERNEL_MAX_CORES
-
-
 @pytest.mark.parametrize("kwargs,message", [
     (dict(), "exactly one"),
     (dict(max_params=100, compression=10.0), "exactly one"),

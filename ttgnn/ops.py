@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from . import _ext
-from .shapes import index_to_digits
+from .shapes import MAX_CORES, index_to_digits
 
 __all__ = [
     "tt_lookup",
@@ -40,8 +40,8 @@ __all__ = [
 KERNEL_DTYPES = (torch.float32, torch.float64)
 #: Row dtypes the compiled kernels support.
 KERNEL_INDEX_DTYPES = (torch.int32, torch.int64)
-#: Core counts the compiled kernels support.
-KERNEL_MAX_CORES = 8
+#: Core counts the compiled kernels support: 2 to this (:data:`ttgnn.shapes.MAX_CORES`).
+KERNEL_MAX_CORES = MAX_CORES
 
 
 def tt_lookup_reference(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:

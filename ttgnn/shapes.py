@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 MIN_CORES = 2
-#: The compiled kernels' limit (``ttgnn.ops.KERNEL_MAX_CORES``).
+#: At most this many cores: ``kMaxCores`` of the compiled kernels (``kernels/tt_lookup_math.h``).
 MAX_CORES = 8
 #: :func:`auto_num_cores` adds cores until every row factor is at most this.
 AUTO_MAX_ROW_FACTOR = 256
@@ -103,7 +103,8 @@ def auto_num_cores(num_rows: int) -> int:
     10^9 rows at rank 16: 1.5 MiB instead of 4.8 MiB with three), five up to about 1.1 x 10^12.
     Large row factors make the first and last cores, which grow with ``n_k``, dominate the
     parameter count. More cores at a fixed budget allow a larger rank (ogbn-arxiv at 1,000x: rank 8
-    in three cores, 15 in five, 19 in six; :func:`shape_for_budget`), which a caller may prefer.
+    in three cores, 15 in five, 19 in six; :func:`shape_for_budget`); on ogbn-arxiv five cores
+    lifted GraphSAGE, six did not (docs/results.md).
     """
     _check_positive_int("num_rows", num_rows)
     for num_cores in range(3, MAX_CORES):
