@@ -12,6 +12,7 @@ configuration. ``benchmarks/plot_results.py`` draws the result.
     python benchmarks/compression_sweep.py --root $TTGNN_DATA                 # cora and citeseer, SAGE
     python benchmarks/compression_sweep.py --root $TTGNN_DATA --settings cli  # the CLI's defaults (GAT)
     python benchmarks/compression_sweep.py --datasets cora --models sage gat --ranks 4 16 --seeds 5
+    python benchmarks/compression_sweep.py --settings cli --loss log-ce --datasets cora --ranks 4 --seeds 10
     python benchmarks/compression_sweep.py --settings cli --init spectral --spectral-vectors 8 \\
         --datasets cora citeseer pubmed --ranks 4 8 --seeds 5 --out runs/sweep-cli-spectral8
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from summary import mean_std  # (benchmarks/summary.py)
+from ttgnn.choices import LOSSES
 
 # Small-graph settings (two layers, no normalisation, dropout and weight decay as in the
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
@@ -77,6 +79,8 @@ def run_args(args, dataset: str, model: str, embedding: str, rank, seed: int, fo
         cmd += ["--spectral-vectors", str(args.spectral_vectors)]
     if args.label_spread is not None:
         cmd += ["--label-spread", str(args.label_spread)]
+    if args.loss is not None:
+        cmd += ["--loss", args.loss]
     if rank is not None:
         cmd += ["--rank", str(rank)]
     if args.root:
@@ -103,6 +107,8 @@ def main() -> int:
                         help="known training labels as inputs in every run (default: the settings')")
     parser.add_argument("--label-spread", type=int, default=None, metavar="STEPS",
                         help="label spreading steps of every run (default: the settings')")
+    parser.add_argument("--loss", choices=LOSSES, default=None,
+                        help="training loss of every run (default: the settings')")
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
 

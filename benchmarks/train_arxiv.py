@@ -34,10 +34,14 @@ BEFORE_AUTO_REUSE = ["--label-reuse", "0"]
 # Every run here was made before label spreading became the default with label input in full-graph
 # mode (2026-11-25): spreading stays off unless a configuration names --label-spread.
 BEFORE_AUTO_SPREAD = ["--label-spread", "0"]
+# ...and before GAT in full-graph mode got the log-cross-entropy loss where labels are many
+# (2026-11-26): the plain cross-entropy unless a configuration names --loss.
+BEFORE_AUTO_LOSS = ["--loss", "ce"]
 # The CLI defaults before the defaults sweep (32b3b7e): every configuration starts from them, so
 # the tables in docs/results.md stay reproducible; a configuration's own flags come after and win.
 EARLIER_DEFAULTS = ["--init", "ortho", "--init-scale", "1.0", "--dropout", "0.2", "--norm", "batch", "--lr", "0.02",
-                    "--emb-lr", "0.05", "--no-label-input", *BEFORE_AUTO_REUSE, *BEFORE_AUTO_SPREAD]
+                    "--emb-lr", "0.05", "--no-label-input", *BEFORE_AUTO_REUSE, *BEFORE_AUTO_SPREAD,
+                    *BEFORE_AUTO_LOSS]
 TT = ["--embedding", "tt", "--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
 # TT tables in four cores at rank 11 (1,023x), five at rank 15 (1,041x) or six at rank 19 (1,006x; the last
 # bond capped at 16): the largest ranks at >= 1,000x, shapes as ttgnn.shapes.shape_for_budget factors them,
@@ -174,7 +178,8 @@ def command(name: str, out: Path, epochs: int, threads: int, seed: int = 0, root
         start = EARLIER_DEFAULTS
     else:
         start = (([] if "--label-reuse" in args else BEFORE_AUTO_REUSE)
-                 + ([] if "--label-spread" in args else BEFORE_AUTO_SPREAD))
+                 + ([] if "--label-spread" in args else BEFORE_AUTO_SPREAD)
+                 + ([] if "--loss" in args else BEFORE_AUTO_LOSS))
     return ["ttgnn", "train", *COMMON, *where, "--num-threads", str(threads), *start, *args,
             "--epochs", str(epochs), "--seed", str(seed), "--output-dir", str(run_dir(out, name, seed))]
 

@@ -145,6 +145,7 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         config.validate()
         assert config.label_spread == (10 if "-spread10" in name else 0), name
         assert config.label_reuse == (1 if "-reuse1" in name else 0), name
+        assert config.loss == ("log-ce" if "logce" in name else "ce"), name  # never left to the rule
 
 
 def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(monkeypatch, tmp_path):
@@ -183,3 +184,22 @@ def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(mon
     write(dataclasses.replace(full, rank=8).settings(), 3)
     assert finished_run(tmp_path, full) is not None
     assert finished_run(tmp_path, dataclasses.replace(full, order="random")) is None
+
+
+def test_compression_sweep_passes_its_settings_to_every_run(monkeypatch):
+    import argparse
+
+    from ttgnn.cli import build_parser, config_from_args
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    sweep = _script("compression_sweep")
+    args = argparse.Namespace(settings="cli", epochs=7, num_threads=1, init=None, label_input=False,
+                              spectral_vectors=None, label_spread=0, loss="log-ce", root="/data")
+    cmd = sweep.run_args(args, "cora", "gat", "tt", 4, 3, Path("out"))
+    config = config_from_args(build_parser().parse_args(cmd))
+    assert (config.loss, config.label_spread, config.label_input, config.rank, config.seed, config.epochs) == \
+        ("log-ce", 0, False, 4, 3, 7)
+    args.loss = args.label_spread = args.label_input = None  # unset: the settings' (the command line's) defaults
+    config = config_from_args(build_parser().parse_args(sweep.run_args(args, "cora", "gat", "full", None, 0,
+                                                                       Path("out"))))
+    assert (config.loss, config.label_spread, config.embedding) == (None, None, "full")

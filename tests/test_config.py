@@ -118,6 +118,24 @@ def test_auto_label_spread_with_label_input_in_full_graph_training():
     assert "label_spread" in TrainConfig.RESUME_KEYS
 
 
+def test_auto_loss_is_log_ce_for_gat_in_full_graph_training_with_many_labels():
+    from ttgnn.config import AUTO_LOSS, loss_for
+
+    assert TrainConfig().loss is None and AUTO_LOSS == {"gat": "log-ce"}
+    assert loss_for(None, "gat", "full", sparse_labels=False) == "log-ce"  # ogbn-arxiv
+    assert loss_for(None, "gat", "full", sparse_labels=True) == "ce"  # Cora, CiteSeer, PubMed
+    assert loss_for(None, "gat", "minibatch", sparse_labels=False) == "ce"  # not measured there
+    assert loss_for(None, "sage", "full", sparse_labels=False) == "ce"
+    for loss in ("ce", "log-ce"):  # an explicit loss is kept everywhere
+        assert loss_for(loss, "gat", "full", False) == loss_for(loss, "sage", "minibatch", True) == loss
+    TrainConfig(loss=None).validate()
+    with pytest.raises(ValueError, match=r"loss must be one of \('ce', 'log-ce'\), got 'mse'"):
+        TrainConfig(loss="mse").validate()
+    # a run started before the default changed (its checkpoint says ce, or nothing) is not
+    # continued with the other loss
+    assert "loss" in TrainConfig.RESUME_KEYS and TrainConfig.RESUME_ABSENT["loss"] == "ce"
+
+
 def test_auto_model_by_mode():
     from ttgnn.config import AUTO_MODEL, model_for
 

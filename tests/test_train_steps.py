@@ -210,6 +210,23 @@ def test_the_tt_shape_of_a_default_rank_needs_the_graph_to_settle_it(planted):
     assert ttrain.tt_shape(settled, planted.num_nodes).ranks[1] == settled.rank
 
 
+def test_the_loss_left_to_the_rule_is_settled_by_the_model_the_mode_and_the_labels(tmp_path, planted, caplog):
+    few = dataclasses.replace(planted, split=dict(planted.split, train=planted.split["train"][:10]))
+    gat = _config(None, model="gat", loss=None)
+    assert ttrain.settle_by_graph(gat, planted).loss == "log-ce"  # half the nodes are training nodes
+    assert ttrain.settle_by_graph(gat, few).loss == "ce"  # 10 of 400
+    assert ttrain.settle_by_graph(dataclasses.replace(gat, mode="minibatch"), planted).loss == "ce"
+    assert ttrain.settle_by_graph(dataclasses.replace(gat, model="sage"), planted).loss == "ce"
+    assert ttrain.settle_by_graph(dataclasses.replace(gat, loss="ce"), planted).loss == "ce"
+    # the run trains with the settled loss, records it, says why, and refuses to resume with another
+    caplog.set_level(logging.INFO, logger="ttgnn")
+    metrics = train(dataclasses.replace(gat, epochs=1, output_dir=str(tmp_path)), planted)
+    assert metrics["settings"]["loss"] == "log-ce"
+    assert any(r.getMessage().startswith("loss log-ce: the default for gat in full-graph mode") for r in caplog.records)
+    with pytest.raises(ValueError, match="written with loss='log-ce', this run has loss='ce'"):
+        train(dataclasses.replace(gat, epochs=2, loss="ce", output_dir=str(tmp_path), resume=True), planted)
+
+
 @pytest.mark.parametrize("budget", [{}, {"max_params": 900}, {"compression": 5.0}])
 def test_the_tt_shape_keeps_the_given_cores_and_shapes(budget):
     for shapes in (dict(num_cores=4), dict(row_shape=[4, 10, 10], col_shape=[2, 2, 4])):

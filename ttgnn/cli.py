@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES,
                       NORMS, ORDERS)
-from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD,
+from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD, AUTO_LOSS,
                      AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
                      AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
@@ -61,6 +61,15 @@ def _rounds_or_auto(text: str) -> Optional[int]:
     if text.isdecimal():
         return int(text)
     raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= 0, got {text!r}")
+
+
+def _loss_or_auto(text: str) -> Optional[str]:
+    """``--loss``: ``auto`` (``None``, decided by the run) or one of :data:`ttgnn.choices.LOSSES`."""
+    if text == "auto":
+        return None
+    if text in LOSSES:
+        return text
+    raise argparse.ArgumentTypeError(f"expected 'auto' or one of {', '.join(LOSSES)}, got {text!r}")
 
 
 def _add_data_location(parser: argparse.ArgumentParser, root: Optional[str] = None,
@@ -183,8 +192,11 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="learning rates over the epochs: constant, or cosine (from --lr and --emb-lr down "
                    "towards 0 at the last of --epochs)")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing, help="cross-entropy label smoothing")
-    p.add_argument("--loss", choices=LOSSES, default=d.loss, help="training loss: the mean cross-entropy (ce), or "
-                   "the mean of log(eps + ce) - log(eps), eps = 1 - log 2 (log-ce), which weighs badly fitted nodes less")
+    p.add_argument("--loss", type=_loss_or_auto, default=d.loss, metavar="{" + ",".join((*LOSSES, "auto")) + "}",
+                   help="training loss: the mean cross-entropy (ce), or the mean of log(eps + ce) - log(eps), "
+                   "eps = 1 - log 2 (log-ce), which weighs badly fitted nodes less. 'auto' (the default): "
+                   + ", ".join(f"{n} for {m}" for m, n in AUTO_LOSS.items()) + " in full-graph mode where "
+                   f"training nodes are at least {100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%% of the graph, else ce")
     p.add_argument("--label-input", action=argparse.BooleanOptionalAction, default=d.label_input,
                    help="the label trick: known training labels are node inputs (a random --label-rate of the "
                    "training nodes each epoch, the loss on the rest; every training label at evaluation; "

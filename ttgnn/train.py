@@ -46,7 +46,7 @@ from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
                      check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
-                     label_reuse_for, label_spread_for, model_for, preferred_rank)
+                     label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
 from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels,
@@ -171,8 +171,9 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     graph's size); sampled evaluation by the graph's size (:func:`~ttgnn.config.eval_fanouts_for`);
     the model by the mode (:func:`~ttgnn.config.model_for`); label reuse by the model, label input
     and mode (:func:`~ttgnn.config.label_reuse_for`); label spreading by label input and the mode
-    (:func:`~ttgnn.config.label_spread_for`); the TT rank by the share of training nodes and the
-    compression (:func:`~ttgnn.config.auto_rank`).
+    (:func:`~ttgnn.config.label_spread_for`); the loss by the model, the mode and the share of
+    training nodes (:func:`~ttgnn.config.loss_for`); the TT rank by the share of training nodes and
+    the compression (:func:`~ttgnn.config.auto_rank`).
 
     Raises:
         ValueError: label reuse or label spreading on a graph that is evaluated on sampled
@@ -190,13 +191,14 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     sparse_labels = few_labels(dataset.num_nodes, num_train)
     label_reuse = label_reuse_for(config.label_reuse, model, label_input, config.mode, sparse_labels)
     label_spread = label_spread_for(config.label_spread, label_input, config.mode)
+    loss = loss_for(config.loss, model, config.mode, sparse_labels)
     rank = config.rank
     if rank is None and config.embedding == "tt" and config.compression is None and config.max_params is None:
         rank = auto_rank(dataset.num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape,
                          sparse_labels)
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread,
-                               rank=rank)
+                               loss=loss, rank=rank)
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
@@ -311,6 +313,9 @@ def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset
         log.info("label spreading: %d steps with label input in full-graph mode: the nodes without a known "
                  "label start from the known labels around them (--label-spread 0 to turn it off)",
                  settled.label_spread)
+    if config.loss is None and settled.loss != "ce":
+        log.info("loss %s: the default for %s in full-graph mode where %s, at least %.0f%% (--loss ce to choose "
+                 "the plain cross-entropy)", settled.loss, settled.model, share, threshold)
     if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
         why = [f"{share}, under {threshold:.0f}%"] if sparse else []
         if settled.rank != preferred_rank(sparse):
