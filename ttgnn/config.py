@@ -103,7 +103,7 @@ class TrainConfig:
     and the table, 200 epochs; label input and the init by the graph: gaussian with label input on
     ogbn-arxiv) won the ogbn-arxiv defaults sweep on validation accuracy (docs/results.md,
     "Defaults sweep"); the spectral init on graphs with few labels, measured on Cora and CiteSeer;
-    the model (GAT in full-graph mode) and label reuse by 5 seeds of each on ogbn-arxiv.
+    the model (GAT in full-graph mode), label reuse and GAT's loss by 5 seeds of each on ogbn-arxiv.
 
     Attributes:
         dataset (str): dataset name or path, see :func:`ttgnn.data.load_dataset`.
