@@ -256,7 +256,7 @@ class TrainConfig:
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
                    "label_input", "label_reuse", "label_spread", "loss")
-    #: What checkpoints written before a resume key existed had instead: the feature off.
+    #: What checkpoints written before a resume key existed had instead: the feature off (the plain loss).
     RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0, "loss": "ce"}
 
     def validate(self) -> None:
