@@ -171,9 +171,13 @@ def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
     return epochs if epochs is not None else EPOCHS[args[args.index("--model") + 1]]
 
 
-def command(name: str, out: Path, epochs: int, threads: int, seed: int = 0, root=None) -> list:
+def command(name: str, out: Path, epochs: int, threads: int, seed: int = 0, root=None, device: str = "cpu") -> list:
+    """The ``ttgnn train`` command of configuration ``name`` with ``seed`` (``device="cuda"``: its GNN layers
+    on plain tensors, ``--gnn-backend auto``'s choice there)."""
     args, group = CONFIGS[name]
     where = ["--root", str(root)] if root else []
+    if device != "cpu":
+        where += ["--device", device]
     if group != "defaults":
         start = EARLIER_DEFAULTS
     else:
@@ -314,6 +318,8 @@ def main() -> int:
     parser.add_argument("--timing-worker", nargs=2, metavar=("MODEL", "EMBEDDING"), help=argparse.SUPPRESS)
     parser.add_argument("--num-threads", type=int, default=2, help="torch threads of each run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="where every run trains (cuda: all runs share the first GPU; --jobs of them at a time)")
     args = parser.parse_args()
     if not 0 <= args.first_seed < args.seeds:
         parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
@@ -334,7 +340,7 @@ def main() -> int:
             epochs = run_epochs(name, args.epochs, args.ablation_epochs)
             if args.table_only or (finished(metrics, epochs) and not args.rerun):
                 continue
-            cmd = command(name, out, epochs, args.num_threads, seed, args.root)
+            cmd = command(name, out, epochs, args.num_threads, seed, args.root, args.device)
             # an interrupted run continues exactly where it stopped; --rerun replaces it
             cmd.append("--overwrite" if args.rerun else "--resume")
             print("$ " + shlex.join(cmd), flush=True)
@@ -371,7 +377,7 @@ def main() -> int:
     print("\ncommands:")
     for name in names:
         epochs = run_epochs(name, args.epochs, args.ablation_epochs)
-        print(f"{name}: " + shlex.join(command(name, out, epochs, args.num_threads, 0, args.root)))
+        print(f"{name}: " + shlex.join(command(name, out, epochs, args.num_threads, 0, args.root, args.device)))
     return 0
 
 

@@ -148,6 +148,18 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         assert config.loss == ("log-ce" if "logce" in name else "ce"), name  # never left to the rule
 
 
+def test_train_arxiv_command_names_the_device_only_off_the_cpu(monkeypatch):
+    from ttgnn.cli import build_parser
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    arxiv = _script("train_arxiv")
+    cpu = arxiv.command("defaults-gat-tt", Path("out"), 1, 1)
+    cuda = arxiv.command("defaults-gat-tt", Path("out"), 1, 1, device="cuda")
+    assert "--device" not in cpu
+    assert build_parser().parse_args(cuda[1:]).device == "cuda"
+    assert [a for a in cuda if a not in ("--device", "cuda")] == cpu
+
+
 def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(monkeypatch, tmp_path):
     import dataclasses
 
