@@ -161,6 +161,13 @@ for _suffix, _extra in {"-logce": LOG_CE, "-normres": NORM_RESIDUAL, "-normres-l
 for _cores, _tt in TT_CORES.items():
     CONFIGS[f"defaults-sage-tt{_cores}-nolabels-normres-logce"] = (["--model", "sage", *_tt, "--no-label-input",
                                                                     *_both], "defaults")
+# The best no-label settings by validation (five cores) with label smoothing, and GraphSAGE's with less dropout.
+LABEL_SMOOTHING = ["--label-smoothing", "0.1"]
+for _suffix, _extra in {"-dropout0.3": ["--dropout", "0.3"], "-ls0.1": LABEL_SMOOTHING}.items():
+    CONFIGS[f"defaults-sage-tt5-nolabels-normres-logce{_suffix}"] = (
+        [*CONFIGS["defaults-sage-tt5-nolabels-normres-logce"][0], *_extra], "defaults")
+CONFIGS["defaults-gat-tt5-normres-logce-nolabels-ls0.1"] = (
+    [*CONFIGS["defaults-gat-tt5-normres-logce-nolabels"][0], *LABEL_SMOOTHING], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
