@@ -10,6 +10,7 @@ Markdown from the metrics files.
     python benchmarks/train_arxiv.py --table-only                                  # print the table
     python benchmarks/train_arxiv.py --only sage-tt --seeds 5 --first-seed 4       # seed 4 alone
     python benchmarks/train_arxiv.py --timing                                      # TT vs full epoch time
+    python benchmarks/train_arxiv.py --device cuda --jobs 6 --only sage-tt --seeds 10   # six runs at a time on one GPU
 
 Runs go one after another, each with ``--num-threads`` threads (``--jobs 2 --num-threads 1``
 runs two at a time). Epoch times of runs that shared the machine are not comparable: use
