@@ -146,6 +146,7 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         assert config.label_spread == (10 if "-spread10" in name else 0), name
         assert config.label_reuse == (1 if "-reuse1" in name else 0), name
         assert config.loss == ("log-ce" if "logce" in name else "ce"), name  # never left to the rule
+        assert config.label_smoothing == (0.1 if name.endswith("-ls0.1") else 0.0), name
 
 
 def test_train_arxiv_command_names_the_device_only_off_the_cpu(monkeypatch):
