@@ -169,11 +169,11 @@ for _suffix, _extra in {"-dropout0.3": ["--dropout", "0.3"], "-ls0.1": LABEL_SMO
         [*CONFIGS["defaults-sage-tt5-nolabels-normres-logce"][0], *_extra], "defaults")
 CONFIGS["defaults-gat-tt5-normres-logce-nolabels-ls0.1"] = (
     [*CONFIGS["defaults-gat-tt5-normres-logce-nolabels"][0], *LABEL_SMOOTHING], "defaults")
-# The full table in GAT's best no-label setting, against TT's.
+# The full table in GAT's best no-label setting with label smoothing, against TT's.
 CONFIGS["defaults-gat-full-normres-logce-nolabels-ls0.1"] = (
     ["--model", "gat", "--embedding", "full", "--no-label-input", *NORM_RESIDUAL, *LOG_CE, *LABEL_SMOOTHING],
     "defaults")
-# ... and the command line's defaults (GAT with label input) with label smoothing.
+# The command line's defaults (GAT with label input) with label smoothing.
 CONFIGS["defaults-gat-tt-reuse1-spread10-logce-ls0.1"] = (
     [*CONFIGS["defaults-gat-tt-reuse1-spread10-logce"][0], *LABEL_SMOOTHING], "defaults")
 
