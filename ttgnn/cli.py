@@ -219,6 +219,14 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    "labels spread over the graph in this many label propagation steps, before any reuse round, "
                    "in training and at evaluation; implies --label-input. 'auto' (the default): "
                    f"{AUTO_LABEL_SPREAD} in full-graph mode with label input, else 0")
+    p.add_argument("--from-full", action=argparse.BooleanOptionalAction, default=d.from_full,
+                   help="TT only: train a full table first (its run in OUTPUT_DIR/full-table), then start the TT "
+                   "table from its TT-SVD and the GNN from its GNN, and train both for --finetune-epochs at "
+                   "--finetune-lr (a TT-sized model; training needs the full table's memory)")
+    p.add_argument("--finetune-epochs", type=int, default=d.finetune_epochs,
+                   help="with --from-full: epochs of the TT stage")
+    p.add_argument("--finetune-lr", type=float, default=d.finetune_lr,
+                   help="with --from-full: learning rate of the TT stage (GNN and table)")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed, help="seed for the init, dropout, label sampling and node order")

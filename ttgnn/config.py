@@ -192,6 +192,15 @@ class TrainConfig:
             many sparse products per epoch. Needs label input; with ``label_input=None`` a value
             above 0 turns it on. ``None`` (the default): :data:`AUTO_LABEL_SPREAD` steps in
             full-graph mode with label input, else 0 (:func:`label_spread_for`).
+        from_full (bool): TT tables only: train a full table first (every other setting the same,
+            its run in ``output_dir/full-table``), then start the TT table from the TT-SVD of that
+            run's best table (in TT-row order) and the GNN from its best GNN, and train both for
+            ``finetune_epochs`` at ``finetune_lr``; the best epoch is picked on validation with the
+            compressed start as epoch 0 (:func:`ttgnn.train.train`). The model is TT-sized; training
+            needs the full table's memory. (default: ``False``)
+        finetune_epochs (int): with ``from_full``, epochs of the TT stage. (default: ``50``)
+        finetune_lr (float): with ``from_full``, the TT stage's learning rate, for the GNN and the
+            table. (default: ``0.001``)
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
         seed (int): random seed. num_threads (int, optional): torch threads.
@@ -245,6 +254,9 @@ class TrainConfig:
     label_rate: float = 0.5
     label_reuse: Optional[int] = None
     label_spread: Optional[int] = None
+    from_full: bool = False
+    finetune_epochs: int = 50
+    finetune_lr: float = 0.001
     correct_smooth: bool = True
     seed: int = 0
     num_threads: Optional[int] = None
@@ -255,9 +267,9 @@ class TrainConfig:
 
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
-                   "label_input", "label_reuse", "label_spread", "loss")
+                   "label_input", "label_reuse", "label_spread", "loss", "from_full")
     #: What checkpoints written before a resume key existed had instead: the feature off (the plain loss).
-    RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0, "loss": "ce"}
+    RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0, "loss": "ce", "from_full": False}
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
@@ -283,7 +295,11 @@ class TrainConfig:
         if self.label_spread and self.label_input is False:
             raise ValueError(f"label_spread={self.label_spread} spreads the label input over the graph: it needs "
                              "label input, which is off (label_input=False)")
-        for key in ("lr", "emb_lr", "init_scale"):
+        _check_int("finetune_epochs", self.finetune_epochs, 1)
+        if self.from_full and self.embedding != "tt":
+            raise ValueError(f"from_full compresses a trained full table into a TT table: it needs embedding='tt', "
+                             f"got {self.embedding!r}")
+        for key in ("lr", "emb_lr", "init_scale", "finetune_lr"):
             _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
         for key in ("weight_decay", "emb_weight_decay"):
             _check_real(key, getattr(self, key), ">= 0", lambda v: v >= 0)

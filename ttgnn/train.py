@@ -59,9 +59,12 @@ __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run
            "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
            "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "lr_factor", "set_learning_rates",
            "ORDERS", "CHECKPOINT_NAME",
-           "BEST_MODEL_NAME", "METRICS_NAME"]
+           "BEST_MODEL_NAME", "METRICS_NAME", "FULL_TABLE_DIR"]
 
 log = logging.getLogger(__name__)
+
+#: With ``from_full``, the full table's run goes into this subfolder of the run folder.
+FULL_TABLE_DIR = "full-table"
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -656,10 +659,24 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError(f"world_size={world_size} needs an initialised process group of that size (launch with "
                          f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
     device = torch.device("cpu") if device is None else torch.device(device)
+    if config.from_full and world_size > 1:
+        raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
+                         f"world_size={world_size}")
     with contextlib.ExitStack() as stack:
         _claim_run_folder(config, process_rank == 0, world_size, stack)
+        teacher = None
+        if config.from_full:
+            if dataset is None:
+                dataset = load_dataset(config.dataset, config.root, config.cache_dir)
+            teacher = _train_full_table(config, dataset, device)
+            config = dataclasses.replace(config, epochs=config.finetune_epochs, lr=config.finetune_lr,
+                                         emb_lr=config.finetune_lr)
         run = setup_run(config, dataset, process_rank, world_size, device)
+        if teacher is not None:
+            _start_from_full(run, *teacher)
         restore_run(run)
+        if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:  # a fresh start: epoch 0 is the best
+            save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state, settings=run.config.settings())
         run.net = tdist.wrap_model(run.model) if world_size > 1 else run.model  # DDP averages gradients
         if run.is_main:
             log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
@@ -671,6 +688,64 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
             raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None,
                                       run.saved_epoch) from None
         return finish_run(run)
+
+
+def _train_full_table(config: TrainConfig, dataset: NodeDataset, device: torch.device) -> tuple[dict, dict]:
+    """The first stage of ``from_full``: the full-table run of ``config`` (in ``output_dir/full-table``,
+    resumed or replaced with the TT run). Returns its summary and its best epoch's state dict."""
+    out_dir = Path(config.output_dir) / FULL_TABLE_DIR if config.output_dir else None
+    full = dataclasses.replace(config, embedding="full", from_full=False, correct_smooth=False, rank=None,
+                               compression=None, max_params=None,
+                               output_dir=str(out_dir) if out_dir is not None else None)
+    log.info("from_full: training the full table first%s", f" (run folder {out_dir})" if out_dir else "")
+    with contextlib.ExitStack() as stack:
+        if out_dir is not None:
+            stack.enter_context(RunFolder(out_dir, resume=config.resume, overwrite=config.overwrite))
+        run = setup_run(full, dataset, 0, 1, device)
+        restore_run(run)
+        try:
+            _epochs(run)
+        except KeyboardInterrupt:
+            raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None,
+                                      run.saved_epoch) from None
+        summary = finish_run(run)
+    if run.best_state is None:
+        raise ValueError(f"from_full: the full-table run in {out_dir} has no best model (best_model.pt); "
+                         "replace it with overwrite")
+    log.info("from_full: the full table's best epoch %d, valid %.4f test %.4f", summary["best_epoch"],
+             summary["best_valid_acc"], summary["test_acc"])
+    return summary, run.best_state
+
+
+@torch.no_grad()
+def _start_from_full(run: RunState, summary: dict, state: dict) -> None:
+    """The second stage's start: the TT cores from the TT-SVD of the full run's best table (TT-row
+    order), every other weight from its best model; evaluated as epoch 0 (the best so far; a resumed
+    run's checkpoint replaces all of it)."""
+    from .embedding import TTNodeEmbedding
+
+    model = run.model
+    tt = model.node_input.table
+    table = state["node_input.table.weight"].double()
+    compressed = TTNodeEmbedding.from_pretrained(table, ranks=list(tt.ranks), row_shape=tt.row_shape,
+                                                 col_shape=tt.col_shape, node_order=tt.node_order)
+    own = model.state_dict()
+    others = {key: value for key, value in state.items() if not key.startswith("node_input.table.")}
+    missing = sorted(set(own) - set(others) - {key for key in own if key.startswith("node_input.table.")})
+    if missing:
+        raise ValueError(f"from_full: the full-table model lacks {missing[:3]}")
+    model.load_state_dict({**own, **others})
+    for core, new in zip(tt.cores, compressed.cores):
+        core.copy_(new.to(dtype=core.dtype, device=core.device))
+    result = evaluate(model, run.graph, run.dataset, run.config.mode, run.config.eval_batch_size, run.accuracy)
+    run.metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=0)
+    run.metrics["from_full"] = {"full_table": {key: summary[key] for key in ("best_valid_acc", "test_acc",
+                                                                             "best_epoch")},
+                                "svd_relative_error": compressed.svd_relative_error,
+                                "start_valid_acc": result["valid"], "start_test_acc": result["test"]}
+    run.best_state = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
+    log.info("from_full: TT-SVD of the full table (relative error %.3f): valid %.4f test %.4f before fine-tuning",
+             compressed.svd_relative_error, result["valid"], result["test"])
 
 
 def _epochs(run: RunState) -> None:

@@ -1,0 +1,86 @@
+"""``from_full``: train the full table, compress its best table into TT by TT-SVD, fine-tune."""
+import functools
+import json
+
+import pytest
+
+from ttgnn.cli import build_parser, config_from_args
+from ttgnn.config import TrainConfig
+from ttgnn.train import FULL_TABLE_DIR, train
+
+from configs import small_config
+
+_config = functools.partial(small_config, mode="full", label_input=False, seed=0, epochs=3, from_full=True,
+                            finetune_epochs=2, correct_smooth=False)
+
+
+def _full_metrics(out) -> dict:
+    return json.loads((out / FULL_TABLE_DIR / "metrics.json").read_text())
+
+
+def test_at_full_rank_the_tt_stage_starts_exactly_where_the_full_table_was_best(tmp_path, planted):
+    # Ranks at their cap: the TT-SVD is exact, so epoch 0 of the TT stage (the compressed table with
+    # the full run's best GNN) scores what the full table's best epoch scored.
+    out = tmp_path / "run"
+    result = train(_config(out, rank=10_000), planted)
+    full = _full_metrics(out)
+    start = result["from_full"]
+    assert full["embedding"] == "full" and full["embedding_parameters"] == planted.num_nodes * 16
+    assert start["svd_relative_error"] < 1e-5
+    assert start["full_table"] == {key: full[key] for key in ("best_valid_acc", "test_acc", "best_epoch")}
+    assert start["start_valid_acc"] == full["best_valid_acc"]
+    assert start["start_test_acc"] == full["test_acc"]
+    # The TT stage ran its own epochs and kept the best by validation, epoch 0 included.
+    assert [r["epoch"] for r in result["epochs"]] == [1, 2]
+    assert result["best_valid_acc"] >= start["start_valid_acc"]
+    assert result["best_valid_acc"] == max([start["start_valid_acc"]] + [r["valid_acc"] for r in result["epochs"]])
+
+
+def test_at_a_low_rank_the_start_is_a_lossy_copy_with_the_tt_size(tmp_path, planted):
+    result = train(_config(None, rank=2), planted)
+    assert result["embedding"] == "tt" and result["compression_ratio"] > 1
+    assert 0.05 < result["from_full"]["svd_relative_error"] < 1.0
+
+
+def test_the_tt_stage_uses_the_finetune_learning_rate_and_epochs(tmp_path, planted):
+    result = train(_config(None, finetune_epochs=3, finetune_lr=0.002), planted)
+    assert len(result["epochs"]) == 3
+    assert {r["lr"] for r in result["epochs"]} == {0.002}
+    full = train(_config(None, embedding="full", from_full=False), planted)
+    assert {r["lr"] for r in full["epochs"]} == {TrainConfig().lr}
+
+
+def test_a_resumed_run_keeps_the_full_tables_run_and_continues_the_tt_stage(tmp_path, planted):
+    out = tmp_path / "run"
+    first = train(_config(out), planted)
+    full_before = _full_metrics(out)
+    longer = train(_config(out, resume=True, finetune_epochs=4), planted)
+    assert _full_metrics(out)["epochs"] == full_before["epochs"]  # not trained again
+    assert longer["epochs"][:2] == first["epochs"]
+    assert [r["epoch"] for r in longer["epochs"]] == [1, 2, 3, 4]
+    assert longer["from_full"] == first["from_full"]
+
+
+def test_an_overwritten_run_trains_the_full_table_again(tmp_path, planted):
+    out = tmp_path / "run"
+    train(_config(out), planted)
+    (out / FULL_TABLE_DIR / "metrics.json").write_text("{}")
+    train(_config(out, overwrite=True), planted)
+    assert len(_full_metrics(out)["epochs"]) == 3
+
+
+@pytest.mark.parametrize("bad,message", [
+    (dict(embedding="full"), "needs embedding='tt'"),
+    (dict(finetune_epochs=0), "finetune_epochs"),
+    (dict(finetune_lr=0.0), "finetune_lr"),
+])
+def test_bad_settings_are_refused(bad, message):
+    with pytest.raises(ValueError, match=message):
+        small_config(None, from_full=True, **bad).validate()
+
+
+def test_the_command_line_sets_the_three_settings():
+    args = build_parser().parse_args(["train", "--from-full", "--finetune-epochs", "7", "--finetune-lr", "0.002"])
+    config = config_from_args(args)
+    assert (config.from_full, config.finetune_epochs, config.finetune_lr) == (True, 7, 0.002)
+    assert config_from_args(build_parser().parse_args(["train"])).from_full is False
