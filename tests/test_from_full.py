@@ -84,3 +84,28 @@ def test_the_command_line_sets_the_three_settings():
     config = config_from_args(args)
     assert (config.from_full, config.finetune_epochs, config.finetune_lr) == (True, 7, 0.002)
     assert config_from_args(build_parser().parse_args(["train"])).from_full is False
+
+
+def test_distill_loss_is_zero_on_agreement_and_positive_otherwise():
+    import torch
+
+    from ttgnn.losses import distill_loss
+
+    logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    assert float(distill_loss(logits, torch.softmax(logits, dim=1))) == pytest.approx(0.0, abs=1e-7)
+    teacher = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    # KL(one-hot || p) = -log p of the teacher's class, averaged over the rows
+    expected = -(torch.log_softmax(logits, 1)[0, 1] + torch.log_softmax(logits, 1)[1, 0]) / 2
+    assert float(distill_loss(logits, teacher)) == pytest.approx(float(expected), rel=1e-6)
+    with pytest.raises(ValueError, match="same shape"):
+        distill_loss(logits, teacher[:1])
+
+
+def test_distillation_pulls_the_tt_stage_towards_the_full_tables_predictions(tmp_path, planted):
+    # The same run with and without the distillation term: the term changes the TT stage's training
+    # (and only it: the full table's run and the compressed start are the same).
+    plain = train(_config(None, rank=2, finetune_epochs=3), planted)
+    distilled = train(_config(None, rank=2, finetune_epochs=3, finetune_distill=5.0), planted)
+    assert distilled["from_full"] == plain["from_full"]
+    assert [r["loss"] for r in distilled["epochs"]] != [r["loss"] for r in plain["epochs"]]
+    assert all(d["loss"] > p["loss"] for d, p in zip(distilled["epochs"][:1], plain["epochs"][:1]))

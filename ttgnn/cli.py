@@ -227,6 +227,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="with --from-full: epochs of the TT stage")
     p.add_argument("--finetune-lr", type=float, default=d.finetune_lr,
                    help="with --from-full: learning rate of the TT stage (GNN and table)")
+    p.add_argument("--finetune-distill", type=float, default=d.finetune_distill, metavar="WEIGHT",
+                   help="with --from-full in full-graph mode: add WEIGHT times the KL divergence from the full "
+                   "table's class probabilities over every node to the TT stage's loss (0: off)")
     p.add_argument("--correct-smooth", action=argparse.BooleanOptionalAction, default=d.correct_smooth,
                    help="after training, also report the best model's accuracy after Correct and Smooth")
     p.add_argument("--seed", type=int, default=d.seed, help="seed for the init, dropout, label sampling and node order")

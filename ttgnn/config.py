@@ -201,6 +201,9 @@ class TrainConfig:
         finetune_epochs (int): with ``from_full``, epochs of the TT stage. (default: ``50``)
         finetune_lr (float): with ``from_full``, the TT stage's learning rate, for the GNN and the
             table. (default: ``0.001``)
+        finetune_distill (float): with ``from_full`` in full-graph mode, the TT stage's loss adds
+            this times the KL divergence of its class probabilities from the full table's best
+            model's, over every node (:func:`ttgnn.losses.distill_loss`; ``0``: off). (default: ``0.0``)
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
         seed (int): random seed. num_threads (int, optional): torch threads.
@@ -257,6 +260,7 @@ class TrainConfig:
     from_full: bool = False
     finetune_epochs: int = 50
     finetune_lr: float = 0.001
+    finetune_distill: float = 0.0
     correct_smooth: bool = True
     seed: int = 0
     num_threads: Optional[int] = None
@@ -301,7 +305,7 @@ class TrainConfig:
                              f"got {self.embedding!r}")
         for key in ("lr", "emb_lr", "init_scale", "finetune_lr"):
             _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
-        for key in ("weight_decay", "emb_weight_decay"):
+        for key in ("weight_decay", "emb_weight_decay", "finetune_distill"):
             _check_real(key, getattr(self, key), ">= 0", lambda v: v >= 0)
         for key in ("dropout", "input_dropout", "attn_dropout", "edge_dropout", "label_smoothing"):
             _check_real(key, getattr(self, key), "in [0, 1)", lambda v: 0.0 <= v < 1.0)

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from .choices import LOSSES, check_choice
 
-__all__ = ["LOG_CE_EPS", "node_loss"]
+__all__ = ["LOG_CE_EPS", "node_loss", "distill_loss"]
 
 #: The offset of ``log-ce``: ``1 - log 2``, the value the bag-of-tricks paper uses.
 LOG_CE_EPS = 1.0 - math.log(2.0)
@@ -41,3 +41,20 @@ def node_loss(logits: torch.Tensor, labels: torch.Tensor, kind: str = "ce", labe
         return F.cross_entropy(logits, labels, label_smoothing=label_smoothing)
     per_node = F.cross_entropy(logits, labels, label_smoothing=label_smoothing, reduction="none")
     return (torch.log(LOG_CE_EPS + per_node) - math.log(LOG_CE_EPS)).mean()
+
+
+def distill_loss(logits: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
+    """The mean over nodes of ``KL(teacher || softmax(logits))``: how far a model's class
+    distributions are from a teacher's (knowledge distillation, temperature 1).
+
+    Args:
+        logits: ``(n, C)`` the model's logits.
+        teacher_probs: ``(n, C)`` the teacher's class probabilities (rows sum to 1).
+
+    Returns:
+        A scalar tensor, ``>= 0``, zero where the two distributions agree.
+    """
+    if logits.shape != teacher_probs.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and teacher probabilities {tuple(teacher_probs.shape)} "
+                         "must have the same shape")
+    return F.kl_div(F.log_softmax(logits, dim=1), teacher_probs, reduction="batchmean")

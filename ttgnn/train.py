@@ -49,10 +49,10 @@ from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
-from .evaluation import (Accuracy, correct_and_smooth_metrics, evaluate, evaluate_sampled, known_labels,
-                         model_label_inputs)
+from .evaluation import (Accuracy, all_logits, correct_and_smooth_metrics, evaluate, evaluate_sampled,
+                         known_labels, model_label_inputs)
 from .fileio import atomic_write_json
-from .losses import node_loss
+from .losses import distill_loss, node_loss
 from .seeding import derive_seed, generator, seed_everything
 
 __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run", "restore_run", "train_epoch",
@@ -96,6 +96,9 @@ class RunState:
         metrics (dict): per-epoch records and the best epoch so far.
         out_dir (Path, optional): the run folder.
         best_state (dict, optional): state dict of the best-on-validation epoch (rank 0).
+        teacher_probs (Tensor, optional): ``(N, C)`` class probabilities of the full table's best
+            model, with ``from_full``: full-graph training steps add ``finetune_distill`` times the
+            KL divergence of the model's from them over every node.
         start_epoch (int): the first epoch to train.
         saved_epoch (int): the last epoch whose checkpoint is complete (``0``: none).
     """
@@ -113,6 +116,7 @@ class RunState:
     metrics: dict
     out_dir: Optional[Path] = None
     best_state: Optional[dict] = None
+    teacher_probs: Optional[torch.Tensor] = None
     start_epoch: int = 1
     saved_epoch: int = 0
 
@@ -472,6 +476,8 @@ def _full_graph_step(run: RunState, nodes: torch.Tensor, input_labels) -> float:
     run.optimizer.zero_grad(set_to_none=True)
     logits = run.net(run.graph, input_labels=input_labels)
     loss = node_loss(logits[nodes], run.dataset.labels[nodes], run.config.loss, run.config.label_smoothing)
+    if run.teacher_probs is not None and run.config.finetune_distill:
+        loss = loss + run.config.finetune_distill * distill_loss(logits, run.teacher_probs)
     loss.backward()
     run.optimizer.step()
     return float(loss.detach())
@@ -675,7 +681,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         if teacher is not None:
             _start_from_full(run, *teacher)
         restore_run(run)
-        if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:  # a fresh start: epoch 0 is the best
+        if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:
+            # a fresh start: the compressed table is the best epoch so far (epoch 0)
             save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state, settings=run.config.settings())
         run.net = tdist.wrap_model(run.model) if world_size > 1 else run.model  # DDP averages gradients
         if run.is_main:
@@ -690,9 +697,11 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         return finish_run(run)
 
 
-def _train_full_table(config: TrainConfig, dataset: NodeDataset, device: torch.device) -> tuple[dict, dict]:
+def _train_full_table(config: TrainConfig, dataset: NodeDataset,
+                      device: torch.device) -> tuple[dict, dict, torch.Tensor]:
     """The first stage of ``from_full``: the full-table run of ``config`` (in ``output_dir/full-table``,
-    resumed or replaced with the TT run). Returns its summary and its best epoch's state dict."""
+    resumed or replaced with the TT run). Returns its summary, its best epoch's state dict and that
+    model's ``(N, C)`` class probabilities (evaluated as :func:`~ttgnn.evaluation.evaluate` does)."""
     out_dir = Path(config.output_dir) / FULL_TABLE_DIR if config.output_dir else None
     full = dataclasses.replace(config, embedding="full", from_full=False, correct_smooth=False, rank=None,
                                compression=None, max_params=None,
@@ -712,13 +721,16 @@ def _train_full_table(config: TrainConfig, dataset: NodeDataset, device: torch.d
     if run.best_state is None:
         raise ValueError(f"from_full: the full-table run in {out_dir} has no best model (best_model.pt); "
                          "replace it with overwrite")
+    run.model.load_state_dict(run.best_state)
+    with torch.no_grad():
+        probs = torch.softmax(all_logits(run.model, run.graph, full.mode, full.eval_batch_size, run.dataset), dim=1)
     log.info("from_full: the full table's best epoch %d, valid %.4f test %.4f", summary["best_epoch"],
              summary["best_valid_acc"], summary["test_acc"])
-    return summary, run.best_state
+    return summary, run.best_state, probs
 
 
 @torch.no_grad()
-def _start_from_full(run: RunState, summary: dict, state: dict) -> None:
+def _start_from_full(run: RunState, summary: dict, state: dict, probs: torch.Tensor) -> None:
     """The second stage's start: the TT cores from the TT-SVD of the full run's best table (TT-row
     order), every other weight from its best model; evaluated as epoch 0 (the best so far; a resumed
     run's checkpoint replaces all of it)."""
@@ -744,6 +756,7 @@ def _start_from_full(run: RunState, summary: dict, state: dict) -> None:
                                 "svd_relative_error": compressed.svd_relative_error,
                                 "start_valid_acc": result["valid"], "start_test_acc": result["test"]}
     run.best_state = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
+    run.teacher_probs = probs.to(run.device)
     log.info("from_full: TT-SVD of the full table (relative error %.3f): valid %.4f test %.4f before fine-tuning",
              compressed.svd_relative_error, result["valid"], result["test"])
 
