@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ttgnn.cli import build_parser, config_from_args
-from ttgnn.config import TrainConfig
+from ttgnn.config import TrainConfig, from_full_for
 from ttgnn.train import FULL_TABLE_DIR, train
 
 from configs import small_config
@@ -83,7 +83,37 @@ def test_the_command_line_sets_the_three_settings():
     args = build_parser().parse_args(["train", "--from-full", "--finetune-epochs", "7", "--finetune-lr", "0.002"])
     config = config_from_args(args)
     assert (config.from_full, config.finetune_epochs, config.finetune_lr) == (True, 7, 0.002)
-    assert config_from_args(build_parser().parse_args(["train"])).from_full is False
+    assert config_from_args(build_parser().parse_args(["train"])).from_full is None  # by the graph
+    assert config_from_args(build_parser().parse_args(["train", "--no-from-full"])).from_full is False
+
+
+@pytest.mark.parametrize("embedding,mode,num_nodes,num_train,world_size,expected", [
+    ("tt", "full", 2708, 140, 1, True),              # Cora: few labels
+    ("tt", "full", 169_343, 90_941, 1, False),       # ogbn-arxiv: many labels
+    ("tt", "full", 2_000_000, 1000, 1, False),       # too large for the full table
+    ("tt", "minibatch", 2708, 140, 1, False),
+    ("tt", "full", 2708, 140, 2, False),             # data-parallel
+    ("full", "full", 2708, 140, 1, False),
+])
+def test_the_rule_trains_the_full_table_first_only_for_small_graphs_of_few_labels(embedding, mode, num_nodes,
+                                                                                   num_train, world_size, expected):
+    assert from_full_for(None, embedding, mode, num_nodes, num_train, world_size) is expected
+    assert from_full_for(True, embedding, mode, num_nodes, num_train, world_size) is True
+    assert from_full_for(False, embedding, mode, num_nodes, num_train, world_size) is False
+
+
+def test_left_to_the_graph_it_runs_on_a_graph_of_few_labels_and_not_on_others(tmp_path):
+    from ttgnn.data import planted_partition
+
+    few = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    many = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.5, seed=0)
+    auto = functools.partial(_config, from_full=None, epochs=2)
+    on = train(auto(tmp_path / "few"), few)
+    off = train(auto(tmp_path / "many"), many)
+    assert on["settings"]["from_full"] is True and "from_full" in on
+    assert (tmp_path / "few" / FULL_TABLE_DIR / "metrics.json").exists()
+    assert off["settings"]["from_full"] is False and "from_full" not in off
+    assert not (tmp_path / "many" / FULL_TABLE_DIR).exists()
 
 
 def test_distill_loss_is_zero_on_agreement_and_positive_otherwise():
@@ -104,7 +134,7 @@ def test_distill_loss_is_zero_on_agreement_and_positive_otherwise():
 def test_distillation_pulls_the_tt_stage_towards_the_full_tables_predictions(tmp_path, planted):
     # The same run with and without the distillation term: the term changes the TT stage's training
     # (and only it: the full table's run and the compressed start are the same).
-    plain = train(_config(None, rank=2, finetune_epochs=3), planted)
+    plain = train(_config(None, rank=2, finetune_epochs=3, finetune_distill=0.0), planted)
     distilled = train(_config(None, rank=2, finetune_epochs=3, finetune_distill=5.0), planted)
     assert distilled["from_full"] == plain["from_full"]
     assert [r["loss"] for r in distilled["epochs"]] != [r["loss"] for r in plain["epochs"]]

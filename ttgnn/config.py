@@ -14,6 +14,7 @@ from .choices import (EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MOD
                       check_choice)
 
 __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
+           "AUTO_FROM_FULL_MAX_NODES", "from_full_for",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
            "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
@@ -40,6 +41,11 @@ AUTO_SPECTRAL_MAX_NODES = 1_000_000
 #: full-neighbour inference holds ``(N, hidden)`` activations of every node, 57 GB per layer
 #: for ogbn-papers100M's 111M nodes at 128 dimensions (:func:`eval_fanouts_for`).
 SAMPLED_EVAL_MIN_NODES = 10_000_000
+#: ``from_full=None`` trains the full table first (then compresses and distils it into the TT table)
+#: only on graphs of few labels with at most this many nodes: the full table and its Adam state
+#: must fit in memory (1.5 GB at 128 dimensions), and it was measured on Cora, CiteSeer and PubMed
+#: (docs/results.md, "Small graphs: the TT table from a trained full table").
+AUTO_FROM_FULL_MAX_NODES = 1_000_000
 
 #: The TT rank of a run that names none (``rank=None``): ogbn-arxiv's sweep was run at it (1,118x).
 AUTO_RANK = 8
@@ -192,18 +198,22 @@ class TrainConfig:
             many sparse products per epoch. Needs label input; with ``label_input=None`` a value
             above 0 turns it on. ``None`` (the default): :data:`AUTO_LABEL_SPREAD` steps in
             full-graph mode with label input, else 0 (:func:`label_spread_for`).
-        from_full (bool): TT tables only: train a full table first (every other setting the same,
-            its run in ``output_dir/full-table``), then start the TT table from the TT-SVD of that
-            run's best table (in TT-row order) and the GNN from its best GNN, and train both for
-            ``finetune_epochs`` at ``finetune_lr``; the best epoch is picked on validation with the
-            compressed start as epoch 0 (:func:`ttgnn.train.train`). The model is TT-sized; training
-            needs the full table's memory. (default: ``False``)
+        from_full (bool, optional): TT tables only: train a full table first (every other setting
+            the same, its run in ``output_dir/full-table``), then start the TT table from the TT-SVD
+            of that run's best table (in TT-row order) and the GNN from its best GNN, and train both
+            for ``finetune_epochs`` at ``finetune_lr``; the best epoch is picked on validation with
+            the compressed start as epoch 0 (:func:`ttgnn.train.train`). The model is TT-sized;
+            training needs the full table's memory and one process. ``None`` (the default) decides
+            by the graph: :func:`from_full_for` (on for a TT table in one-process full-graph training
+            where training nodes are few and the graph has at most :data:`AUTO_FROM_FULL_MAX_NODES`
+            nodes).
         finetune_epochs (int): with ``from_full``, epochs of the TT stage. (default: ``50``)
         finetune_lr (float): with ``from_full``, the TT stage's learning rate, for the GNN and the
             table. (default: ``0.001``)
         finetune_distill (float): with ``from_full`` in full-graph mode, the TT stage's loss adds
             this times the KL divergence of its class probabilities from the full table's best
-            model's, over every node (:func:`ttgnn.losses.distill_loss`; ``0``: off). (default: ``0.0``)
+            model's, over every node (:func:`ttgnn.losses.distill_loss`; ``0``: off). 5 was higher on
+            validation than 1 on Cora and CiteSeer (docs/results.md). (default: ``5.0``)
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
         seed (int): random seed. num_threads (int, optional): torch threads.
@@ -257,10 +267,10 @@ class TrainConfig:
     label_rate: float = 0.5
     label_reuse: Optional[int] = None
     label_spread: Optional[int] = None
-    from_full: bool = False
+    from_full: Optional[bool] = None
     finetune_epochs: int = 50
     finetune_lr: float = 0.001
-    finetune_distill: float = 0.0
+    finetune_distill: float = 5.0
     correct_smooth: bool = True
     seed: int = 0
     num_threads: Optional[int] = None
@@ -355,6 +365,19 @@ def _check_int(name: str, value, minimum: int) -> None:
 def _check_real(name: str, value, rule: str, ok) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
         raise ValueError(f"{name} must be a finite number {rule}, got {value!r}")
+
+
+def from_full_for(from_full: Optional[bool], embedding: str, mode: str, num_nodes: int, num_train: int,
+                  world_size: int = 1) -> bool:
+    """Whether a run trains the full table first (``from_full``): ``from_full`` unless ``None``;
+    then on for a TT table (``embedding="tt"``) in full-graph training (``mode="full"``) in one
+    process, where the ``num_train`` training nodes are fewer than
+    :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the ``num_nodes`` (:func:`few_labels`) and the graph has
+    at most :data:`AUTO_FROM_FULL_MAX_NODES` nodes (the full table must fit)."""
+    if from_full is not None:
+        return bool(from_full)
+    return (embedding == "tt" and mode == "full" and world_size == 1 and few_labels(num_nodes, num_train)
+            and num_nodes <= AUTO_FROM_FULL_MAX_NODES)
 
 
 def few_labels(num_nodes: int, num_train: int) -> bool:

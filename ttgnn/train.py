@@ -45,8 +45,8 @@ from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFold
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
-                     check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, init_for, label_input_for,
-                     label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
+                     check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, from_full_for, init_for,
+                     label_input_for, label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
 from .data import NodeDataset, load_dataset
 from .batches import device_batches
 from .evaluation import (Accuracy, all_logits, correct_and_smooth_metrics, evaluate, evaluate_sampled,
@@ -671,6 +671,17 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
     with contextlib.ExitStack() as stack:
         _claim_run_folder(config, process_rank == 0, world_size, stack)
         teacher = None
+        if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
+            if dataset is None:
+                dataset = load_dataset(config.dataset, config.root, config.cache_dir)
+            num_train = int(dataset.split["train"].numel())
+            from_full = from_full_for(None, config.embedding, config.mode, dataset.num_nodes, num_train, world_size)
+            if from_full and process_rank == 0:
+                log.info("from_full: a TT table on a graph of few labels (training nodes %.1f%% of %s nodes, under "
+                         "%.0f%%): the full table is trained first, then compressed into TT and distilled "
+                         "(--no-from-full to turn it off)", 100.0 * num_train / dataset.num_nodes,
+                         f"{dataset.num_nodes:,}", 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
+            config = dataclasses.replace(config, from_full=from_full)
         if config.from_full:
             if dataset is None:
                 dataset = load_dataset(config.dataset, config.root, config.cache_dir)
@@ -703,7 +714,7 @@ def _train_full_table(config: TrainConfig, dataset: NodeDataset,
     resumed or replaced with the TT run). Returns its summary, its best epoch's state dict and that
     model's ``(N, C)`` class probabilities (evaluated as :func:`~ttgnn.evaluation.evaluate` does)."""
     out_dir = Path(config.output_dir) / FULL_TABLE_DIR if config.output_dir else None
-    full = dataclasses.replace(config, embedding="full", from_full=False, correct_smooth=False, rank=None,
+    full = dataclasses.replace(config, embedding="full", from_full=False, rank=None,
                                compression=None, max_params=None,
                                output_dir=str(out_dir) if out_dir is not None else None)
     log.info("from_full: training the full table first%s", f" (run folder {out_dir})" if out_dir else "")

@@ -1,0 +1,115 @@
+"""TT against the full table on small graphs with the command line's defaults, paired by seed.
+
+On a graph of few labels ``ttgnn train`` trains the full table first and compresses and distils it
+into the TT table (``--from-full``, its default there): each run holds the full table's run
+(``full-table/metrics.json``, exactly ``ttgnn train --embedding full``) beside the TT run, so one run
+per (dataset, seed) gives both, on the same machine. Runs go to ``<out>/<dataset>/seed<k>``, a
+finished one is reused, ``--jobs`` run at a time (one thread each). Printed per dataset: mean ±
+std of the best validation accuracy and of the test accuracy at that epoch, for TT, the full table
+and TT's compressed start (epoch 0), the paired TT - full difference (mean ± standard error) and,
+with Correct and Smooth on (the default), the same after it.
+
+    python benchmarks/small_graphs_from_full.py --root $TTGNN_DATA --datasets cora citeseer pubmed --seeds 10
+    python benchmarks/small_graphs_from_full.py --root $TTGNN_DATA --datasets cora --seeds 3 -- --rank 6
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def run_command(args, dataset: str, seed: int, folder: Path) -> list:
+    command = [sys.executable, "-m", "ttgnn", "train", "--dataset", dataset, "--seed", str(seed), "--no-progress",
+               "--num-threads", "1", "--output-dir", str(folder), *args.train_args]
+    if args.root:
+        command += ["--root", args.root]
+    return command
+
+
+def finished(folder: Path) -> dict:
+    """The TT run's and the full-table run's metrics, when both are complete (else ``{}``)."""
+    try:
+        tt = json.loads((folder / "metrics.json").read_text())
+        full = json.loads((folder / "full-table" / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    settings = tt.get("settings", {})
+    if "from_full" not in tt or len(tt["epochs"]) != settings.get("finetune_epochs"):
+        return {}
+    return {"tt": tt, "full": full}
+
+
+def one_run(args, dataset: str, seed: int) -> dict:
+    folder = Path(args.out) / dataset / f"seed{seed}"
+    done = finished(folder)
+    if not done:
+        command = run_command(args, dataset, seed, folder)
+        print(" ".join(command), flush=True)
+        log = folder.parent / f"seed{seed}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w") as out:
+            code = subprocess.call(command + (["--resume"] if (folder / "metrics.json").exists() else []),
+                                   stdout=out, stderr=subprocess.STDOUT)
+        done = finished(folder)
+        if code or not done:
+            print(f"{dataset} seed {seed}: failed (exit {code}), see {log}", flush=True)
+            return {}
+    return done
+
+
+def mean_std(values) -> str:
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) if len(values) > 1 else 0.0:.4f}"
+
+
+def paired(a, b) -> str:
+    diff = [100 * (x - y) for x, y in zip(a, b)]
+    se = statistics.stdev(diff) / len(diff) ** 0.5 if len(diff) > 1 else 0.0
+    return f"{statistics.mean(diff):+.2f} ± {se:.2f} (ahead on {sum(d > 0 for d in diff)} of {len(diff)})"
+
+
+def report(dataset: str, runs: list) -> None:
+    tt = [r["tt"] for r in runs]
+    full = [r["full"] for r in runs]
+    start = [t["from_full"] for t in tt]
+    print(f"\n{dataset}: {len(runs)} seeds, TT {tt[0]['compression_ratio']:.0f}x "
+          f"({tt[0]['embedding_parameters']:,} parameters), TT's best epochs {[t['best_epoch'] for t in tt]}")
+    print("| input | valid | test | C&S test |\n|---|---:|---:|---:|")
+    for name, rows in (("TT, the defaults (from the full table)", tt), ("full table", full)):
+        smooth = [r["correct_smooth"]["test_acc"] for r in rows if "correct_smooth" in r]
+        print(f"| {name} | {mean_std([r['best_valid_acc'] for r in rows])} | {mean_std([r['test_acc'] for r in rows])} "
+              f"| {mean_std(smooth) if len(smooth) == len(rows) else '-'} |")
+    print(f"| TT's compressed start (epoch 0) | {mean_std([s['start_valid_acc'] for s in start])} "
+          f"| {mean_std([s['start_test_acc'] for s in start])} | |")
+    test = paired([t["test_acc"] for t in tt], [f["test_acc"] for f in full])
+    valid = paired([t["best_valid_acc"] for t in tt], [f["best_valid_acc"] for f in full])
+    print(f"TT - full, paired by seed (points, mean ± s.e.): test {test}, valid {valid}")
+    if all("correct_smooth" in r for r in tt + full):
+        smooth = paired([t["correct_smooth"]["test_acc"] for t in tt], [f["correct_smooth"]["test_acc"] for f in full])
+        print(f"  with Correct and Smooth: test {smooth}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
+    parser.add_argument("--out", default="runs/small-from-full", help="one folder per (dataset, seed)")
+    parser.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "pubmed"])
+    parser.add_argument("--seeds", type=int, default=10, help="seeds 0..K-1")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    parser.add_argument("train_args", nargs="*", help="after --: more flags of `ttgnn train`")
+    args = parser.parse_args()
+    jobs = [(d, s) for d in args.datasets for s in range(args.first_seed, args.seeds)]
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(lambda job: one_run(args, *job), jobs))
+    for dataset in args.datasets:
+        runs = [r for (d, _), r in zip(jobs, results) if d == dataset and r]
+        if runs:
+            report(dataset, runs)
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
