@@ -116,7 +116,8 @@ def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_pa
 
     out = tmp_path / "run"
     assert main(["train", "--root", str(data_root), "--cache-dir", str(tmp_path / "cache"), "--dataset", "cora",
-                 "--rank", "4", "--epochs", "3", "--num-threads", "1", "--no-progress", "--output-dir", str(out)]) == 0
+                 "--rank", "4", "--epochs", "3", "--num-threads", "1", "--no-progress", "--no-from-full",
+                 "--output-dir", str(out)]) == 0
     reported = json.loads((out / "metrics.json").read_text())
     row = _script("smooth_finished_runs").smooth_run(out, str(data_root), {})
     assert row["valid"] == pytest.approx(reported["best_valid_acc"], abs=1e-6)
@@ -216,3 +217,25 @@ def test_compression_sweep_passes_its_settings_to_every_run(monkeypatch):
     config = config_from_args(build_parser().parse_args(sweep.run_args(args, "cora", "gat", "full", None, 0,
                                                                        Path("out"))))
     assert (config.loss, config.label_spread, config.embedding) == (None, None, "full")
+
+
+@pytest.mark.data
+def test_small_graphs_from_full_pairs_each_tt_run_with_its_full_table_run(data_root, tmp_path):
+    out = tmp_path / "runs"
+    cmd = [sys.executable, str(REPO / "benchmarks" / "small_graphs_from_full.py"), "--root", str(data_root),
+           "--datasets", "cora", "--seeds", "2", "--jobs", "2", "--out", str(out), "--",
+           "--epochs", "3", "--finetune-epochs", "2", "--cache-dir", str(tmp_path / "cache")]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    runs = [json.loads((out / "cora" / f"seed{s}" / name).read_text())
+            for s in (0, 1) for name in ("metrics.json", "full-table/metrics.json")]
+    assert [r["embedding"] for r in runs] == ["tt", "full", "tt", "full"]
+    tt_test = [runs[0]["test_acc"], runs[2]["test_acc"]]
+    full_test = [runs[1]["test_acc"], runs[3]["test_acc"]]
+    diff = sum(100 * (t - f) for t, f in zip(tt_test, full_test)) / 2
+    assert f"TT - full, paired by seed (points, mean ± s.e.): test {diff:+.2f}" in first.stdout
+    assert "cora: 2 seeds, TT 221x" in first.stdout
+    # finished runs are reused: nothing is trained again
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "ttgnn train" not in again.stdout
+    assert json.loads((out / "cora" / "seed0" / "metrics.json").read_text()) == runs[0]

@@ -47,8 +47,8 @@ def _cli(args, tmp_path, data_root) -> dict:
 def test_cli_trains_planetoid(data_root, tmp_path, dataset, model, embedding, epochs, min_test):
     m = _cli(["--dataset", dataset, "--model", model, "--embedding", embedding, "--order", "hierarchical-metis",
               "--epochs", str(epochs), "--hidden", "64", "--num-layers", "2", "--norm", "none", "--dropout", "0.5",
-              "--weight-decay", "5e-4", "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01"],
-             tmp_path, data_root)
+              "--weight-decay", "5e-4", "--heads", "2", "--init-scale", "0.02", "--lr", "0.01", "--emb-lr", "0.01",
+              "--no-from-full"], tmp_path, data_root)
     assert m["dataset"] == dataset and m["model"] == model and m["embedding"] == embedding
     assert len(m["epochs"]) == epochs
     assert m["test_acc"] >= min_test
