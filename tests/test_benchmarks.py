@@ -239,3 +239,17 @@ def test_small_graphs_from_full_pairs_each_tt_run_with_its_full_table_run(data_r
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "ttgnn train" not in again.stdout
     assert json.loads((out / "cora" / "seed0" / "metrics.json").read_text()) == runs[0]
+
+
+@pytest.mark.data
+def test_full_table_tt_svd_at_full_rank_gives_back_the_full_tables_accuracy(data_root):
+    import argparse
+
+    from ttgnn.data import load_dataset
+
+    script = _script("full_table_tt_svd")
+    args = argparse.Namespace(dataset="cora", num_threads=1, ranks=[2, 10_000], train_args=["--epochs", "3"])
+    result = script.one_seed(args, load_dataset("cora", root=str(data_root)), seed=0)
+    trained, exact, lossy = result["full table as trained"], result["TT-SVD at rank 10000"], result["TT-SVD at rank 2"]
+    assert exact[1] < 1e-5 and exact[0] == trained[0]  # exact TT-SVD: the same accuracies
+    assert lossy[1] > 0.3 and lossy[2] > 100  # rank 2: a lossy copy, over 100x smaller
