@@ -4,13 +4,16 @@ On a graph of few labels ``ttgnn train`` trains the full table first and compres
 into the TT table (``--from-full``, its default there): each run holds the full table's run
 (``full-table/metrics.json``, exactly ``ttgnn train --embedding full``) beside the TT run, so one run
 per (dataset, seed) gives both, on the same machine. Runs go to ``<out>/<dataset>/seed<k>``, a
-finished one is reused, ``--jobs`` run at a time (one thread each). Printed per dataset: mean ±
+finished one is reused (after a change of the TT stage's defaults, delete the TT run's files,
+``metrics.json``, ``checkpoint.pt`` and ``best_model.pt``, and keep ``full-table/``: the TT stage
+is trained again from the full table's run), ``--jobs`` run at a time (one thread each). Printed per dataset: mean ±
 std of the best validation accuracy and of the test accuracy at that epoch, for TT, the full table
 and TT's compressed start (epoch 0), the paired TT - full difference (mean ± standard error) and,
 with Correct and Smooth on (the default), the same after it.
 
     python benchmarks/small_graphs_from_full.py --root $TTGNN_DATA --datasets cora citeseer pubmed --seeds 10
     python benchmarks/small_graphs_from_full.py --root $TTGNN_DATA --datasets cora --seeds 3 -- --rank 6
+    python benchmarks/small_graphs_from_full.py --datasets cora citeseer pubmed --report   # while runs go on
 """
 import argparse
 import json
@@ -45,14 +48,15 @@ def finished(folder: Path) -> dict:
 def one_run(args, dataset: str, seed: int) -> dict:
     folder = Path(args.out) / dataset / f"seed{seed}"
     done = finished(folder)
-    if not done:
+    if not done and not args.report:
         command = run_command(args, dataset, seed, folder)
         print(" ".join(command), flush=True)
         log = folder.parent / f"seed{seed}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as out:
-            code = subprocess.call(command + (["--resume"] if (folder / "metrics.json").exists() else []),
-                                   stdout=out, stderr=subprocess.STDOUT)
+            # an interrupted run continues; so does a finished full-table run whose TT stage was removed
+            code = subprocess.call(command + (["--resume"] if folder.exists() else []), stdout=out,
+                                   stderr=subprocess.STDOUT)
         done = finished(folder)
         if code or not done:
             print(f"{dataset} seed {seed}: failed (exit {code}), see {log}", flush=True)
@@ -99,6 +103,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..K-1")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    parser.add_argument("--report", action="store_true", help="print the finished runs' table; train nothing")
     parser.add_argument("train_args", nargs="*", help="after --: more flags of `ttgnn train`")
     args = parser.parse_args()
     jobs = [(d, s) for d in args.datasets for s in range(args.first_seed, args.seeds)]
@@ -108,7 +113,7 @@ def main() -> int:
         runs = [r for (d, _), r in zip(jobs, results) if d == dataset and r]
         if runs:
             report(dataset, runs)
-    return 0 if all(results) else 1
+    return 0 if args.report or all(results) else 1
 
 
 if __name__ == "__main__":

@@ -196,3 +196,16 @@ def test_auto_rank_by_the_share_of_labels_and_a_compression_floor():
     two_cores = auto_rank(2708, 128, num_cores=2)
     assert TTShape.build(2708, 128, two_cores, num_cores=2).compression_ratio >= 100.0
     assert TTShape.build(2708, 128, two_cores + 1, num_cores=2).compression_ratio < 100.0
+
+
+def test_auto_rank_for_a_table_compressed_from_a_full_one_is_the_largest_at_100x():
+    from ttgnn.config import auto_rank
+    from ttgnn.shapes import TTShape
+
+    # Cora 115x (rank 6), CiteSeer 101x (rank 7), PubMed 112x (rank 13), whatever the labels
+    assert [auto_rank(n, 128, sparse_labels=True, largest=True) for n in (2708, 3327, 19_717)] == [6, 7, 13]
+    for nodes, dim, sparse in ((2708, 128, True), (169_343, 128, False), (20_000, 16, True)):
+        rank = auto_rank(nodes, dim, sparse_labels=sparse, largest=True)
+        assert TTShape.build(nodes, dim, rank).compression_ratio >= 100.0
+        assert TTShape.build(nodes, dim, rank + 1).compression_ratio < 100.0
+    assert auto_rank(50, 16, largest=True) == 1  # no rank reaches 100x

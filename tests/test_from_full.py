@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ttgnn.cli import build_parser, config_from_args
-from ttgnn.config import TrainConfig, from_full_for
+from ttgnn.config import TrainConfig, auto_rank, from_full_for
 from ttgnn.train import FULL_TABLE_DIR, train
 
 from configs import small_config
@@ -105,12 +105,17 @@ def test_the_rule_trains_the_full_table_first_only_for_small_graphs_of_few_label
 def test_left_to_the_graph_it_runs_on_a_graph_of_few_labels_and_not_on_others(tmp_path):
     from ttgnn.data import planted_partition
 
-    few = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    few = planted_partition(2000, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
     many = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.5, seed=0)
     auto = functools.partial(_config, from_full=None, epochs=2)
-    on = train(auto(tmp_path / "few"), few)
+    on = train(auto(tmp_path / "few", rank=None, dim=128), few)
     off = train(auto(tmp_path / "many"), many)
     assert on["settings"]["from_full"] is True and "from_full" in on
+    # the TT rank left to the graph: the largest at >= 100x for a table compressed from a full one
+    # (rank 4 otherwise where labels are few)
+    largest = auto_rank(2000, 128, sparse_labels=True, largest=True)
+    assert on["rank"] == largest > auto_rank(2000, 128, sparse_labels=True)
+    assert on["compression_ratio"] >= 100.0
     assert (tmp_path / "few" / FULL_TABLE_DIR / "metrics.json").exists()
     assert off["settings"]["from_full"] is False and "from_full" not in off
     assert not (tmp_path / "many" / FULL_TABLE_DIR).exists()

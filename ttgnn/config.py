@@ -451,15 +451,20 @@ def preferred_rank(sparse_labels: bool) -> int:
 
 
 def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_shape: Optional[list] = None,
-              col_shape: Optional[list] = None, sparse_labels: bool = False) -> int:
+              col_shape: Optional[list] = None, sparse_labels: bool = False, largest: bool = False) -> int:
     """The TT rank of a run that names none: :data:`AUTO_RANK`, :data:`AUTO_RANK_FEW_LABELS` with
     ``sparse_labels`` (:func:`few_labels`), lowered where it would compress the ``num_nodes x dim``
     table less than :data:`AUTO_MIN_COMPRESSION` times to the largest rank that reaches it (rank 1
-    on a graph too small for any rank to)."""
+    on a graph too small for any rank to). With ``largest`` (a TT table compressed from a trained
+    full table, ``from_full``): the largest rank that reaches :data:`AUTO_MIN_COMPRESSION`, whatever
+    the labels (a larger TT table keeps more of the full one)."""
     from .shapes import TTShape, shape_for_budget
 
     rank = preferred_rank(sparse_labels)
-    if TTShape.build(num_nodes, dim, rank, num_cores, row_shape, col_shape).compression_ratio >= AUTO_MIN_COMPRESSION:
+    if largest:
+        rank = 10**6  # capped by the budget below
+    elif TTShape.build(num_nodes, dim, rank, num_cores, row_shape, col_shape).compression_ratio >= \
+            AUTO_MIN_COMPRESSION:
         return rank
     try:
         shape = shape_for_budget(num_nodes, dim, compression=AUTO_MIN_COMPRESSION, num_cores=num_cores,

@@ -179,8 +179,8 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     the model by the mode (:func:`~ttgnn.config.model_for`); label reuse by the model, label input
     and mode (:func:`~ttgnn.config.label_reuse_for`); label spreading by label input and the mode
     (:func:`~ttgnn.config.label_spread_for`); the loss by the model, the mode and the share of
-    training nodes (:func:`~ttgnn.config.loss_for`); the TT rank by the share of training nodes and
-    the compression (:func:`~ttgnn.config.auto_rank`).
+    training nodes (:func:`~ttgnn.config.loss_for`); the TT rank by the share of training nodes, the
+    compression and ``from_full`` (:func:`~ttgnn.config.auto_rank`).
 
     Raises:
         ValueError: label reuse or label spreading on a graph that is evaluated on sampled
@@ -202,7 +202,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     rank = config.rank
     if rank is None and config.embedding == "tt" and config.compression is None and config.max_params is None:
         rank = auto_rank(dataset.num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape,
-                         sparse_labels)
+                         sparse_labels, largest=bool(config.from_full))
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread,
                                loss=loss, rank=rank)
@@ -325,7 +325,10 @@ def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset
                  "the plain cross-entropy)", settled.loss, settled.model, share, threshold)
     if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
         why = [f"{share}, under {threshold:.0f}%"] if sparse else []
-        if settled.rank != preferred_rank(sparse):
+        if settled.from_full:
+            why = [f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x, for a TT table "
+                   "compressed from a trained full table"]
+        elif settled.rank != preferred_rank(sparse):
             why.append(f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x")
         log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
 
@@ -479,6 +482,13 @@ def _full_graph_step(run: RunState, nodes: torch.Tensor, input_labels) -> float:
     if run.teacher_probs is not None and run.config.finetune_distill:
         loss = loss + run.config.finetune_distill * distill_loss(logits, run.teacher_probs)
     loss.backward()
+    import os
+    if run.teacher_probs is not None and os.environ.get("TTGNN_CLIP"):
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), float(os.environ["TTGNN_CLIP"]))
+    if run.teacher_probs is not None and os.environ.get("TTGNN_FREEZE_GNN"):
+        for name, p in run.model.named_parameters():
+            if not name.startswith("node_input.table."):
+                p.grad = None
     run.optimizer.step()
     return float(loss.detach())
 
