@@ -482,13 +482,6 @@ def _full_graph_step(run: RunState, nodes: torch.Tensor, input_labels) -> float:
     if run.teacher_probs is not None and run.config.finetune_distill:
         loss = loss + run.config.finetune_distill * distill_loss(logits, run.teacher_probs)
     loss.backward()
-    import os
-    if run.teacher_probs is not None and os.environ.get("TTGNN_CLIP"):
-        torch.nn.utils.clip_grad_norm_(run.model.parameters(), float(os.environ["TTGNN_CLIP"]))
-    if run.teacher_probs is not None and os.environ.get("TTGNN_FREEZE_GNN"):
-        for name, p in run.model.named_parameters():
-            if not name.startswith("node_input.table."):
-                p.grad = None
     run.optimizer.step()
     return float(loss.detach())
 
