@@ -22,9 +22,10 @@ from typing import Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES,
                       NORMS, ORDERS)
-from .config import (AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD, AUTO_LOSS,
-                     AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS, AUTO_SPECTRAL_MAX_NODES,
-                     AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig)
+from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD,
+                     AUTO_LOSS, AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS,
+                     AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
+                     SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
 
@@ -222,7 +223,9 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--from-full", action=argparse.BooleanOptionalAction, default=d.from_full,
                    help="TT only: train a full table first (its run in OUTPUT_DIR/full-table), then start the TT "
                    "table from its TT-SVD and the GNN from its GNN, and train both for --finetune-epochs at "
-                   "--finetune-lr (a TT-sized model; training needs the full table's memory)")
+                   "--finetune-lr (a TT-sized model; training needs the full table's memory). Default: on for a "
+                   f"TT table in one-process full-graph training where training nodes are under {few} of a graph of "
+                   f"at most {AUTO_FROM_FULL_MAX_NODES:,} nodes")
     p.add_argument("--finetune-epochs", type=int, default=d.finetune_epochs,
                    help="with --from-full: epochs of the TT stage")
     p.add_argument("--finetune-lr", type=float, default=d.finetune_lr,
