@@ -422,7 +422,7 @@ def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse
     import logging
 
     sparse_graph = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
-    kw = dict(model="auto", mode="full", label_input=None, epochs=2, correct_smooth=False)
+    kw = dict(model="auto", mode="full", label_input=None, epochs=2, correct_smooth=False, from_full=False)
     with caplog.at_level(logging.INFO, logger="ttgnn.train"):
         gat = train(_tiny_config(tmp_path / "gat", **kw), sparse_graph)
     assert gat["model"] == "gat" and gat["label_input"] is True and gat["settings"]["label_reuse"] == 3

@@ -203,9 +203,10 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     if rank is None and config.embedding == "tt" and config.compression is None and config.max_params is None:
         rank = auto_rank(dataset.num_nodes, config.dim, config.num_cores, config.row_shape, config.col_shape,
                          sparse_labels, largest=bool(config.from_full))
+    # from_full is settled by train(), which runs the full table's stage; the steps alone never do
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread,
-                               loss=loss, rank=rank)
+                               loss=loss, rank=rank, from_full=bool(config.from_full))
 
 
 def tt_shape(config: TrainConfig, num_nodes: int):
