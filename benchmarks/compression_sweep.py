@@ -1,5 +1,8 @@
 """Test accuracy against compression: TT at several ranks and the full table, over seeds.
 
+TT is trained directly (``--no-from-full``): the command line's default on small graphs, a TT
+table compressed from a trained full table, is measured by ``small_graphs_from_full.py``.
+
 One training run per (dataset, model, embedding/rank, seed), each writing
 ``<out>/<dataset>/<model>-<tt-r<rank>|full>/seed<k>/metrics.json``; a finished run (every epoch
 recorded, with the settings this sweep asks for, the graph's defaults settled) is reused; an
