@@ -70,7 +70,7 @@ def test_an_overwritten_run_trains_the_full_table_again(tmp_path, planted):
 
 
 @pytest.mark.parametrize("bad,message", [
-    (dict(embedding="full"), "needs embedding='tt'"),
+    (dict(embedding="features"), "needs embedding='tt'"),
     (dict(finetune_epochs=0), "finetune_epochs"),
     (dict(finetune_lr=0.0), "finetune_lr"),
 ])
@@ -144,3 +144,16 @@ def test_distillation_pulls_the_tt_stage_towards_the_full_tables_predictions(tmp
     assert distilled["from_full"] == plain["from_full"]
     assert [r["loss"] for r in distilled["epochs"]] != [r["loss"] for r in plain["epochs"]]
     assert all(d["loss"] > p["loss"] for d, p in zip(distilled["epochs"][:1], plain["epochs"][:1]))
+
+
+def test_a_full_table_from_itself_starts_exactly_at_its_best_epoch(tmp_path, planted):
+    # embedding="full": the second stage starts from the full run's best model as it is (the full
+    # table distilled from itself), so epoch 0 scores exactly what the full run's best epoch did.
+    out = tmp_path / "run"
+    result = train(_config(out, embedding="full"), planted)
+    full = _full_metrics(out)
+    assert result["embedding"] == "full" and result["compression_ratio"] == 1.0
+    assert result["from_full"]["svd_relative_error"] == 0.0
+    assert result["from_full"]["start_valid_acc"] == full["best_valid_acc"]
+    assert result["from_full"]["start_test_acc"] == full["test_acc"]
+    assert [r["epoch"] for r in result["epochs"]] == [1, 2]

@@ -198,9 +198,10 @@ class TrainConfig:
             many sparse products per epoch. Needs label input; with ``label_input=None`` a value
             above 0 turns it on. ``None`` (the default): :data:`AUTO_LABEL_SPREAD` steps in
             full-graph mode with label input, else 0 (:func:`label_spread_for`).
-        from_full (bool, optional): TT tables only: train a full table first (every other setting
-            the same, its run in ``output_dir/full-table``), then start the TT table from the TT-SVD
-            of that run's best table (in TT-row order) and the GNN from its best GNN, and train both
+        from_full (bool, optional): train a full table first (every other setting the same, its
+            run in ``output_dir/full-table``), then start the TT table from the TT-SVD of that run's
+            best table (in TT-row order; with ``embedding="full"`` a copy of it: the full table
+            distilled from itself) and the GNN from its best GNN, and train both
             for ``finetune_epochs`` at ``finetune_lr``; the best epoch is picked on validation with
             the compressed start as epoch 0 (:func:`ttgnn.train.train`). The model is TT-sized;
             training needs the full table's memory and one process. ``None`` (the default) decides
@@ -310,9 +311,9 @@ class TrainConfig:
             raise ValueError(f"label_spread={self.label_spread} spreads the label input over the graph: it needs "
                              "label input, which is off (label_input=False)")
         _check_int("finetune_epochs", self.finetune_epochs, 1)
-        if self.from_full and self.embedding != "tt":
-            raise ValueError(f"from_full compresses a trained full table into a TT table: it needs embedding='tt', "
-                             f"got {self.embedding!r}")
+        if self.from_full and self.embedding not in ("tt", "full"):
+            raise ValueError(f"from_full starts a table from a trained full table: it needs embedding='tt' (or "
+                             f"'full', the full table distilled from itself), got {self.embedding!r}")
         for key in ("lr", "emb_lr", "init_scale", "finetune_lr"):
             _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
         for key in ("weight_decay", "emb_weight_decay", "finetune_distill"):

@@ -747,33 +747,41 @@ def _train_full_table(config: TrainConfig, dataset: NodeDataset,
 @torch.no_grad()
 def _start_from_full(run: RunState, summary: dict, state: dict, probs: torch.Tensor) -> None:
     """The second stage's start: the TT cores from the TT-SVD of the full run's best table (TT-row
-    order), every other weight from its best model; evaluated as epoch 0 (the best so far; a resumed
-    run's checkpoint replaces all of it)."""
+    order; a full table: that table itself), every other weight from its best model; evaluated as
+    epoch 0 (the best so far; a resumed run's checkpoint replaces all of it)."""
     from .embedding import TTNodeEmbedding
 
     model = run.model
     tt = model.node_input.table
     table = state["node_input.table.weight"].double()
-    compressed = TTNodeEmbedding.from_pretrained(table, ranks=list(tt.ranks), row_shape=tt.row_shape,
-                                                 col_shape=tt.col_shape, node_order=tt.node_order)
+    if isinstance(tt, TTNodeEmbedding):
+        compressed = TTNodeEmbedding.from_pretrained(table, ranks=list(tt.ranks), row_shape=tt.row_shape,
+                                                     col_shape=tt.col_shape, node_order=tt.node_order)
+        error = compressed.svd_relative_error
+    else:  # a full table distilled from itself: its own best table
+        compressed, error = None, 0.0
     own = model.state_dict()
     others = {key: value for key, value in state.items() if not key.startswith("node_input.table.")}
     missing = sorted(set(own) - set(others) - {key for key in own if key.startswith("node_input.table.")})
     if missing:
         raise ValueError(f"from_full: the full-table model lacks {missing[:3]}")
     model.load_state_dict({**own, **others})
-    for core, new in zip(tt.cores, compressed.cores):
-        core.copy_(new.to(dtype=core.dtype, device=core.device))
+    if compressed is None:
+        tt.weight.copy_(state["node_input.table.weight"].to(dtype=tt.weight.dtype, device=tt.weight.device))
+    else:
+        for core, new in zip(tt.cores, compressed.cores):
+            core.copy_(new.to(dtype=core.dtype, device=core.device))
     result = evaluate(model, run.graph, run.dataset, run.config.mode, run.config.eval_batch_size, run.accuracy)
     run.metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=0)
     run.metrics["from_full"] = {"full_table": {key: summary[key] for key in ("best_valid_acc", "test_acc",
                                                                              "best_epoch")},
-                                "svd_relative_error": compressed.svd_relative_error,
+                                "svd_relative_error": error,
                                 "start_valid_acc": result["valid"], "start_test_acc": result["test"]}
     run.best_state = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
     run.teacher_probs = probs.to(run.device)
-    log.info("from_full: TT-SVD of the full table (relative error %.3f): valid %.4f test %.4f before fine-tuning",
-             compressed.svd_relative_error, result["valid"], result["test"])
+    start = ("a copy of the full table" if compressed is None
+             else f"TT-SVD of the full table (relative error {error:.3f})")
+    log.info("from_full: %s: valid %.4f test %.4f before fine-tuning", start, result["valid"], result["test"])
 
 
 def _epochs(run: RunState) -> None:
