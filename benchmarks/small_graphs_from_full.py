@@ -14,6 +14,7 @@ with Correct and Smooth on (the default), the same after it.
     python benchmarks/small_graphs_from_full.py --root $TTGNN_DATA --datasets cora citeseer pubmed --seeds 10
     python benchmarks/small_graphs_from_full.py --root $TTGNN_DATA --datasets cora --seeds 3 -- --rank 6
     python benchmarks/small_graphs_from_full.py --datasets cora citeseer pubmed --report   # while runs go on
+    python benchmarks/small_graphs_from_full.py --out runs/small-born-again -- --embedding full --from-full
 """
 import argparse
 import json
@@ -78,18 +79,21 @@ def report(dataset: str, runs: list) -> None:
     tt = [r["tt"] for r in runs]
     full = [r["full"] for r in runs]
     start = [t["from_full"] for t in tt]
-    print(f"\n{dataset}: {len(runs)} seeds, TT {tt[0]['compression_ratio']:.0f}x "
-          f"({tt[0]['embedding_parameters']:,} parameters), TT's best epochs {[t['best_epoch'] for t in tt]}")
+    is_tt = tt[0]["embedding"] == "tt"
+    who = "TT" if is_tt else "the distilled table"
+    print(f"\n{dataset}: {len(runs)} seeds, {who} {tt[0]['compression_ratio']:.0f}x "
+          f"({tt[0]['embedding_parameters']:,} parameters), its best epochs {[t['best_epoch'] for t in tt]}")
     print("| input | valid | test | C&S test |\n|---|---:|---:|---:|")
-    for name, rows in (("TT, the defaults (from the full table)", tt), ("full table", full)):
+    student = "TT from the full table" if is_tt else "full table distilled from itself"
+    for name, rows in ((student, tt), ("full table", full)):
         smooth = [r["correct_smooth"]["test_acc"] for r in rows if "correct_smooth" in r]
         print(f"| {name} | {mean_std([r['best_valid_acc'] for r in rows])} | {mean_std([r['test_acc'] for r in rows])} "
               f"| {mean_std(smooth) if len(smooth) == len(rows) else '-'} |")
-    print(f"| TT's compressed start (epoch 0) | {mean_std([s['start_valid_acc'] for s in start])} "
+    print(f"| its start (epoch 0) | {mean_std([s['start_valid_acc'] for s in start])} "
           f"| {mean_std([s['start_test_acc'] for s in start])} | |")
     test = paired([t["test_acc"] for t in tt], [f["test_acc"] for f in full])
     valid = paired([t["best_valid_acc"] for t in tt], [f["best_valid_acc"] for f in full])
-    print(f"TT - full, paired by seed (points, mean ± s.e.): test {test}, valid {valid}")
+    print(f"{'TT' if is_tt else 'distilled'} - full, paired by seed (points, mean ± s.e.): test {test}, valid {valid}")
     if all("correct_smooth" in r for r in tt + full):
         smooth = paired([t["correct_smooth"]["test_acc"] for t in tt], [f["correct_smooth"]["test_acc"] for f in full])
         print(f"  with Correct and Smooth: test {smooth}")
