@@ -462,17 +462,15 @@ def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_sha
     from .shapes import TTShape, shape_for_budget
 
     rank = preferred_rank(sparse_labels)
-    if largest:
-        rank = 10**6  # capped by the budget below
-    elif TTShape.build(num_nodes, dim, rank, num_cores, row_shape, col_shape).compression_ratio >= \
-            AUTO_MIN_COMPRESSION:
+    if not largest and TTShape.build(num_nodes, dim, rank, num_cores, row_shape,
+                                     col_shape).compression_ratio >= AUTO_MIN_COMPRESSION:
         return rank
     try:
         shape = shape_for_budget(num_nodes, dim, compression=AUTO_MIN_COMPRESSION, num_cores=num_cores,
                                  row_shape=row_shape, col_shape=col_shape)
     except ValueError:  # even rank 1 is under the ratio
         return 1
-    return min(max(shape.ranks), rank)
+    return max(shape.ranks) if largest else min(max(shape.ranks), rank)
 
 
 def model_for(model: str, mode: str) -> str:

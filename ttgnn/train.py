@@ -237,17 +237,27 @@ def _spectral_init(node_input, config: TrainConfig, dataset: NodeDataset) -> Non
     check_table_fits(dataset.num_nodes, config.dim, 4 if node_input.kind == "full" else 28)
     table = spectral_table(*dataset.csr(), dataset.num_nodes, config.dim, std=config.init_scale,
                            vectors=config.spectral_vectors, seed=config.seed, cache_dir=default_cache_dir(config.cache_dir))
+    error = _load_table(node_input, table)
+    if node_input.kind != "full":
+        log.info("spectral init: TT-SVD of the eigenvector table, relative error %.3f", error)
+
+
+@torch.no_grad()
+def _load_table(node_input, table: torch.Tensor) -> float:
+    """Overwrite ``node_input``'s table with the ``(N, D)`` ``table``: a full table copies it, a TT
+    table takes the cores of its TT-SVD in TT-row order. Returns the relative error (``0.0``: a copy)."""
     if node_input.kind == "full":
-        node_input.table.weight.copy_(table)
-        return
+        weight = node_input.table.weight
+        weight.copy_(table.to(dtype=weight.dtype, device=weight.device))
+        return 0.0
     from .embedding import TTNodeEmbedding
 
     tt = node_input.table
     compressed = TTNodeEmbedding.from_pretrained(table.double(), ranks=list(tt.ranks), row_shape=tt.row_shape,
                                                  col_shape=tt.col_shape, node_order=tt.node_order)
     for core, new in zip(tt.cores, compressed.cores):
-        core.copy_(new.to(core.dtype))
-    log.info("spectral init: TT-SVD of the eigenvector table, relative error %.3f", compressed.svd_relative_error)
+        core.copy_(new.to(dtype=core.dtype, device=core.device))
+    return compressed.svd_relative_error
 
 
 def split_known(train_nodes: torch.Tensor, rate: float, seed: int, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -675,9 +685,9 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
     with contextlib.ExitStack() as stack:
         _claim_run_folder(config, process_rank == 0, world_size, stack)
         teacher = None
+        if config.from_full is not False and dataset is None:  # the rule and the full table's run need it
+            dataset = load_dataset(config.dataset, config.root, config.cache_dir)
         if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
-            if dataset is None:
-                dataset = load_dataset(config.dataset, config.root, config.cache_dir)
             num_train = int(dataset.split["train"].numel())
             from_full = from_full_for(None, config.embedding, config.mode, dataset.num_nodes, num_train, world_size)
             if from_full and process_rank == 0:
@@ -687,8 +697,6 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                          f"{dataset.num_nodes:,}", 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
             config = dataclasses.replace(config, from_full=from_full)
         if config.from_full:
-            if dataset is None:
-                dataset = load_dataset(config.dataset, config.root, config.cache_dir)
             teacher = _train_full_table(config, dataset, device)
             config = dataclasses.replace(config, epochs=config.finetune_epochs, lr=config.finetune_lr,
                                          emb_lr=config.finetune_lr)
@@ -704,12 +712,17 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
             log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
                      run.config.model, run.config.embedding, f"{run.metrics['embedding_parameters']:,}",
                      run.metrics["compression_ratio"], f"{run.metrics['gnn_parameters']:,}")
-        try:
-            _epochs(run)
-        except KeyboardInterrupt:
-            raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None,
-                                      run.saved_epoch) from None
-        return finish_run(run)
+        return _train_and_finish(run)
+
+
+def _train_and_finish(run: RunState) -> dict:
+    """Steps 3-5 of a set-up (and restored) run: its epochs, then :func:`finish_run`; Ctrl-C becomes
+    :class:`TrainingInterrupted` naming the last complete checkpoint."""
+    try:
+        _epochs(run)
+    except KeyboardInterrupt:
+        raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None, run.saved_epoch) from None
+    return finish_run(run)
 
 
 def _train_full_table(config: TrainConfig, dataset: NodeDataset,
@@ -727,12 +740,7 @@ def _train_full_table(config: TrainConfig, dataset: NodeDataset,
             stack.enter_context(RunFolder(out_dir, resume=config.resume, overwrite=config.overwrite))
         run = setup_run(full, dataset, 0, 1, device)
         restore_run(run)
-        try:
-            _epochs(run)
-        except KeyboardInterrupt:
-            raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None,
-                                      run.saved_epoch) from None
-        summary = finish_run(run)
+        summary = _train_and_finish(run)
     if run.best_state is None:
         raise ValueError(f"from_full: the full-table run in {out_dir} has no best model (best_model.pt); "
                          "replace it with overwrite")
@@ -749,28 +757,14 @@ def _start_from_full(run: RunState, summary: dict, state: dict, probs: torch.Ten
     """The second stage's start: the TT cores from the TT-SVD of the full run's best table (TT-row
     order; a full table: that table itself), every other weight from its best model; evaluated as
     epoch 0 (the best so far; a resumed run's checkpoint replaces all of it)."""
-    from .embedding import TTNodeEmbedding
-
     model = run.model
-    tt = model.node_input.table
-    table = state["node_input.table.weight"].double()
-    if isinstance(tt, TTNodeEmbedding):
-        compressed = TTNodeEmbedding.from_pretrained(table, ranks=list(tt.ranks), row_shape=tt.row_shape,
-                                                     col_shape=tt.col_shape, node_order=tt.node_order)
-        error = compressed.svd_relative_error
-    else:  # a full table distilled from itself: its own best table
-        compressed, error = None, 0.0
     own = model.state_dict()
     others = {key: value for key, value in state.items() if not key.startswith("node_input.table.")}
-    missing = sorted(set(own) - set(others) - {key for key in own if key.startswith("node_input.table.")})
+    missing = sorted(key for key in own if key not in state and not key.startswith("node_input.table."))
     if missing:
         raise ValueError(f"from_full: the full-table model lacks {missing[:3]}")
     model.load_state_dict({**own, **others})
-    if compressed is None:
-        tt.weight.copy_(state["node_input.table.weight"].to(dtype=tt.weight.dtype, device=tt.weight.device))
-    else:
-        for core, new in zip(tt.cores, compressed.cores):
-            core.copy_(new.to(dtype=core.dtype, device=core.device))
+    error = _load_table(model.node_input, state["node_input.table.weight"])
     result = evaluate(model, run.graph, run.dataset, run.config.mode, run.config.eval_batch_size, run.accuracy)
     run.metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=0)
     run.metrics["from_full"] = {"full_table": {key: summary[key] for key in ("best_valid_acc", "test_acc",
@@ -779,7 +773,7 @@ def _start_from_full(run: RunState, summary: dict, state: dict, probs: torch.Ten
                                 "start_valid_acc": result["valid"], "start_test_acc": result["test"]}
     run.best_state = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
     run.teacher_probs = probs.to(run.device)
-    start = ("a copy of the full table" if compressed is None
+    start = ("a copy of the full table" if model.node_input.kind == "full"
              else f"TT-SVD of the full table (relative error {error:.3f})")
     log.info("from_full: %s: valid %.4f test %.4f before fine-tuning", start, result["valid"], result["test"])
 
