@@ -27,6 +27,8 @@ from pathlib import Path
 
 from summary import mean_std  # (benchmarks/summary.py)
 
+from ttgnn.train import FULL_TABLE_DIR
+
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
 # The "defaults" group's runs were made before label reuse became GAT's default (--label-reuse auto):
@@ -176,6 +178,16 @@ CONFIGS["defaults-gat-full-normres-logce-nolabels-ls0.1"] = (
 # The command line's defaults (GAT with label input) with label smoothing.
 CONFIGS["defaults-gat-tt-reuse1-spread10-logce-ls0.1"] = (
     [*CONFIGS["defaults-gat-tt-reuse1-spread10-logce"][0], *LABEL_SMOOTHING], "defaults")
+# The command line's defaults as they are now, every automatic setting decided by the run: exactly
+# `ttgnn train --dataset ogbn-arxiv --model M [--embedding full]` (TT as the command line picks it on
+# arxiv, pinned in TT). GraphSAGE's TT-against-full comparison had only been measured with its defaults
+# before label spreading. With --from-full: the full table trained first (its run in full-table/), TT
+# from its TT-SVD at rank 8, fine-tuned with the full model's predictions as a second target.
+NOW = ["--label-reuse", "auto", "--label-spread", "auto", "--loss", "auto"]
+for _model in ("sage", "gat"):
+    CONFIGS[f"now-{_model}-tt"] = (["--model", _model, *TT, *NOW], "defaults")
+    CONFIGS[f"now-{_model}-full"] = (["--model", _model, "--embedding", "full", *NOW], "defaults")
+    CONFIGS[f"now-{_model}-tt-from-full"] = (["--model", _model, *TT, *NOW, "--from-full"], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
@@ -209,14 +221,20 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
 
 
 def finished(path: Path, epochs: int) -> bool:
-    """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs."""
+    """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs (with ``--from-full``:
+    the full table's run of ``epochs`` epochs and all the fine-tuning epochs after it)."""
     if not path.exists():
         return False
-    return len(json.loads(path.read_text())["epochs"]) >= epochs
+    metrics = json.loads(path.read_text())
+    if metrics.get("from_full"):
+        return (len(metrics["epochs"]) >= metrics["settings"]["finetune_epochs"]
+                and finished(path.parent / FULL_TABLE_DIR / "metrics.json", epochs))
+    return len(metrics["epochs"]) >= epochs
 
 
-def row(name: str, runs: list) -> str:
-    """One Markdown row: accuracies as mean ± std over the seeds in ``runs`` (metrics dicts)."""
+def row(name: str, runs: list, label: str = None) -> str:
+    """One Markdown row: accuracies as mean ± std over the seeds in ``runs`` (metrics dicts); ``label``
+    names the row instead of the model or configuration."""
     m = runs[0]
     order = m.get("order") or "-"
     rank = m.get("rank") or "-"
@@ -228,6 +246,8 @@ def row(name: str, runs: list) -> str:
     model = m["model"] if dropout == 0.2 else f"{m['model']} (dropout {dropout})"  # 0.2: EARLIER_DEFAULTS
     if CONFIGS[name][1] in ("sweep", "defaults"):
         model = name
+    if label:
+        model = label
     best = "/".join(str(r["best_epoch"]) for r in runs)
     return (f"| {model} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | {len(runs)} | "
             f"{mean_std([r['best_valid_acc'] for r in runs])} | {mean_std([r['test_acc'] for r in runs])} | "
@@ -378,6 +398,11 @@ def main() -> int:
                     unfinished.append(f"{name}/{path.parent.name}")
             if runs:
                 lines.append(row(name, runs))
+            teachers = [json.loads(p.read_text()) for r, p in
+                        ((r, out / name / f"seed{r['settings']['seed']}" / FULL_TABLE_DIR / "metrics.json")
+                         for r in runs if r.get("from_full")) if p.exists()]
+            if teachers:  # --from-full: the full table each TT run started from, seed by seed
+                lines.append(row(name, teachers, label=f"{name}: its full table"))
         if lines:
             title = {"main": "main", "labels": "with known training labels as inputs (--label-input)",
                      "spectral": "label input, spectral init (--init spectral --spectral-vectors 8)",

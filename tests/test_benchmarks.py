@@ -144,10 +144,48 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         assert cmd[:2] == ["ttgnn", "train"]
         config = config_from_args(parser.parse_args(cmd[1:]))
         config.validate()
+        if name.startswith("now-"):  # today's defaults: every automatic setting left to the run
+            model, embedding = name.split("-")[1:3]
+            bare = ["train", "--dataset", "ogbn-arxiv", "--model", model, "--embedding", embedding]
+            if embedding == "tt":
+                bare += ["--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
+            if name.endswith("-from-full"):
+                bare.append("--from-full")
+            expected = config_from_args(parser.parse_args(bare))
+            for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
+                          "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank"):
+                assert getattr(config, field) == getattr(expected, field), (name, field)
+            assert config.label_spread is None and config.label_reuse is None and config.loss is None, name
+            continue
         assert config.label_spread == (10 if "-spread10" in name else 0), name
         assert config.label_reuse == (1 if "-reuse1" in name else 0), name
         assert config.loss == ("log-ce" if "logce" in name else "ce"), name  # never left to the rule
         assert config.label_smoothing == (0.1 if name.endswith("-ls0.1") else 0.0), name
+
+
+def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    arxiv = _script("train_arxiv")
+    run = tmp_path / "now-gat-tt-from-full" / "seed0"
+    (run / arxiv.FULL_TABLE_DIR).mkdir(parents=True)
+
+    def write(path, epochs, from_full=None):
+        metrics = {"epochs": [{}] * epochs, "settings": {"finetune_epochs": 50, "seed": 0}}
+        if from_full:
+            metrics["from_full"] = from_full
+        path.write_text(json.dumps(metrics))
+
+    tt, full = run / "metrics.json", run / arxiv.FULL_TABLE_DIR / "metrics.json"
+    write(tt, 50, from_full={"full_table": {}})
+    assert not arxiv.finished(tt, 200)  # the full table's run is missing
+    write(full, 120)
+    assert not arxiv.finished(tt, 200)  # ... or stopped before its last epoch
+    write(full, 200)
+    assert arxiv.finished(tt, 200)  # the TT stage counts its fine-tuning epochs, not the run's
+    write(tt, 49, from_full={"full_table": {}})
+    assert not arxiv.finished(tt, 200)
+    write(tt, 200)  # a run without --from-full counts its own epochs only
+    assert arxiv.finished(tt, 200) and not arxiv.finished(tt, 201)
 
 
 def test_train_arxiv_command_names_the_device_only_off_the_cpu(monkeypatch):
