@@ -410,7 +410,8 @@ def main() -> int:
                      "sweep": "defaults sweep (GraphSAGE + TT rank 8; settings changed from the earlier CLI defaults "
                               "as named)",
                      "defaults": "the CLI defaults with label reuse off unless named (GAT: 100 epochs unless "
-                                 "--epochs; GAT's CLI default is the -reuse1 row)"}[group]
+                                 "--epochs; GAT's CLI default is the -reuse1 row; now-*: today's defaults, "
+                                 "nothing pinned)"}[group]
             print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
         if unfinished:
             print(f"not counted, not finished: {', '.join(unfinished)}")
