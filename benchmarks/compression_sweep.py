@@ -47,13 +47,14 @@ NOT_COMPARED = ("root", "cache_dir", "num_threads", "output_dir", "resume", "ove
 TT_ONLY = ("rank", "num_cores", "row_shape", "col_shape", "compression", "max_params")
 
 
-def finished_run(folder: Path, config) -> Optional[dict]:
+def finished_run(folder: Path, config, skip: tuple = ()) -> Optional[dict]:
     """The ``metrics.json`` of the run in ``folder`` if it is finished with ``config``'s settings
     (a :class:`ttgnn.config.TrainConfig` settled by the graph, :func:`ttgnn.train.settle_by_graph`),
     else ``None``: the file is rewritten every epoch, so an interrupted run's has fewer epochs, and
     a run with another setting (a default changed since, another ``--label-spread`` into the same
     ``--out``) would be another configuration's figure. A setting missing from an older file
-    counts as :data:`~ttgnn.config.TrainConfig.RESUME_ABSENT` has it, else as different."""
+    counts as :data:`~ttgnn.config.TrainConfig.RESUME_ABSENT` has it, else as different. Settings
+    named in ``skip`` are not compared either."""
     from ttgnn.checkpoint import differing_settings
     from ttgnn.config import TrainConfig
 
@@ -64,7 +65,7 @@ def finished_run(folder: Path, config) -> Optional[dict]:
     wanted = json.loads(json.dumps(config.settings()))  # as the file holds them (tuples as lists)
     if len(metrics.get("epochs", [])) != config.epochs:
         return None
-    skip = NOT_COMPARED + (TT_ONLY if config.embedding != "tt" else ())
+    skip = NOT_COMPARED + tuple(skip) + (TT_ONLY if config.embedding != "tt" else ())
     keys = [key for key in wanted if key not in skip]
     if differing_settings(metrics.get("settings", {}), wanted, keys, TrainConfig.RESUME_ABSENT, missing_differs=True):
         return None

@@ -3,10 +3,13 @@
 On a graph of few labels ``ttgnn train`` trains the full table first and compresses and distils it
 into the TT table (``--from-full``, its default there): each run holds the full table's run
 (``full-table/metrics.json``, exactly ``ttgnn train --embedding full``) beside the TT run, so one run
-per (dataset, seed) gives both, on the same machine. Runs go to ``<out>/<dataset>/seed<k>``, a
-finished one is reused (after a change of the TT stage's defaults, delete the TT run's files,
-``metrics.json``, ``checkpoint.pt`` and ``best_model.pt``, and keep ``full-table/``: the TT stage
-is trained again from the full table's run), ``--jobs`` run at a time (one thread each). Printed per dataset: mean ±
+per (dataset, seed) gives both, on the same machine. Runs go to ``<out>/<dataset>/seed<k>``; a
+finished one is reused when both stages recorded the settings the command gives today (the graph's
+defaults settled as ``ttgnn train`` settles them), an interrupted one is resumed, and one made with
+other settings (a default changed since, other flags after ``--``) is refused with a message: to
+train it again, delete the stage that differs (for the TT stage ``metrics.json``, ``checkpoint.pt``
+and ``best_model.pt``; the TT stage is then trained again from the kept ``full-table/`` run), or
+use another ``--out``. ``--jobs`` run at a time (one thread each). Printed per dataset: mean ±
 std of the best validation accuracy and of the test accuracy at that epoch, for TT, the full table
 and TT's compressed start (epoch 0), the paired TT - full difference (mean ± standard error) and,
 with Correct and Smooth on (the default), the same after it.
@@ -33,22 +36,69 @@ def run_command(args, dataset: str, seed: int, folder: Path) -> list:
     return command
 
 
-def finished(folder: Path) -> dict:
-    """The TT run's and the full-table run's metrics, when both are complete (else ``{}``)."""
-    try:
-        tt = json.loads((folder / "metrics.json").read_text())
-        full = json.loads((folder / "full-table" / "metrics.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    settings = tt.get("settings", {})
-    if "from_full" not in tt or len(tt["epochs"]) != settings.get("finetune_epochs"):
+def parse_command(command: list):
+    """The :class:`ttgnn.config.TrainConfig` of ``command`` (a :func:`run_command`), as the CLI makes it."""
+    from ttgnn.cli import build_parser, config_from_args
+
+    return config_from_args(build_parser().parse_args(command[command.index("train"):]))
+
+
+def stage_configs(command: list, data) -> tuple:
+    """The settings ``command`` (a :func:`run_command`) gives its two stages on ``data``, as the runs
+    record them: ``(TT stage, full-table stage)``, each a settled :class:`ttgnn.config.TrainConfig`.
+
+    Raises:
+        SystemExit: the command does not train from a full table on this graph.
+    """
+    from ttgnn.train import finetune_config, full_table_config, settle_by_graph, settle_from_full
+
+    config = settle_from_full(parse_command(command), data)
+    if not config.from_full:
+        raise SystemExit(f"{' '.join(command)}: does not train from a full table (add -- --from-full)")
+    return settle_by_graph(finetune_config(config), data), settle_by_graph(full_table_config(config), data)
+
+
+# The fine-tuning settings: not compared for the full table's stage, which they do not change
+# (``ttgnn train --resume`` does not check them either).
+FINETUNE_ONLY = ("finetune_epochs", "finetune_lr", "finetune_distill")
+
+
+def finished(folder: Path, configs: tuple) -> dict:
+    """The TT run's and the full-table run's metrics, when both are complete with the settings of
+    ``configs`` (:func:`stage_configs`), else ``{}``."""
+    from compression_sweep import finished_run  # (benchmarks/compression_sweep.py)
+
+    tt, full = finished_run(folder, configs[0]), finished_run(folder / "full-table", configs[1], FINETUNE_ONLY)
+    if tt is None or full is None or "from_full" not in tt:
         return {}
     return {"tt": tt, "full": full}
 
 
-def one_run(args, dataset: str, seed: int) -> dict:
+def made_otherwise(folder: Path, configs: tuple) -> list:
+    """The stages in ``folder`` that reached their last epoch with other settings than ``configs``'
+    (an interrupted stage is resumed instead, and ``ttgnn train --resume`` checks its settings)."""
+    from compression_sweep import finished_run
+
+    stages = []
+    for path, config, skip in ((folder, configs[0], ()), (folder / "full-table", configs[1], FINETUNE_ONLY)):
+        try:
+            epochs = len(json.loads((path / "metrics.json").read_text())["epochs"])
+        except (OSError, ValueError, KeyError):
+            continue
+        if epochs >= config.epochs and finished_run(path, config, skip) is None:
+            stages.append(str(path))
+    return stages
+
+
+def one_run(args, dataset: str, seed: int, data) -> dict:
     folder = Path(args.out) / dataset / f"seed{seed}"
-    done = finished(folder)
+    configs = stage_configs(run_command(args, dataset, seed, folder), data)
+    done = finished(folder, configs)
+    if not done and made_otherwise(folder, configs):
+        print(f"{dataset} seed {seed}: refused, made with other settings than this command gives: "
+              f"{', '.join(made_otherwise(folder, configs))} (delete that stage's files or use another --out)",
+              flush=True)
+        return {}
     if not done and not args.report:
         command = run_command(args, dataset, seed, folder)
         print(" ".join(command), flush=True)
@@ -58,7 +108,7 @@ def one_run(args, dataset: str, seed: int) -> dict:
             # an interrupted run continues; so does a finished full-table run whose TT stage was removed
             code = subprocess.call(command + (["--resume"] if folder.exists() else []), stdout=out,
                                    stderr=subprocess.STDOUT)
-        done = finished(folder)
+        done = finished(folder, configs)
         if code or not done:
             print(f"{dataset} seed {seed}: failed (exit {code}), see {log}", flush=True)
             return {}
@@ -110,9 +160,15 @@ def main() -> int:
     parser.add_argument("--report", action="store_true", help="print the finished runs' table; train nothing")
     parser.add_argument("train_args", nargs="*", help="after --: more flags of `ttgnn train`")
     args = parser.parse_args()
+    from ttgnn.data import load_dataset
+
+    graphs = {}
+    for name in args.datasets:  # loaded once here, for the settings each run must have recorded
+        where = parse_command(run_command(args, name, 0, Path(args.out)))
+        graphs[name] = load_dataset(name, where.root, where.cache_dir)
     jobs = [(d, s) for d in args.datasets for s in range(args.first_seed, args.seeds)]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda job: one_run(args, *job), jobs))
+        results = list(pool.map(lambda job: one_run(args, *job, graphs[job[0]]), jobs))
     for dataset in args.datasets:
         runs = [r for (d, _), r in zip(jobs, results) if d == dataset and r]
         if runs:

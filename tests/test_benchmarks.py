@@ -278,6 +278,22 @@ def test_small_graphs_from_full_pairs_each_tt_run_with_its_full_table_run(data_r
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "ttgnn train" not in again.stdout
     assert json.loads((out / "cora" / "seed0" / "metrics.json").read_text()) == runs[0]
+    # a finished run made with other settings is refused, naming the stage that differs, not reused or trained
+    other = subprocess.run(cmd + ["--finetune-distill", "1.0"], capture_output=True, text=True, timeout=600)
+    assert other.returncode == 1 and "ttgnn train" not in other.stdout and "TT - full" not in other.stdout
+    seed0 = out / "cora" / "seed0"
+    assert f"cora seed 0: refused, made with other settings than this command gives: {seed0} (" in other.stdout
+    # ... and trained again from the kept full table's run once that stage's files are gone
+    for name in ("metrics.json", "checkpoint.pt", "best_model.pt"):
+        (seed0 / name).unlink()
+    split = cmd.index("--")
+    mended = subprocess.run(cmd[:split] + ["--seeds", "1"] + cmd[split:] + ["--finetune-distill", "1.0"],
+                            capture_output=True, text=True, timeout=600)
+    assert mended.returncode == 0, mended.stdout[-2000:] + mended.stderr[-2000:]
+    assert json.loads((seed0 / "metrics.json").read_text())["settings"]["finetune_distill"] == 1.0
+    kept = json.loads((seed0 / "full-table" / "metrics.json").read_text())
+    assert [kept[k] for k in ("epochs", "best_epoch", "test_acc")] == [runs[1][k] for k in ("epochs", "best_epoch",
+                                                                                            "test_acc")]  # not retrained
 
 
 @pytest.mark.data

@@ -121,6 +121,32 @@ def test_left_to_the_graph_it_runs_on_a_graph_of_few_labels_and_not_on_others(tm
     assert not (tmp_path / "many" / FULL_TABLE_DIR).exists()
 
 
+def test_the_stage_configs_are_the_settings_each_stage_records(tmp_path, planted):
+    # What a benchmark compares a finished run with: the two stages' settings, settled by the graph.
+    from ttgnn.train import finetune_config, full_table_config, settle_by_graph, settle_from_full
+
+    out = tmp_path / "run"
+    config = _config(out, from_full=None, finetune_epochs=3, finetune_lr=0.004)
+    settled = settle_from_full(config, planted)
+    assert settled.from_full is from_full_for(None, "tt", config.mode, planted.num_nodes,
+                                              int(planted.split["train"].numel()), 1)
+    assert settle_from_full(_config(out, from_full=False), planted).from_full is False  # an explicit value stays
+    forced = settle_from_full(_config(out, from_full=True), planted)
+    tt = train(forced, planted)
+    full = _full_metrics(out)
+
+    def comparable(settings):  # as the file holds them, less the run folder's handling
+        return {k: v for k, v in json.loads(json.dumps(settings)).items() if k not in ("resume", "overwrite")}
+
+    assert comparable(tt["settings"]) == comparable(settle_by_graph(finetune_config(forced), planted).settings())
+    assert comparable(full["settings"]) == comparable(settle_by_graph(full_table_config(forced), planted).settings())
+    stage = full_table_config(forced)
+    assert (stage.embedding, stage.from_full, stage.rank, stage.output_dir) == ("full", False, None,
+                                                                                 str(out / FULL_TABLE_DIR))
+    tuned = finetune_config(forced)
+    assert (tuned.epochs, tuned.lr, tuned.emb_lr) == (forced.finetune_epochs, forced.finetune_lr, forced.finetune_lr)
+
+
 def test_distill_loss_is_zero_on_agreement_and_positive_otherwise():
     import torch
 

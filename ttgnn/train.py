@@ -59,7 +59,7 @@ __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run
            "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
            "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "lr_factor", "set_learning_rates",
            "ORDERS", "CHECKPOINT_NAME",
-           "BEST_MODEL_NAME", "METRICS_NAME", "FULL_TABLE_DIR"]
+           "BEST_MODEL_NAME", "METRICS_NAME", "FULL_TABLE_DIR", "settle_from_full", "full_table_config", "finetune_config"]
 
 log = logging.getLogger(__name__)
 
@@ -688,18 +688,16 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         if config.from_full is not False and dataset is None:  # the rule and the full table's run need it
             dataset = load_dataset(config.dataset, config.root, config.cache_dir)
         if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
-            num_train = int(dataset.split["train"].numel())
-            from_full = from_full_for(None, config.embedding, config.mode, dataset.num_nodes, num_train, world_size)
-            if from_full and process_rank == 0:
+            config = settle_from_full(config, dataset, world_size)
+            if config.from_full and process_rank == 0:
+                num_train = int(dataset.split["train"].numel())
                 log.info("from_full: a TT table on a graph of few labels (training nodes %.1f%% of %s nodes, under "
                          "%.0f%%): the full table is trained first, then compressed into TT and distilled "
                          "(--no-from-full to turn it off)", 100.0 * num_train / dataset.num_nodes,
                          f"{dataset.num_nodes:,}", 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
-            config = dataclasses.replace(config, from_full=from_full)
         if config.from_full:
             teacher = _train_full_table(config, dataset, device)
-            config = dataclasses.replace(config, epochs=config.finetune_epochs, lr=config.finetune_lr,
-                                         emb_lr=config.finetune_lr)
+            config = finetune_config(config)
         run = setup_run(config, dataset, process_rank, world_size, device)
         if teacher is not None:
             _start_from_full(run, *teacher)
@@ -725,15 +723,37 @@ def _train_and_finish(run: RunState) -> dict:
     return finish_run(run)
 
 
+def settle_from_full(config: TrainConfig, dataset: NodeDataset, world_size: int = 1) -> TrainConfig:
+    """``config`` with ``from_full`` decided by the graph where it is ``None``
+    (:func:`~ttgnn.config.from_full_for`), as :func:`train` decides it before either stage."""
+    if config.from_full is not None:
+        return config
+    num_train = int(dataset.split["train"].numel())
+    return dataclasses.replace(config, from_full=from_full_for(None, config.embedding, config.mode, dataset.num_nodes,
+                                                               num_train, world_size))
+
+
+def full_table_config(config: TrainConfig) -> TrainConfig:
+    """The first stage of ``from_full``: ``config``'s run with the full table, in ``output_dir/full-table``
+    (exactly the run of ``embedding="full"`` there)."""
+    out_dir = Path(config.output_dir) / FULL_TABLE_DIR if config.output_dir else None
+    return dataclasses.replace(config, embedding="full", from_full=False, rank=None, compression=None, max_params=None,
+                               output_dir=str(out_dir) if out_dir is not None else None)
+
+
+def finetune_config(config: TrainConfig) -> TrainConfig:
+    """The second stage of ``from_full``: ``config`` with the fine-tuning epochs and learning rate
+    (``finetune_epochs``, ``finetune_lr`` for the GNN and the table), as its run records them."""
+    return dataclasses.replace(config, epochs=config.finetune_epochs, lr=config.finetune_lr, emb_lr=config.finetune_lr)
+
+
 def _train_full_table(config: TrainConfig, dataset: NodeDataset,
                       device: torch.device) -> tuple[dict, dict, torch.Tensor]:
     """The first stage of ``from_full``: the full-table run of ``config`` (in ``output_dir/full-table``,
     resumed or replaced with the TT run). Returns its summary, its best epoch's state dict and that
     model's ``(N, C)`` class probabilities (evaluated as :func:`~ttgnn.evaluation.evaluate` does)."""
-    out_dir = Path(config.output_dir) / FULL_TABLE_DIR if config.output_dir else None
-    full = dataclasses.replace(config, embedding="full", from_full=False, rank=None,
-                               compression=None, max_params=None,
-                               output_dir=str(out_dir) if out_dir is not None else None)
+    full = full_table_config(config)
+    out_dir = Path(full.output_dir) if full.output_dir else None
     log.info("from_full: training the full table first%s", f" (run folder {out_dir})" if out_dir else "")
     with contextlib.ExitStack() as stack:
         if out_dir is not None:
