@@ -94,10 +94,10 @@ def one_run(args, dataset: str, seed: int, data) -> dict:
     folder = Path(args.out) / dataset / f"seed{seed}"
     configs = stage_configs(run_command(args, dataset, seed, folder), data)
     done = finished(folder, configs)
-    if not done and made_otherwise(folder, configs):
+    other = [] if done else made_otherwise(folder, configs)
+    if other:
         print(f"{dataset} seed {seed}: refused, made with other settings than this command gives: "
-              f"{', '.join(made_otherwise(folder, configs))} (delete that stage's files or use another --out)",
-              flush=True)
+              f"{', '.join(other)} (delete that stage's files or use another --out)", flush=True)
         return {}
     if not done and not args.report:
         command = run_command(args, dataset, seed, folder)
