@@ -27,7 +27,6 @@ from pathlib import Path
 
 from summary import mean_std  # (benchmarks/summary.py)
 
-from ttgnn.train import FULL_TABLE_DIR
 
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
@@ -188,6 +187,9 @@ for _model in ("sage", "gat"):
     CONFIGS[f"now-{_model}-tt"] = (["--model", _model, *TT, *NOW], "defaults")
     CONFIGS[f"now-{_model}-full"] = (["--model", _model, "--embedding", "full", *NOW], "defaults")
     CONFIGS[f"now-{_model}-tt-from-full"] = (["--model", _model, *TT, *NOW, "--from-full"], "defaults")
+    # The TT table in five cores at rank 15 (1,041x) instead of three at rank 8: it lifted both models
+    # without label input (docs/results.md, "The TT table in four, five or six cores").
+    CONFIGS[f"now-{_model}-tt5"] = (["--model", _model, *TT_CORES[5], *NOW], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
@@ -220,6 +222,14 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
     return out / name / f"seed{seed}"
 
 
+def full_table_metrics(run_dir: Path) -> Path:
+    """The metrics file of the full table's stage of the ``--from-full`` run in ``run_dir`` (ttgnn, and
+    so torch, is imported only here: the script's other paths, e.g. ``--table-only``, do without it)."""
+    from ttgnn.train import FULL_TABLE_DIR
+
+    return run_dir / FULL_TABLE_DIR / "metrics.json"
+
+
 def finished(path: Path, epochs: int) -> bool:
     """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs (with ``--from-full``:
     the full table's run of ``epochs`` epochs and all the fine-tuning epochs after it)."""
@@ -228,7 +238,7 @@ def finished(path: Path, epochs: int) -> bool:
     metrics = json.loads(path.read_text())
     if metrics.get("from_full"):
         return (len(metrics["epochs"]) >= metrics["settings"]["finetune_epochs"]
-                and finished(path.parent / FULL_TABLE_DIR / "metrics.json", epochs))
+                and finished(full_table_metrics(path.parent), epochs))
     return len(metrics["epochs"]) >= epochs
 
 
@@ -399,7 +409,7 @@ def main() -> int:
             if runs:
                 lines.append(row(name, runs))
             teachers = [json.loads(p.read_text()) for r, p in
-                        ((r, out / name / f"seed{r['settings']['seed']}" / FULL_TABLE_DIR / "metrics.json")
+                        ((r, full_table_metrics(out / name / f"seed{r['settings']['seed']}"))
                          for r in runs if r.get("from_full")) if p.exists()]
             if teachers:  # --from-full: the full table each TT run started from, seed by seed
                 lines.append(row(name, teachers, label=f"{name}: its full table"))
