@@ -170,7 +170,7 @@ def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(monke
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     arxiv = _script("train_arxiv")
     run = tmp_path / "now-gat-tt-from-full" / "seed0"
-    (run / arxiv.FULL_TABLE_DIR).mkdir(parents=True)
+    arxiv.full_table_metrics(run).parent.mkdir(parents=True)
 
     def write(path, epochs, from_full=None):
         metrics = {"epochs": [{}] * epochs, "settings": {"finetune_epochs": 50, "seed": 0}}
@@ -178,7 +178,7 @@ def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(monke
             metrics["from_full"] = from_full
         path.write_text(json.dumps(metrics))
 
-    tt, full = run / "metrics.json", run / arxiv.FULL_TABLE_DIR / "metrics.json"
+    tt, full = run / "metrics.json", arxiv.full_table_metrics(run)
     write(tt, 50, from_full={"full_table": {}})
     assert not arxiv.finished(tt, 200)  # the full table's run is missing
     write(full, 120)
