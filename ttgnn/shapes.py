@@ -104,7 +104,8 @@ def auto_num_cores(num_rows: int) -> int:
     Large row factors make the first and last cores, which grow with ``n_k``, dominate the
     parameter count. More cores at a fixed budget allow a larger rank (ogbn-arxiv at 1,000x: rank 8
     in three cores, 15 in five, 19 in six; :func:`shape_for_budget`); on ogbn-arxiv five cores
-    lifted GraphSAGE, six did not (docs/results.md).
+    lifted both models without label input, six did not, and with label input (the command line's
+    defaults) five did not lift GAT, so the automatic count stays three there (docs/results.md).
     """
     _check_positive_int("num_rows", num_rows)
     for num_cores in range(3, MAX_CORES):
