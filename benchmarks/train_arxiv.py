@@ -27,7 +27,6 @@ from pathlib import Path
 
 from summary import mean_std  # (benchmarks/summary.py)
 
-
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
 # The "defaults" group's runs were made before label reuse became GAT's default (--label-reuse auto):
@@ -188,7 +187,7 @@ for _model in ("sage", "gat"):
     CONFIGS[f"now-{_model}-full"] = (["--model", _model, "--embedding", "full", *NOW], "defaults")
     CONFIGS[f"now-{_model}-tt-from-full"] = (["--model", _model, *TT, *NOW, "--from-full"], "defaults")
     # The TT table in five cores at rank 15 (1,041x) instead of three at rank 8: it lifted both models
-    # without label input (docs/results.md, "The TT table in four, five or six cores").
+    # without label input, not GAT with it (docs/results.md, "GAT at today's defaults ... five cores").
     CONFIGS[f"now-{_model}-tt5"] = (["--model", _model, *TT_CORES[5], *NOW], "defaults")
 
 

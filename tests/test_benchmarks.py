@@ -146,7 +146,8 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         config.validate()
         if name.startswith("now-"):  # today's defaults: every automatic setting left to the run
             model, embedding = name.split("-")[1:3]
-            bare = ["train", "--dataset", "ogbn-arxiv", "--model", model, "--embedding", "tt" if embedding.startswith("tt") else embedding]
+            bare = ["train", "--dataset", "ogbn-arxiv", "--model", model,
+                    "--embedding", "tt" if embedding.startswith("tt") else embedding]
             if embedding == "tt":
                 bare += ["--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
             elif embedding == "tt5":  # five cores at the largest rank within 1,000x
