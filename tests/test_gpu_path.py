@@ -34,6 +34,8 @@ def test_full_graph_mode_keeps_index_tensors(planted, tmp_path):
     assert run.model.gnn.backend == "torch" and run.metrics["gnn_backend"] == "torch"
     run = setup_run(_config(tmp_path, mode="full"), planted, 0, 1, torch.device("cpu"))
     assert not isinstance(run.graph, SparseGraph) and run.metrics["gnn_backend"] == "dgl"  # auto on the CPU
+    run = setup_run(_config(tmp_path, mode="full", model="gat", heads=2), planted, 0, 1, torch.device("cpu"))
+    assert isinstance(run.graph, SparseGraph) and run.metrics["gnn_backend"] == "torch"  # auto for a full-graph GAT
 
 
 @pytest.mark.parametrize("model,mode", [("sage", "minibatch"), ("gat", "full"), ("gat", "minibatch")])

@@ -335,6 +335,10 @@ def test_edge_dropout_draws_a_subgraph_per_layer_in_training_only(small_graph, m
 
 def test_resolve_gnn_backend():
     assert resolve_gnn_backend("auto", "cpu") == "dgl"
+    assert resolve_gnn_backend("auto", "cpu", "sage", "full") == "dgl"
+    assert resolve_gnn_backend("auto", "cpu", "gat", "minibatch") == "dgl"
+    assert resolve_gnn_backend("auto", "cpu", "gat", "full") == "torch"  # the faster of the two there
+    assert resolve_gnn_backend("dgl", "cpu", "gat", "full") == "dgl"  # asked for by name
     assert resolve_gnn_backend("torch", "cpu") == "torch"
     assert resolve_gnn_backend("dgl", "cpu") == "dgl"
     assert resolve_gnn_backend("auto", "meta") == "torch"  # a device DGL cannot hold a graph on

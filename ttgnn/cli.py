@@ -174,8 +174,8 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="a linear skip around each GNN layer")
     p.add_argument("--gnn-backend", choices=GNN_BACKENDS, default=d.gnn_backend,
                    help="GNN layers: dgl (DGL's, where the installed DGL runs: CPU with the PyPI wheel), torch "
-                   "(index tensors, any device; same weights, checkpoints load across), auto (dgl where it runs, "
-                   "else torch)")
+                   "(index tensors, any device; same weights, checkpoints load across), auto (torch for gat in full "
+                   "mode, where it is faster; else dgl where it runs, else torch)")
     p.add_argument("--mode", choices=MODES, default=d.mode, help="full-graph or neighbour sampling")
     p.add_argument("--fanouts", type=_int_list, default=d.fanouts, help="neighbours per layer (minibatch)")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="training nodes per step and process (minibatch)")

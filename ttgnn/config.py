@@ -151,8 +151,9 @@ class TrainConfig:
             edges, drawn anew per layer and step (:class:`ttgnn.models.GNN`). (default: ``0.0``)
         norm (str): one of :data:`ttgnn.choices.NORMS`. residual (bool): linear skips.
         gnn_backend (str): GNN layers, one of :data:`ttgnn.choices.GNN_BACKENDS`: ``"dgl"``,
-            ``"torch"`` (:mod:`ttgnn.layers`, any device) or ``"auto"`` (DGL where the installed
-            DGL runs on the device, else the tensor layers). Checkpoints load across backends.
+            ``"torch"`` (:mod:`ttgnn.layers`, any device) or ``"auto"`` (the tensor layers for GAT in
+            full-graph mode; else DGL where the installed DGL runs on the device, else the tensor
+            layers; :func:`ttgnn.models.resolve_gnn_backend`). Checkpoints load across backends.
         mode (str): ``"full"`` (full-graph) or ``"minibatch"`` (neighbour sampling).
         fanouts (list of int): neighbours sampled per layer in mini-batch mode.
         eval_fanouts (list of int, optional): mini-batch mode only: evaluate the split nodes on

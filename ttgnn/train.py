@@ -145,9 +145,9 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
     ``gnn_backend`` (``"dgl"`` or ``"torch"``) overrides ``config.gnn_backend`` resolved for the CPU."""
     from .models import NodeInput, build_model, resolve_gnn_backend
 
-    if gnn_backend is None:
-        gnn_backend = resolve_gnn_backend(config.gnn_backend, "cpu")
     config = settle_by_graph(config, dataset)  # setup_run settles it first; library callers may not
+    if gnn_backend is None:
+        gnn_backend = resolve_gnn_backend(config.gnn_backend, "cpu", config.model, config.mode)
 
     kwargs = {}
     if config.embedding == "tt":
@@ -365,7 +365,7 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
     config = settled
     from .models import resolve_gnn_backend
 
-    gnn_backend = resolve_gnn_backend(config.gnn_backend, device)
+    gnn_backend = resolve_gnn_backend(config.gnn_backend, device, config.model, config.mode)
     seed_everything(derive_seed(config.seed, "init"))
     model = build_classifier(config, dataset, gnn_backend).to(device)
     graph = dataset.dgl_graph(self_loops=True)  # mini-batch mode: sampled on the CPU
