@@ -590,8 +590,12 @@ def test_the_classifier_is_built_with_every_network_setting(planted, model):
     if model == "gat":
         assert (gnn.heads, gnn.attn_dropout) == (2, 0.1)
     assert classifier.label_input is not None
-    # the backend: the settings' ("auto" is DGL on a CPU), unless the caller names one
-    assert build_classifier(dataclasses.replace(config, gnn_backend="auto"), planted).gnn.backend == "dgl"
+    # the backend: the settings' ("auto" on a CPU: the tensor layers for full-graph GAT, else DGL's),
+    # unless the caller names one
+    auto = build_classifier(dataclasses.replace(config, gnn_backend="auto"), planted).gnn.backend
+    assert auto == ("torch" if model == "gat" and config.mode == "full" else "dgl")
+    minibatch = dataclasses.replace(config, gnn_backend="auto", mode="minibatch", fanouts=[5, 5, 5])
+    assert build_classifier(minibatch, planted).gnn.backend == "dgl"
     assert build_classifier(config, planted, gnn_backend="dgl").gnn.backend == "dgl"
 
 
