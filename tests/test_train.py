@@ -78,14 +78,14 @@ def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
 _tiny_config = functools.partial(small_config, epochs=4, mode="minibatch")
 
 
-@pytest.mark.parametrize("model,mode,labels,reuse,schedule,edge_dropout", [
-    ("sage", "minibatch", False, 0, "constant", 0.0), ("gat", "full", False, 0, "constant", 0.3),
-    ("sage", "minibatch", True, 0, "cosine", 0.0), ("gat", "full", True, 1, "constant", 0.0),
-    ("sage", "full", False, 0, "cosine", 0.3)])
+@pytest.mark.parametrize("model,mode,labels,reuse,schedule,edge_dropout,average", [
+    ("sage", "minibatch", False, 0, "constant", 0.0, 0), ("gat", "full", False, 0, "constant", 0.3, 0),
+    ("sage", "minibatch", True, 0, "cosine", 0.0, 2), ("gat", "full", True, 1, "constant", 0.0, 3),
+    ("sage", "full", False, 0, "cosine", 0.3, 0)])
 def test_resume_matches_uninterrupted(tmp_path, planted, monkeypatch, model, mode, labels, reuse, schedule,
-                                      edge_dropout):
+                                      edge_dropout, average):
     kw = dict(model=model, mode=mode, label_input=labels, label_reuse=reuse, lr_schedule=schedule,
-              edge_dropout=edge_dropout)
+              edge_dropout=edge_dropout, weight_average=average)
     whole = train(_tiny_config(tmp_path / "whole", **kw), planted)
     # The same 4-epoch run, stopped (Ctrl-C) in epoch 3: the cosine follows --epochs, so the first
     # half is not a 2-epoch run.
@@ -102,13 +102,17 @@ def test_resume_matches_uninterrupted(tmp_path, planted, monkeypatch, model, mod
             train(_tiny_config(tmp_path / "split", **kw), planted)
     resumed = train(_tiny_config(tmp_path / "split", resume=True, **kw), planted)
     assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3, 4]
-    for key in ("loss", "train_acc", "valid_acc", "test_acc"):
+    for key in ("loss", "train_acc", "valid_acc", "test_acc") + (("raw_valid_acc",) if average else ()):
         assert [r[key] for r in resumed["epochs"]] == [r[key] for r in whole["epochs"]], key
     assert resumed["test_acc"] == whole["test_acc"] and resumed["best_valid_acc"] == whole["best_valid_acc"]
-    a = load_checkpoint(tmp_path / "whole" / CHECKPOINT_NAME)["model"]
-    b = load_checkpoint(tmp_path / "split" / CHECKPOINT_NAME)["model"]
-    for key in a:
-        assert torch.equal(a[key], b[key]), key
+    a = load_checkpoint(tmp_path / "whole" / CHECKPOINT_NAME)
+    b = load_checkpoint(tmp_path / "split" / CHECKPOINT_NAME)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    if average:  # the weight average came through the interruption
+        assert a["weight_average"]["updates"] == b["weight_average"]["updates"] == 4
+        for key, value in a["weight_average"]["state"].items():
+            assert torch.equal(value, b["weight_average"]["state"][key]), key
 
 
 def test_best_model_and_correct_smooth(tmp_path, planted):

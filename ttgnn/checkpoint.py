@@ -72,10 +72,14 @@ def load_checkpoint(path: PathLike) -> dict:
 
 
 def save_checkpoint(path: PathLike, *, epoch: int, model: dict, optimizer: dict, metrics: dict,
-                    settings: dict) -> None:
-    """Write the state after ``epoch`` atomically (see :mod:`ttgnn.fileio`)."""
-    atomic_torch_save({"version": CHECKPOINT_VERSION, "epoch": int(epoch), "model": model,
-                       "optimizer": optimizer, "metrics": metrics, "settings": settings}, path)
+                    settings: dict, weight_average: Optional[dict] = None) -> None:
+    """Write the state after ``epoch`` atomically (see :mod:`ttgnn.fileio`); ``weight_average``:
+    :meth:`ttgnn.averaging.WeightAverage.state_dict`, where the run averages its weights."""
+    state = {"version": CHECKPOINT_VERSION, "epoch": int(epoch), "model": model,
+             "optimizer": optimizer, "metrics": metrics, "settings": settings}
+    if weight_average is not None:
+        state["weight_average"] = weight_average
+    atomic_torch_save(state, path)
 
 
 def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict) -> None:

@@ -193,6 +193,10 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="learning rates over the epochs: constant, or cosine (from --lr and --emb-lr down "
                    "towards 0 at the last of --epochs)")
     p.add_argument("--label-smoothing", type=float, default=d.label_smoothing, help="cross-entropy label smoothing")
+    p.add_argument("--weight-average", type=int, default=d.weight_average, metavar="EPOCHS",
+                   help="evaluate, select and save the moving average of the weights over about this many "
+                   "epochs instead of the trained weights (also evaluated, as raw_valid_acc and raw_test_acc); "
+                   "0: off")
     p.add_argument("--loss", type=_loss_or_auto, default=d.loss, metavar="{" + ",".join((*LOSSES, "auto")) + "}",
                    help="training loss: the mean cross-entropy (ce), or the mean of log(eps + ce) - log(eps), "
                    "eps = 1 - log 2 (log-ce), which weighs badly fitted nodes less. 'auto' (the default): "

@@ -168,6 +168,10 @@ class TrainConfig:
             in epoch ``e`` of ``epochs = E`` (1 in the first epoch, near 0 in the last); it follows
             ``epochs``, also when a resumed run is given more.
         label_smoothing (float): cross-entropy label smoothing.
+        weight_average (int): ``H > 0``: evaluate, select and save the average of the weights
+            over about the last ``H`` epochs (:class:`ttgnn.averaging.WeightAverage`) instead of
+            the trained weights, whose accuracies go to each epoch's record as ``raw_valid_acc``
+            and ``raw_test_acc`` (a second evaluation per epoch). ``0`` (the default): off.
         loss (str, optional): one of :data:`ttgnn.choices.LOSSES` (:mod:`ttgnn.losses`): ``"ce"``,
             the mean cross-entropy, or ``"log-ce"``, the mean of ``log(eps + ce) - log(eps)``.
             ``None`` (the default) decides by the model and the graph: :data:`AUTO_LOSS` in
@@ -264,6 +268,7 @@ class TrainConfig:
     emb_weight_decay: float = 0.0
     lr_schedule: str = "constant"
     label_smoothing: float = 0.0
+    weight_average: int = 0
     loss: Optional[str] = None
     label_input: Optional[bool] = None
     label_rate: float = 0.5
@@ -283,9 +288,9 @@ class TrainConfig:
 
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
-                   "label_input", "label_reuse", "label_spread", "loss", "from_full")
+                   "label_input", "label_reuse", "label_spread", "loss", "from_full", "weight_average")
     #: What checkpoints written before a resume key existed had instead: the feature off (the plain loss).
-    RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0, "loss": "ce", "from_full": False}
+    RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0, "loss": "ce", "from_full": False, "weight_average": 0}
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
@@ -312,6 +317,7 @@ class TrainConfig:
             raise ValueError(f"label_spread={self.label_spread} spreads the label input over the graph: it needs "
                              "label input, which is off (label_input=False)")
         _check_int("finetune_epochs", self.finetune_epochs, 1)
+        _check_int("weight_average", self.weight_average, 0)
         if self.from_full and self.embedding not in ("tt", "full"):
             raise ValueError(f"from_full starts a table from a trained full table: it needs embedding='tt' (or "
                              f"'full', the full table distilled from itself), got {self.embedding!r}")

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from . import distributed as tdist
+from .averaging import WeightAverage
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
                          load_checkpoint, save_best_model, save_checkpoint)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
@@ -99,6 +100,8 @@ class RunState:
         teacher_probs (Tensor, optional): ``(N, C)`` class probabilities of the full table's best
             model, with ``from_full``: full-graph training steps add ``finetune_distill`` times the
             KL divergence of the model's from them over every node.
+        average (WeightAverage, optional): the weights' moving average, with ``weight_average``;
+            it is what is evaluated, selected and saved as the best model.
         start_epoch (int): the first epoch to train.
         saved_epoch (int): the last epoch whose checkpoint is complete (``0``: none).
     """
@@ -117,6 +120,7 @@ class RunState:
     out_dir: Optional[Path] = None
     best_state: Optional[dict] = None
     teacher_probs: Optional[torch.Tensor] = None
+    average: Optional[WeightAverage] = None
     start_epoch: int = 1
     saved_epoch: int = 0
 
@@ -383,7 +387,8 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
                     optimizer=torch.optim.Adam(groups), accuracy=Accuracy(dataset.evaluator_name), device=device,
                     process_rank=process_rank, world_size=world_size,
                     metrics=_new_metrics(config, dataset, model, world_size),
-                    out_dir=Path(config.output_dir) if config.output_dir else None)
+                    out_dir=Path(config.output_dir) if config.output_dir else None,
+                    average=WeightAverage(model, config.weight_average) if config.weight_average else None)
 
 
 def _elastic_restart(world_size: int) -> bool:
@@ -416,6 +421,8 @@ def restore_run(run: RunState) -> None:
                     param_state[key] = value.to(run.device)
         for key in ("best_valid_acc", "test_acc", "best_epoch", "epochs"):
             run.metrics[key] = state["metrics"][key]
+        if run.average is not None:
+            run.average.load_state_dict(state["weight_average"])
     except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as err:
         raise ValueError(f"corrupted checkpoint {ckpt_path}: {err}") from None
     run.saved_epoch = int(state["epoch"])
@@ -530,28 +537,33 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
 def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: float) -> None:
     """Step 4 (rank 0): evaluate, keep the best epoch's weights, write checkpoint and metrics."""
     started = time.perf_counter()
-    config = run.config
-    if config.eval_fanouts is not None:  # the same neighbourhoods on a resume: seeded by the epoch
-        seed_everything(derive_seed(config.seed, "eval", epoch))
-        result = evaluate_sampled(run.model, run.graph, run.dataset, config.eval_fanouts, config.eval_batch_size,
-                                  run.device, run.accuracy, progress=config.progress)
-    else:
-        result = evaluate(run.model, run.graph, run.dataset, config.mode, config.eval_batch_size, run.accuracy,
-                          progress=config.progress)
     metrics = run.metrics
+    raw = None  # with weight averaging: the trained weights' accuracies, for the record
+    swapped = contextlib.nullcontext()
+    if run.average is not None:
+        raw = _evaluate_run(run, epoch)
+        swapped = run.average.swapped_into(run.model)
+    with swapped:  # the averaged weights are evaluated, selected and saved
+        result = _evaluate_run(run, epoch)
+        improved = result["valid"] > metrics["best_valid_acc"]
+        if improved:
+            run.best_state = _cpu_state(run.model)
     record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
               "test_acc": result["test"], "valid_loss": result["valid_loss"], "epoch_time": train_time,
               "eval_time": time.perf_counter() - started, "lr": run.optimizer.param_groups[0]["lr"],
               **_peak_memory(run.device)}
+    if raw is not None:
+        record.update(raw_valid_acc=raw["valid"], raw_test_acc=raw["test"])
     metrics["epochs"].append(record)
-    improved = result["valid"] > metrics["best_valid_acc"]
     if improved:
         metrics.update(best_valid_acc=result["valid"], test_acc=result["test"], best_epoch=epoch)
-        run.best_state = {key: value.detach().cpu().clone() for key, value in run.model.state_dict().items()}
     log.info("epoch %3d | loss %.4f | train %.4f valid %.4f test %.4f | best valid %.4f (test %.4f, epoch %d) | "
              "%.2fs train + %.2fs eval | peak mem %.0f MiB", epoch, loss, result["train"], result["valid"],
              result["test"], metrics["best_valid_acc"], metrics["test_acc"], metrics["best_epoch"], train_time,
              record["eval_time"], record["peak_memory_mib"])
+    if raw is not None:
+        log.info("epoch %3d | weights as trained (not averaged): valid %.4f test %.4f", epoch, raw["valid"],
+                 raw["test"])
     if run.out_dir is not None:
         # Ctrl-C waits until the best model, the checkpoint and its metrics are all written (an
         # interrupted torch.save raises its own error, not KeyboardInterrupt).
@@ -560,9 +572,25 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
                 save_best_model(run.path(BEST_MODEL_NAME), epoch=epoch, model=run.best_state,
                                 settings=run.config.settings())
             save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
-                            optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings())
+                            optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings(),
+                            weight_average=run.average.state_dict() if run.average is not None else None)
             run.saved_epoch = epoch
             atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
+
+
+def _evaluate_run(run: RunState, epoch: int) -> dict:
+    """:func:`~ttgnn.evaluation.evaluate` (or its sampled form) of ``run.model`` as it is now."""
+    config = run.config
+    if config.eval_fanouts is not None:  # the same neighbourhoods on a resume: seeded by the epoch
+        seed_everything(derive_seed(config.seed, "eval", epoch))
+        return evaluate_sampled(run.model, run.graph, run.dataset, config.eval_fanouts, config.eval_batch_size,
+                                run.device, run.accuracy, progress=config.progress)
+    return evaluate(run.model, run.graph, run.dataset, config.mode, config.eval_batch_size, run.accuracy,
+                    progress=config.progress)
+
+
+def _cpu_state(model) -> dict:
+    return {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
 
 
 @contextlib.contextmanager
@@ -810,6 +838,8 @@ def _epochs(run: RunState) -> None:
         # With several ranks, train_epoch ends in an all-reduce of the loss: every rank has finished
         # the epoch before rank 0 evaluates and saves.
         loss = train_epoch(run, epoch, show_progress=show)
+        if run.average is not None:
+            run.average.update(run.model)
         if run.is_main:
             evaluate_and_checkpoint(run, epoch, loss, time.perf_counter() - started)
         tdist.barrier()  # no rank starts the next epoch before this epoch's checkpoint exists

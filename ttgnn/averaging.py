@@ -1,0 +1,102 @@
+"""Weight averaging: an exponential moving average of a model's weights over epochs.
+
+``ttgnn train --weight-average H`` keeps, next to the weights being trained, their average over
+about the last ``H`` epochs, and evaluates, selects and saves that average instead. After update
+``t`` (1-based) the average is
+
+    avg_t = d_t * avg_{t-1} + (1 - d_t) * w_t,   d_t = min(1 - 1/H, 1 - 1/t),
+
+so over the first ``H`` updates it is the plain mean of the weights so far, and after that an
+exponential moving average with decay ``1 - 1/H``. Floating-point entries of the state dict
+(parameters and buffers such as batch-norm statistics) are averaged; the others (integer buffers,
+node orders) are copied. Adam's state is untouched: training goes on from the trained weights.
+
+A TT table is averaged core by core, so the averaged table is not the average of the tables (a
+product of means is not a mean of products); near the end of training, where the cores move
+little from epoch to epoch, the two are close.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import torch
+from torch import nn
+
+__all__ = ["WeightAverage"]
+
+
+class WeightAverage:
+    """The running average of ``model``'s state dict, updated once per :meth:`update`.
+
+    Args:
+        model (nn.Module): the model whose weights are averaged; its current state is the start.
+        horizon (int): ``H >= 1``, the number of recent updates the average spans (``1``: the
+            average is the latest weights).
+
+    Example::
+
+        average = WeightAverage(model, horizon=10)
+        for epoch in range(epochs):
+            train_one_epoch(model)
+            average.update(model)
+            with average.swapped_into(model):
+                evaluate(model)
+    """
+
+    def __init__(self, model: nn.Module, horizon: int) -> None:
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+            raise ValueError(f"horizon must be an integer >= 1, got {horizon!r}")
+        self.horizon = horizon
+        self.updates = 0
+        self.state = {key: value.detach().clone() for key, value in model.state_dict().items()}
+
+    def decay(self) -> float:
+        """``d_t`` of the next update."""
+        return min(1.0 - 1.0 / self.horizon, 1.0 - 1.0 / (self.updates + 1))
+
+    @torch.no_grad()
+    def update(self, model: nn.Module) -> None:
+        """Fold ``model``'s current weights into the average."""
+        decay = self.decay()
+        current = model.state_dict()
+        if current.keys() != self.state.keys():
+            raise ValueError("the model's state dict has other entries than the average's: "
+                             f"{sorted(set(current) ^ set(self.state))}")
+        for key, value in current.items():
+            avg = self.state[key]
+            if avg.is_floating_point():
+                avg.mul_(decay).add_(value.detach().to(avg.device), alpha=1.0 - decay)
+            else:
+                avg.copy_(value)
+        self.updates += 1
+
+    @contextlib.contextmanager
+    def swapped_into(self, model: nn.Module) -> Iterator[nn.Module]:
+        """Within the block ``model`` holds the averaged weights; its own are put back after."""
+        own = {key: value.detach().clone() for key, value in model.state_dict().items()}
+        model.load_state_dict(self.state)
+        try:
+            yield model
+        finally:
+            model.load_state_dict(own)
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps: ``{"horizon", "updates", "state"}`` (tensors on the CPU)."""
+        return {"horizon": self.horizon, "updates": self.updates,
+                "state": {key: value.detach().cpu().clone() for key, value in self.state.items()}}
+
+    def load_state_dict(self, saved: dict) -> None:
+        """Restore from :meth:`state_dict` (tensors go to where the average's are).
+
+        Raises:
+            ValueError: the saved average has another horizon or other entries.
+        """
+        if int(saved["horizon"]) != self.horizon:
+            raise ValueError(f"the saved weight average spans {saved['horizon']} epochs, this run {self.horizon}")
+        if saved["state"].keys() != self.state.keys():
+            raise ValueError("the saved weight average has other entries than the model: "
+                             f"{sorted(set(saved['state']) ^ set(self.state))}")
+        for key, value in saved["state"].items():
+            self.state[key].copy_(value)
+        self.updates = int(saved["updates"])
