@@ -135,10 +135,16 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
     # Every configuration's table in docs/results.md was measured before label spreading (and most
     # before label reuse) became defaults: the script's commands must keep them off unless named.
     from ttgnn.cli import build_parser, config_from_args
+    from ttgnn.shapes import shape_for_budget
 
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # the script imports its sibling summary.py
     arxiv = _script("train_arxiv")
     parser = build_parser()
+    for cores, args in arxiv.TT_CORES.items():  # the largest ranks at >= 1,000x, as the budget rule finds them
+        shape = shape_for_budget(169_343, 128, compression=1000, num_cores=cores)
+        assert args == ["--embedding", "tt", "--rank", str(shape.ranks[1]),
+                        "--row-shape", ",".join(map(str, shape.row_shape)),
+                        "--col-shape", ",".join(map(str, shape.col_shape))], cores
     for name in arxiv.CONFIGS:
         cmd = arxiv.command(name, Path("out"), 1, 1)
         assert cmd[:2] == ["ttgnn", "train"]
@@ -148,16 +154,18 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
             model, embedding = name.split("-")[1:3]
             bare = ["train", "--dataset", "ogbn-arxiv", "--model", model,
                     "--embedding", "tt" if embedding.startswith("tt") else embedding]
-            if embedding == "tt":
-                bare += ["--rank", "8", "--row-shape", "55,55,56", "--col-shape", "8,4,4"]
-            elif embedding == "tt5":  # five cores at the largest rank within 1,000x
-                bare += ["--rank", "15", "--row-shape", "11,11,11,11,12", "--col-shape", "4,4,2,2,2"]
+            if embedding.startswith("tt"):  # the largest rank within 1,000x, three cores or as named
+                shape = shape_for_budget(169_343, 128, compression=1000, num_cores=int(embedding[2:] or 3))
+                bare += ["--rank", str(shape.ranks[1]), "--row-shape", ",".join(map(str, shape.row_shape)),
+                         "--col-shape", ",".join(map(str, shape.col_shape))]
             if name.endswith("-from-full"):
                 bare.append("--from-full")
+            if name.endswith("-wa10"):
+                bare += ["--weight-average", "10"]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
                           "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank", "row_shape",
-                          "col_shape"):
+                          "col_shape", "weight_average", "embedding"):
                 assert getattr(config, field) == getattr(expected, field), (name, field)
             assert config.label_spread is None and config.label_reuse is None and config.loss is None, name
             continue
@@ -190,6 +198,21 @@ def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(monke
     assert not arxiv.finished(tt, 200)
     write(tt, 200)  # a run without --from-full counts its own epochs only
     assert arxiv.finished(tt, 200) and not arxiv.finished(tt, 201)
+
+
+def test_train_arxiv_reads_a_weight_averaged_run_as_trained_too(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    arxiv = _script("train_arxiv")
+    epochs = [{"epoch": 1, "valid_acc": 0.60, "test_acc": 0.55, "raw_valid_acc": 0.62, "raw_test_acc": 0.58},
+              {"epoch": 2, "valid_acc": 0.64, "test_acc": 0.61, "raw_valid_acc": 0.63, "raw_test_acc": 0.57},
+              {"epoch": 3, "valid_acc": 0.63, "test_acc": 0.62, "raw_valid_acc": 0.63, "raw_test_acc": 0.60}]
+    run = {"epochs": epochs, "best_valid_acc": 0.64, "test_acc": 0.61, "best_epoch": 2,
+           "correct_smooth": {"valid_acc": 0.7, "test_acc": 0.7}}
+    raw = arxiv.as_trained(run)
+    # the trained weights' best epoch is the first of the two at 0.63, with its own test accuracy
+    assert (raw["best_epoch"], raw["best_valid_acc"], raw["test_acc"]) == (2, 0.63, 0.57)
+    assert raw["correct_smooth"] is None and run["test_acc"] == 0.61  # the averaged figures stay as they were
+    assert "--weight-average" in arxiv.command("now-gat-tt-wa10", Path("out"), 1, 1)
 
 
 def test_train_arxiv_command_names_the_device_only_off_the_cpu(monkeypatch):
