@@ -73,6 +73,24 @@ def test_swapped_into_puts_the_models_own_weights_back_even_on_error():
     assert torch.equal(net.lin.weight.detach(), torch.full((2, 3), 7.0))
 
 
+def test_a_tensor_shared_by_two_entries_is_swapped_once():
+    net = nn.Module()
+    net.a = nn.Linear(2, 2, bias=False)
+    net.b = nn.Linear(2, 2, bias=False)
+    net.b.weight = net.a.weight  # tied: two state-dict entries, one tensor
+    with torch.no_grad():
+        net.a.weight.fill_(1.0)
+    average = WeightAverage(net, horizon=2)
+    average.update(net)
+    with torch.no_grad():
+        net.a.weight.fill_(3.0)
+    average.update(net)  # the mean: 2
+    with average.swapped_into(net):
+        assert torch.equal(net.b.weight.detach(), torch.full((2, 2), 2.0))
+    assert torch.equal(net.a.weight.detach(), torch.full((2, 2), 3.0))
+    assert torch.equal(average.state["b.weight"], torch.full((2, 2), 2.0))
+
+
 def test_state_dict_round_trip_and_refusals():
     net = _Net()
     average = WeightAverage(net, horizon=4)

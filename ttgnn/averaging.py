@@ -73,13 +73,30 @@ class WeightAverage:
 
     @contextlib.contextmanager
     def swapped_into(self, model: nn.Module) -> Iterator[nn.Module]:
-        """Within the block ``model`` holds the averaged weights; its own are put back after."""
-        own = {key: value.detach().clone() for key, value in model.state_dict().items()}
-        model.load_state_dict(self.state)
+        """Within the block ``model`` holds the averaged weights; its own are put back after (also
+        on an error). The two are exchanged in place, one tensor at a time, so the swap needs
+        memory for the largest single tensor, not for a copy of the model."""
+        self._exchange(model)
         try:
             yield model
         finally:
-            model.load_state_dict(own)
+            self._exchange(model)
+
+    @torch.no_grad()
+    def _exchange(self, model: nn.Module) -> None:
+        current = model.state_dict()
+        if current.keys() != self.state.keys():
+            raise ValueError("the model's state dict has other entries than the average's: "
+                             f"{sorted(set(current) ^ set(self.state))}")
+        seen = set()  # a tensor shared by two entries is exchanged once
+        for key, value in current.items():
+            if value.data_ptr() in seen:
+                continue
+            seen.add(value.data_ptr())
+            avg = self.state[key]
+            held = value.clone()
+            value.copy_(avg)
+            avg.copy_(held)
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps: ``{"horizon", "updates", "state"}`` (tensors on the CPU)."""
