@@ -171,7 +171,8 @@ class TrainConfig:
         weight_average (int): ``H > 0``: evaluate, select and save the average of the weights
             over about the last ``H`` epochs (:class:`ttgnn.averaging.WeightAverage`) instead of
             the trained weights, whose accuracies go to each epoch's record as ``raw_valid_acc``
-            and ``raw_test_acc`` (a second evaluation per epoch). ``0`` (the default): off.
+            and ``raw_test_acc`` (a second evaluation per epoch, a second copy of the weights in
+            memory). ``0`` (the default): off.
         loss (str, optional): one of :data:`ttgnn.choices.LOSSES` (:mod:`ttgnn.losses`): ``"ce"``,
             the mean cross-entropy, or ``"log-ce"``, the mean of ``log(eps + ce) - log(eps)``.
             ``None`` (the default) decides by the model and the graph: :data:`AUTO_LOSS` in
