@@ -59,11 +59,7 @@ class WeightAverage:
     def update(self, model: nn.Module) -> None:
         """Fold ``model``'s current weights into the average."""
         decay = self.decay()
-        current = model.state_dict()
-        if current.keys() != self.state.keys():
-            raise ValueError("the model's state dict has other entries than the average's: "
-                             f"{sorted(set(current) ^ set(self.state))}")
-        for key, value in current.items():
+        for key, value in self._matching_state(model).items():
             avg = self.state[key]
             if avg.is_floating_point():
                 avg.mul_(decay).add_(value.detach().to(avg.device), alpha=1.0 - decay)
@@ -84,12 +80,8 @@ class WeightAverage:
 
     @torch.no_grad()
     def _exchange(self, model: nn.Module) -> None:
-        current = model.state_dict()
-        if current.keys() != self.state.keys():
-            raise ValueError("the model's state dict has other entries than the average's: "
-                             f"{sorted(set(current) ^ set(self.state))}")
         seen = set()  # a tensor shared by two entries is exchanged once
-        for key, value in current.items():
+        for key, value in self._matching_state(model).items():
             if value.data_ptr() in seen:
                 continue
             seen.add(value.data_ptr())
@@ -97,6 +89,14 @@ class WeightAverage:
             held = value.clone()
             value.copy_(avg)
             avg.copy_(held)
+
+    def _matching_state(self, model: nn.Module) -> dict:
+        """``model.state_dict()``, checked to have the average's entries."""
+        current = model.state_dict()
+        if current.keys() != self.state.keys():
+            raise ValueError("the model's state dict has other entries than the average's: "
+                             f"{sorted(set(current) ^ set(self.state))}")
+        return current
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps: ``{"horizon", "updates", "state"}`` (tensors on the CPU)."""

@@ -62,8 +62,8 @@ def resolve_gnn_backend(backend: str, device, model: Optional[str] = None, mode:
 
     ``"auto"`` is the tensor layers (:mod:`ttgnn.layers`) where DGL cannot run on the device, and
     for ``model="gat"`` in ``mode="full"`` (full-graph training) on every device: on the CPU
-    they train a GAT epoch on ogbn-arxiv in 0.70x (one thread) to 0.81x (two threads) of the time
-    of DGL's layers and evaluate it in 0.59-0.65x (docs/gpu.md). Elsewhere ``"auto"`` is DGL
+    they train a GAT epoch on ogbn-arxiv in 0.70x (one thread) to 0.81-0.91x (two threads) of the
+    time of DGL's layers and evaluate it in 0.59-0.68x (docs/gpu.md). Elsewhere ``"auto"`` is DGL
     (GraphSAGE's mean aggregation is faster in DGL's fused kernel: 1.2-1.26x).
 
     Raises:

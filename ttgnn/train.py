@@ -100,8 +100,8 @@ class RunState:
         teacher_probs (Tensor, optional): ``(N, C)`` class probabilities of the full table's best
             model, with ``from_full``: full-graph training steps add ``finetune_distill`` times the
             KL divergence of the model's from them over every node.
-        average (WeightAverage, optional): the weights' moving average, with ``weight_average``;
-            it is what is evaluated, selected and saved as the best model.
+        average (WeightAverage, optional): the weights' moving average, with ``weight_average``
+            (rank 0); it is what is evaluated, selected and saved as the best model.
         start_epoch (int): the first epoch to train.
         saved_epoch (int): the last epoch whose checkpoint is complete (``0``: none).
     """
@@ -388,7 +388,9 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
                     process_rank=process_rank, world_size=world_size,
                     metrics=_new_metrics(config, dataset, model, world_size),
                     out_dir=Path(config.output_dir) if config.output_dir else None,
-                    average=WeightAverage(model, config.weight_average) if config.weight_average else None)
+                    # rank 0 alone evaluates and saves, so it alone keeps the average
+                    average=WeightAverage(model, config.weight_average)
+                    if config.weight_average and process_rank == 0 else None)
 
 
 def _elastic_restart(world_size: int) -> bool:
@@ -590,6 +592,7 @@ def _evaluate_run(run: RunState, epoch: int) -> dict:
 
 
 def _cpu_state(model) -> dict:
+    """A copy of ``model``'s state dict on the CPU."""
     return {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
 
 
@@ -819,7 +822,7 @@ def _start_from_full(run: RunState, summary: dict, state: dict, probs: torch.Ten
                                                                              "best_epoch")},
                                 "svd_relative_error": error,
                                 "start_valid_acc": result["valid"], "start_test_acc": result["test"]}
-    run.best_state = {key: value.detach().cpu().clone() for key, value in model.state_dict().items()}
+    run.best_state = _cpu_state(model)
     run.teacher_probs = probs.to(run.device)
     start = ("a copy of the full table" if model.node_input.kind == "full"
              else f"TT-SVD of the full table (relative error {error:.3f})")
