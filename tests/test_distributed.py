@@ -582,3 +582,37 @@ def test_ttgnn_train_under_torchrun_with_tensor_layers(two_rank_run, toy_folder,
     for ours, ref in zip(metrics["epochs"], reference["epochs"]):
         assert ours["loss"] == pytest.approx(ref["loss"], rel=5e-3)  # rounding carried by Adam's steps
         assert abs(ours["valid_acc"] - ref["valid_acc"]) <= 0.02
+
+
+def test_weight_average_under_torchrun_and_resume(two_rank_run, toy_folder, tmp_path):
+    # --weight-average 2 under torchrun, one epoch per launch (each launch resumes the last one's
+    # checkpoint): rank 0 alone keeps the average, and training is the reference run's to the bit.
+    out, trained = tmp_path / "out", []
+    for epochs in (1, 2, 3):
+        args = ["--weight-average", "2", "--epochs", str(epochs)] + (["--resume"] if epochs > 1 else [])
+        code, log = torchrun_train(["--standalone", "--nproc-per-node=2"], toy_folder, out, tmp_path,
+                                   name=f"average{epochs}", extra_args=args)
+        assert code == 0, log[-3000:]
+        trained.append(final_model(out))  # the checkpoint's model: the weights as trained
+    metrics = json.loads((out / "metrics.json").read_text())
+    reference = json.loads((two_rank_run / "metrics.json").read_text())
+    assert [r["loss"] for r in metrics["epochs"]] == [r["loss"] for r in reference["epochs"]]
+    assert [r["raw_valid_acc"] for r in metrics["epochs"]] == [r["valid_acc"] for r in reference["epochs"]]
+    assert [r["raw_test_acc"] for r in metrics["epochs"]] == [r["test_acc"] for r in reference["epochs"]]
+    assert_same_models(trained[-1], final_model(two_rank_run))
+    # the average: epoch 1's weights, then the mean of epochs 1-2, then decay 1/2
+    averages = [trained[0]]
+    for weights in trained[1:]:
+        averages.append({k: (averages[-1][k] / 2 + v / 2) if v.is_floating_point() else v
+                         for k, v in weights.items()})
+    from ttgnn.train import load_checkpoint
+
+    saved = load_checkpoint(out / "checkpoint.pt")["weight_average"]
+    assert saved["updates"] == 3 and saved["horizon"] == 2
+    best = load_checkpoint(out / "best_model.pt")
+    assert best["epoch"] == metrics["best_epoch"]
+    cores = [k for k in trained[0] if k.startswith("node_input.table.cores.")]
+    assert cores and not torch.equal(saved["state"][cores[0]], trained[-1][cores[0]])
+    for key in trained[0]:
+        assert torch.allclose(saved["state"][key], averages[-1][key], atol=1e-6, rtol=0), key
+        assert torch.allclose(best["model"][key], averages[best["epoch"] - 1][key], atol=1e-6, rtol=0), key
