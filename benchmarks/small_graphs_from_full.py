@@ -21,11 +21,12 @@ with Correct and Smooth on (the default), the same after it.
 """
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from summary import mean_std, paired  # (benchmarks/summary.py)
 
 
 def run_command(args, dataset: str, seed: int, folder: Path) -> list:
@@ -113,16 +114,6 @@ def one_run(args, dataset: str, seed: int, data) -> dict:
             print(f"{dataset} seed {seed}: failed (exit {code}), see {log}", flush=True)
             return {}
     return done
-
-
-def mean_std(values) -> str:
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) if len(values) > 1 else 0.0:.4f}"
-
-
-def paired(a, b) -> str:
-    diff = [100 * (x - y) for x, y in zip(a, b)]
-    se = statistics.stdev(diff) / len(diff) ** 0.5 if len(diff) > 1 else 0.0
-    return f"{statistics.mean(diff):+.2f} ± {se:.2f} (ahead on {sum(d > 0 for d in diff)} of {len(diff)})"
 
 
 def report(dataset: str, runs: list) -> None:

@@ -11,12 +11,16 @@ Markdown from the metrics files.
     python benchmarks/train_arxiv.py --only sage-tt --seeds 5 --first-seed 4       # seed 4 alone
     python benchmarks/train_arxiv.py --timing                                      # TT vs full epoch time
     python benchmarks/train_arxiv.py --device cuda --jobs 6 --only sage-tt --seeds 10   # six runs at a time on one GPU
+    python benchmarks/train_arxiv.py --table-only --only now-gat-tt now-gat-full \
+        --paired now-gat-tt,now-gat-tt-wa10 now-gat-full,now-gat-full-wa10    # TT - full, seed by seed
 
 Runs go one after another, each with ``--num-threads`` threads (``--jobs 2 --num-threads 1``
 runs two at a time). Epoch times of runs that shared the machine are not comparable: use
 ``--timing`` for TT-vs-full speed. The node-order ablation trains every order for
 ``--ablation-epochs``. Each run reports the GNN's test accuracy at its best validation epoch and
 the same model's after Correct and Smooth (``ttgnn.smoothing``; training labels only).
+``--paired A B`` adds the difference A - B seed by seed over the seeds both have (see
+:func:`pooled_runs` for what counts).
 """
 import argparse
 import json
@@ -25,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from summary import mean_std  # (benchmarks/summary.py)
+from summary import mean_std, paired  # (benchmarks/summary.py)
 
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
@@ -254,6 +258,45 @@ def as_trained(metrics: dict) -> dict:
                 best_epoch=best["epoch"], correct_smooth=None)
 
 
+def pooled_runs(out: Path, names: str) -> dict:
+    """Seed -> metrics of the finished runs of the configurations in ``names`` (comma-separated; where
+    two have the same seed, the earlier one's run counts). A run counts once it reached its own last
+    epoch (the ``--epochs`` it was started with). A ``--weight-average`` run counts by its weights as
+    trained (:func:`as_trained`): averaging does not change training, so these are exactly the run
+    without it (tests/test_averaging.py)."""
+    pool = {}
+    for name in names.split(","):
+        for path in sorted((out / name).glob("seed*/metrics.json")):
+            metrics = json.loads(path.read_text())
+            if not metrics["epochs"] or not finished(path, metrics["settings"]["epochs"]):
+                continue
+            if "raw_valid_acc" in metrics["epochs"][0]:
+                metrics = as_trained(metrics)
+            pool.setdefault(metrics["settings"]["seed"], metrics)
+    return pool
+
+
+def paired_report(out: Path, a: str, b: str) -> str:
+    """``a`` - ``b`` (each as :func:`pooled_runs` takes it) over the seeds both have: each side's mean
+    ± std and the difference seed by seed, in points, mean ± standard error."""
+    runs_a, runs_b = pooled_runs(out, a), pooled_runs(out, b)
+    seeds = sorted(runs_a.keys() & runs_b.keys())
+    if not seeds:
+        return f"{a} - {b}: no seed finished in both"
+    pairs = [(runs_a[s], runs_b[s]) for s in seeds]
+    lines = [f"{a} - {b}, paired by seed (seeds {', '.join(map(str, seeds))}; points, mean ± s.e.):"]
+    for label, index in ((a, 0), (b, 1)):
+        lines.append(f"  {label}: valid {mean_std(p[index]['best_valid_acc'] for p in pairs)} "
+                     f"test {mean_std(p[index]['test_acc'] for p in pairs)} "
+                     f"(best epochs {', '.join(str(p[index]['best_epoch']) for p in pairs)})")
+    lines.append(f"  difference: test {paired(*zip(*((x['test_acc'], y['test_acc']) for x, y in pairs)))}, "
+                 f"valid {paired(*zip(*((x['best_valid_acc'], y['best_valid_acc']) for x, y in pairs)))}")
+    if all(x.get("correct_smooth") and y.get("correct_smooth") for x, y in pairs):
+        cs = paired(*zip(*((x["correct_smooth"]["test_acc"], y["correct_smooth"]["test_acc"]) for x, y in pairs)))
+        lines.append(f"  with Correct and Smooth: test {cs}")
+    return "\n".join(lines)
+
+
 def row(name: str, runs: list, label: str = None) -> str:
     """One Markdown row: accuracies as mean ± std over the seeds in ``runs`` (metrics dicts); ``label``
     names the row instead of the model or configuration."""
@@ -375,11 +418,18 @@ def main() -> int:
     parser.add_argument("--timing-worker", nargs=2, metavar=("MODEL", "EMBEDDING"), help=argparse.SUPPRESS)
     parser.add_argument("--num-threads", type=int, default=2, help="torch threads of each run")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument("--paired", nargs=2, metavar=("A", "B"),
+                        help="also print A - B seed by seed (each a configuration, or several joined by commas "
+                             "whose seeds are pooled; a --weight-average run counts by its weights as trained)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where every run trains (cuda: all runs share the first GPU; --jobs of them at a time)")
     args = parser.parse_args()
     if not 0 <= args.first_seed < args.seeds:
         parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
+    for names in args.paired or ():
+        unknown = [n for n in names.split(",") if n not in CONFIGS]
+        if unknown:
+            parser.error(f"--paired: unknown configuration(s) {', '.join(unknown)}")
     if args.timing_worker:
         print(json.dumps(timing_worker(*args.timing_worker, args.timing_steps, args.num_threads)))
         return 0
@@ -439,6 +489,8 @@ def main() -> int:
             print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
         if unfinished:
             print(f"not counted, not finished: {', '.join(unfinished)}")
+    if args.paired:
+        print("\n" + paired_report(out, *args.paired))
     print("\ncommands:")
     for name in names:
         epochs = run_epochs(name, args.epochs, args.ablation_epochs)

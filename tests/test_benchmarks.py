@@ -335,3 +335,53 @@ def test_full_table_tt_svd_at_full_rank_gives_back_the_full_tables_accuracy(data
     trained, exact, lossy = result["full table as trained"], result["TT-SVD at rank 10000"], result["TT-SVD at rank 2"]
     assert exact[1] < 1e-5 and exact[0] == trained[0]  # exact TT-SVD: the same accuracies
     assert lossy[1] > 0.3 and lossy[2] > 100  # rank 2: a lossy copy, over 100x smaller
+
+
+def _arxiv_run(folder: Path, seed: int, valid: list, test: list, epochs: int = None, raw: list = None) -> None:
+    """A metrics.json as ``ttgnn train`` writes it, with the accuracies of each epoch (``raw``: a
+    ``--weight-average`` run's trained weights' (valid, test) per epoch)."""
+    records = [{"epoch": i + 1, "valid_acc": v, "test_acc": t} for i, (v, t) in enumerate(zip(valid, test))]
+    for record, (rv, rt) in zip(records, raw or ()):
+        record.update(raw_valid_acc=rv, raw_test_acc=rt)
+    best = max(records, key=lambda r: r["valid_acc"])
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps({
+        "settings": {"seed": seed, "epochs": epochs or len(records)}, "epochs": records,
+        "best_valid_acc": best["valid_acc"], "test_acc": best["test_acc"], "best_epoch": best["epoch"],
+        "correct_smooth": {"valid_acc": 0.5, "test_acc": 0.5}}))
+
+
+def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    arxiv = _script("train_arxiv")
+    from summary import paired
+
+    assert paired([0.71, 0.70], [0.70, 0.70]) == "+0.50 ± 0.50 (ahead on 1 of 2)"
+    assert paired([0.7], [0.69]) == "+1.00 ± 0.00 (ahead on 1 of 1)"
+    with pytest.raises(ValueError, match="equally long"):
+        paired([0.7], [])
+    out = tmp_path
+    _arxiv_run(out / "now-gat-tt" / "seed0", 0, [0.60, 0.72], [0.60, 0.71])
+    _arxiv_run(out / "now-gat-tt" / "seed2", 2, [0.60], [0.60], epochs=2)  # stopped after epoch 1: not counted
+    # seed 1 with averaging: its best epoch by the averaged weights is 1, by the trained weights 2
+    _arxiv_run(out / "now-gat-tt-wa10" / "seed1", 1, [0.73, 0.70], [0.69, 0.68], raw=[(0.60, 0.60), (0.71, 0.72)])
+    _arxiv_run(out / "now-gat-tt-wa10" / "seed0", 0, [0.10], [0.10])  # seed 0 is now-gat-tt's: not this one
+    for seed, test in enumerate((0.70, 0.71, 0.70)):
+        _arxiv_run(out / "now-gat-full" / f"seed{seed}", seed, [0.71], [test])
+    pool = arxiv.pooled_runs(out, "now-gat-tt,now-gat-tt-wa10")
+    assert sorted(pool) == [0, 1]
+    assert (pool[0]["test_acc"], pool[1]["test_acc"], pool[1]["best_epoch"]) == (0.71, 0.72, 2)
+    report = arxiv.paired_report(out, "now-gat-tt,now-gat-tt-wa10", "now-gat-full")
+    assert "paired by seed (seeds 0, 1;" in report
+    assert "difference: test +1.00 ± 0.00 (ahead on 2 of 2), valid +0.50 ± 0.50 (ahead on 1 of 2)" in report
+    assert "Correct and Smooth" not in report  # the averaged run's C&S is not the trained weights'
+    assert arxiv.paired_report(out, "now-gat-tt", "now-sage-tt") == "now-gat-tt - now-sage-tt: no seed finished in both"
+    cmd = [sys.executable, str(REPO / "benchmarks" / "train_arxiv.py"), "--out", str(out), "--table-only",
+           "--only", "now-gat-tt", "--paired", "now-gat-tt,no-such-config", "now-gat-full"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "unknown configuration(s) no-such-config" in refused.stderr
+    cmd[-3:] = ["--paired", "now-gat-tt", "now-gat-full"]
+    table = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0, table.stderr[-2000:]
+    assert "now-gat-tt - now-gat-full, paired by seed (seeds 0;" in table.stdout
+    assert "with Correct and Smooth: test +0.00 ± 0.00 (ahead on 0 of 1)" in table.stdout
