@@ -289,11 +289,14 @@ def paired_report(out: Path, a: str, b: str) -> str:
         lines.append(f"  {label}: valid {mean_std(p[index]['best_valid_acc'] for p in pairs)} "
                      f"test {mean_std(p[index]['test_acc'] for p in pairs)} "
                      f"(best epochs {', '.join(str(p[index]['best_epoch']) for p in pairs)})")
-    lines.append(f"  difference: test {paired(*zip(*((x['test_acc'], y['test_acc']) for x, y in pairs)))}, "
-                 f"valid {paired(*zip(*((x['best_valid_acc'], y['best_valid_acc']) for x, y in pairs)))}")
+
+    def difference(accuracy) -> str:  # accuracy(metrics) of a - b, seed by seed
+        return paired([accuracy(x) for x, _ in pairs], [accuracy(y) for _, y in pairs])
+
+    lines.append(f"  difference: test {difference(lambda m: m['test_acc'])}, "
+                 f"valid {difference(lambda m: m['best_valid_acc'])}")
     if all(x.get("correct_smooth") and y.get("correct_smooth") for x, y in pairs):
-        cs = paired(*zip(*((x["correct_smooth"]["test_acc"], y["correct_smooth"]["test_acc"]) for x, y in pairs)))
-        lines.append(f"  with Correct and Smooth: test {cs}")
+        lines.append(f"  with Correct and Smooth: test {difference(lambda m: m['correct_smooth']['test_acc'])}")
     return "\n".join(lines)
 
 
