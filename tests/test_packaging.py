@@ -114,6 +114,9 @@ def test_wheel_without_torch_at_build_time_is_pure_and_complete(dists):
     _, wheel, build_log = dists
     assert "torch is not importable at build time" in build_log
     assert wheel.name == f"{NAME}-py3-none-any.whl"  # nothing compiled: any platform
+    # setuptools warns when a source folder it would ship is missing from `packages` (an error
+    # in later setuptools): pyproject.toml lists every folder under kernels/.
+    assert "absent from the `packages` configuration" not in build_log, build_log
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = archive.read(f"{NAME}.dist-info/entry_points.txt").decode()
