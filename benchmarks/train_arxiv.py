@@ -401,7 +401,8 @@ def _reap(running: list) -> list:
         time.sleep(1.0)
 
 
-def main() -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The script's command line (every ``--only`` and ``--paired`` name is a key of :data:`CONFIGS`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/arxiv-bench", help="one sub-folder per configuration")
     parser.add_argument("--epochs", type=int, default=None,
@@ -426,13 +427,24 @@ def main() -> int:
                              "whose seeds are pooled; a --weight-average run counts by its weights as trained)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where every run trains (cuda: all runs share the first GPU; --jobs of them at a time)")
-    args = parser.parse_args()
+    return parser
+
+
+def parse_arguments(argv=None) -> argparse.Namespace:
+    """``argv`` (default: the command line) parsed and checked; a bad value exits 2 with one line."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if not 0 <= args.first_seed < args.seeds:
         parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
     for names in args.paired or ():
         unknown = [n for n in names.split(",") if n not in CONFIGS]
         if unknown:
             parser.error(f"--paired: unknown configuration(s) {', '.join(unknown)}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_arguments(argv)
     if args.timing_worker:
         print(json.dumps(timing_worker(*args.timing_worker, args.timing_steps, args.num_threads)))
         return 0
