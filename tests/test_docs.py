@@ -2,11 +2,13 @@
 file of the repository, and every ``#anchor`` a heading of the file it points to (GitHub's rule for
 heading ids); every ``ttgnn`` and ``benchmarks/train_arxiv.py`` command in their code blocks is one
 today's command lines accept (options, values, configuration names), so a reader can run it."""
+import argparse
 import contextlib
 import importlib.util
 import io
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,15 +72,22 @@ def test_relative_links_and_anchors_resolve(doc):
 
 
 # Commands in code blocks: lines joined at trailing backslashes, a "$ " prompt dropped, a comment
-# (" #" on) cut; placeholders that stand for a value take one the parser accepts.
+# (" #" on) cut; placeholders that stand for a value take one the parser accepts: S (a seed) 0,
+# <a|b> (one of several) a.
 PLACEHOLDERS = {"S": "0"}
+CHOICE = re.compile(r"<([^|<>]+)\|[^<>]*>")
+SCRIPT = re.compile(r"(benchmarks|examples)/\w+\.py")
 
 
 def commands(path: Path):
-    """``(line, argv)`` of each ``ttgnn`` (also ``python -m ttgnn``, ``torchrun ... -m ttgnn``) and
-    ``benchmarks/train_arxiv.py`` command in the code blocks of ``path``; ``argv[0]`` names the program
-    (``ttgnn`` or ``train_arxiv``). Commands with ``...`` (an elided part) or ``--help`` are left out."""
-    for block in re.findall(r"^```[^\n]*\n(.*?)^```", path.read_text(encoding="utf-8"), re.M | re.S):
+    """``(line, argv)`` of each ``ttgnn`` command (also ``python -m ttgnn``, ``torchrun ... -m ttgnn``)
+    and each run of a Python script of ``benchmarks/`` or ``examples/`` in the code blocks (fenced or
+    indented) of ``path``; ``argv[0]`` is ``ttgnn`` or the script's path. Commands with ``...`` (an
+    elided part) or ``--help`` are left out."""
+    text = path.read_text(encoding="utf-8")
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S)
+    indented = re.findall(r"^\n((?: {4}.*\n)+)", FENCE.sub("", text), re.M)  # four-space code blocks
+    for block in fenced + indented:
         for line in re.sub(r"\\\n\s*", " ", block).splitlines():
             line = line.split(" #")[0].strip().removeprefix("$ ")
             if not line or line.startswith("#"):
@@ -87,44 +96,70 @@ def commands(path: Path):
                 tokens = shlex.split(line)
             except ValueError:  # not shell (e.g. Python in a code block)
                 continue
+            scripts = [i for i, t in enumerate(tokens) if SCRIPT.fullmatch(t)]
             if tokens[0] == "ttgnn":
                 argv = tokens
             elif "ttgnn" in tokens and tokens[tokens.index("ttgnn") - 1] == "-m":
                 argv = tokens[tokens.index("ttgnn"):]
-            elif "benchmarks/train_arxiv.py" in tokens:
-                argv = ["train_arxiv", *tokens[tokens.index("benchmarks/train_arxiv.py") + 1:]]
+            elif scripts:
+                argv = tokens[scripts[0]:]
             else:
                 continue
             if "..." in argv or "--help" in argv:
                 continue
-            yield line, [PLACEHOLDERS.get(t, t) for t in argv]
+            yield line, [CHOICE.sub(r"\1", PLACEHOLDERS.get(t, t)) for t in argv]
 
 
-def _train_arxiv():
-    spec = importlib.util.spec_from_file_location("train_arxiv", REPO / "benchmarks" / "train_arxiv.py")
+class _Parsed(Exception):
+    """Raised in place of running a script once its command line has parsed."""
+
+
+def _script(path: str, patch):
+    """The script at ``path`` loaded as a module (in ``sys.modules`` while ``patch`` lasts: dataclasses
+    look their module up there)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{Path(path).stem}", REPO / path)
     module = importlib.util.module_from_spec(spec)
+    patch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)
     return module
 
 
-def refusal(argv: list, train_arxiv) -> str:
-    """Why today's command line refuses ``argv`` (its one-line error), or "" when it accepts it."""
+def refusal(argv: list, monkeypatch) -> str:
+    """Why today's command line refuses ``argv`` (its one-line error), or "" when it accepts it. A
+    script's ``main()`` runs until its parser has parsed, no further (``train_arxiv.py``: its own
+    checks after parsing too); ``ttgnn train``: the settings' :meth:`TrainConfig.validate` too."""
     from ttgnn import cli
 
     stderr = io.StringIO()
     try:
-        with contextlib.redirect_stderr(stderr):
-            if argv[0] == "train_arxiv":
-                train_arxiv.parse_arguments(argv[1:])
+        with contextlib.redirect_stderr(stderr), monkeypatch.context() as patch:
+            if argv[0] == "ttgnn":
+                args = cli.build_parser().parse_args(argv[1:])
+                if args.command == "train":
+                    cli.config_from_args(args).validate()
                 return ""
-            args = cli.build_parser().parse_args(argv[1:])
-        if args.command == "train":
-            cli.config_from_args(args).validate()
+            patch.syspath_prepend(str(REPO / "benchmarks"))  # scripts import siblings (summary.py)
+            module = _script(argv[0], patch)
+            if hasattr(module, "parse_arguments"):
+                module.parse_arguments(argv[1:])
+                return ""
+            original = argparse.ArgumentParser.parse_args
+
+            def parse_then_stop(parser, args=None, namespace=None):
+                original(parser, args, namespace)
+                raise _Parsed
+
+            patch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+            patch.setattr(sys, "argv", argv)
+            try:
+                module.main()
+            except _Parsed:
+                return ""
+            return f"{argv[0]}: main() returned without parsing a command line"
     except SystemExit:
-        return stderr.getvalue().strip().splitlines()[-1]
+        return (stderr.getvalue().strip().splitlines() or ["exit without a message"])[-1]
     except ValueError as err:
         return str(err)
-    return ""
 
 
 def test_commands_are_found_with_their_arguments(tmp_path):
@@ -132,26 +167,33 @@ def test_commands_are_found_with_their_arguments(tmp_path):
     page.write_text("text ttgnn train --no\n\n```bash\n$ ttgnn info --rows 10 --dim 4   # a comment\n"
                     "python benchmarks/train_arxiv.py --only sage-tt \\\n    sage-full\n"
                     "torchrun --nproc-per-node=2 -m ttgnn train --seed S\nttgnn train ... --resume\n"
-                    "ttgnn train --help\n# ttgnn train --seed 1\nprint('ttgnn')\n```\n")
+                    "OMP_NUM_THREADS=1 python examples/train_arxiv.py --epochs 2 --rank <8|16>\n"
+                    "ttgnn train --help\n# ttgnn train --seed 1\nprint('ttgnn')\n```\n\nindented:\n\n"
+                    "    ttgnn plan --dataset x \\\n        --mode full\n")
     assert [argv for _, argv in commands(page)] == [
         ["ttgnn", "info", "--rows", "10", "--dim", "4"],
-        ["train_arxiv", "--only", "sage-tt", "sage-full"],
-        ["ttgnn", "train", "--seed", "0"]]
+        ["benchmarks/train_arxiv.py", "--only", "sage-tt", "sage-full"],
+        ["ttgnn", "train", "--seed", "0"],
+        ["examples/train_arxiv.py", "--epochs", "2", "--rank", "8"],
+        ["ttgnn", "plan", "--dataset", "x", "--mode", "full"]]
 
 
 def test_a_stale_command_is_refused_with_the_parsers_reason(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # train_arxiv.py imports its sibling summary.py
-    arxiv = _train_arxiv()
-    assert refusal(["ttgnn", "train", "--dataset", "x", "--rank", "8"], arxiv) == ""
-    assert "unrecognized arguments: --no-such-flag" in refusal(["ttgnn", "train", "--no-such-flag"], arxiv)
-    assert "epochs" in refusal(["ttgnn", "train", "--epochs", "0"], arxiv)
-    assert "invalid choice: 'no-such-config'" in refusal(["train_arxiv", "--only", "no-such-config"], arxiv)
-    assert "--first-seed" in refusal(["train_arxiv", "--seeds", "2", "--first-seed", "2"], arxiv)
+    assert refusal(["ttgnn", "train", "--dataset", "x", "--rank", "8"], monkeypatch) == ""
+    assert "unrecognized arguments: --no-such-flag" in refusal(["ttgnn", "train", "--no-such-flag"], monkeypatch)
+    assert "epochs" in refusal(["ttgnn", "train", "--epochs", "0"], monkeypatch)
+    arxiv = "benchmarks/train_arxiv.py"
+    assert refusal([arxiv, "--only", "now-gat-tt"], monkeypatch) == ""
+    assert "invalid choice: 'no-such-config'" in refusal([arxiv, "--only", "no-such-config"], monkeypatch)
+    assert "--first-seed" in refusal([arxiv, "--seeds", "2", "--first-seed", "2"], monkeypatch)
+    # any other script: parsed by its own parser, then stopped before it does anything
+    assert refusal(["benchmarks/bench_lookup.py", "--shapes", "arxiv"], monkeypatch) == ""
+    assert "unrecognized arguments: --no-such-flag" in refusal(["benchmarks/bench_lookup.py", "--no-such-flag"],
+                                                               monkeypatch)
+    assert argparse.ArgumentParser.parse_args.__name__ == "parse_args"  # the stop is undone
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_commands_in_code_blocks_are_accepted(doc, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    arxiv = _train_arxiv()
-    refused = [f"{line}: {reason}" for line, argv in commands(doc) if (reason := refusal(argv, arxiv))]
+    refused = [f"{line}: {reason}" for line, argv in commands(doc) if (reason := refusal(argv, monkeypatch))]
     assert not refused, f"{doc.name}: " + "\n".join(refused)
