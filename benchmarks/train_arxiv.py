@@ -2,8 +2,8 @@
 
 Every configuration is one ``ttgnn train`` command per seed (printed, so it can be re-run by hand);
 each writes ``<out>/<name>/seed<k>/metrics.json``. Finished runs are reused unless ``--rerun``,
-interrupted ones resumed; the table (accuracies as mean ± std over the seeds found) is printed as
-Markdown from the metrics files.
+interrupted ones resumed; the table (accuracies as mean ± std over the seeds found; a run counts
+once it reached its own last epoch) is printed as Markdown from the metrics files.
 
     python benchmarks/train_arxiv.py --root $TTGNN_DATA                            # everything, seed 0
     python benchmarks/train_arxiv.py --only sage-tt sage-full --seeds 5            # some rows, 5 seeds
@@ -250,6 +250,12 @@ def finished(path: Path, epochs: int) -> bool:
     return len(metrics["epochs"]) >= epochs
 
 
+def complete(path: Path) -> bool:
+    """Whether ``path`` holds the metrics of a run that reached its own last epoch (the ``--epochs`` it
+    was started with; with ``--from-full``, both stages)."""
+    return path.exists() and finished(path, json.loads(path.read_text())["settings"]["epochs"])
+
+
 def as_trained(metrics: dict) -> dict:
     """``metrics`` of a ``--weight-average`` run as if it had not averaged: the best epoch and its
     accuracies by the trained weights' records (``raw_valid_acc``, ``raw_test_acc``); no C&S."""
@@ -266,10 +272,8 @@ def pooled_runs(out: Path, names: str) -> dict:
     without it (tests/test_averaging.py)."""
     pool = {}
     for name in names.split(","):
-        for path in sorted((out / name).glob("seed*/metrics.json")):
+        for path in filter(complete, sorted((out / name).glob("seed*/metrics.json"))):
             metrics = json.loads(path.read_text())
-            if not metrics["epochs"] or not finished(path, metrics["settings"]["epochs"]):
-                continue
             if "raw_valid_acc" in metrics["epochs"][0]:
                 metrics = as_trained(metrics)
             pool.setdefault(metrics["settings"]["seed"], metrics)
@@ -317,9 +321,10 @@ def row(name: str, runs: list, label: str = None) -> str:
     if label:
         model = label
     best = "/".join(str(r["best_epoch"]) for r in runs)
+    lengths = "/".join(str(n) for n in sorted({len(r["epochs"]) for r in runs}))  # runs of unequal length: each
     return (f"| {model} | {m['embedding']} | {order} | {rank} | {m['compression_ratio']:,.0f}x | {len(runs)} | "
             f"{mean_std([r['best_valid_acc'] for r in runs])} | {mean_std([r['test_acc'] for r in runs])} | "
-            f"{cs_cells} | {best} of {len(m['epochs'])} | {m['epoch_time']:.2f} s | "
+            f"{cs_cells} | {best} of {lengths} | {m['epoch_time']:.2f} s | "
             f"{m['peak_memory_mib'] / 1024:.2f} GiB |")
 
 
@@ -476,10 +481,10 @@ def main(argv=None) -> int:
     for group in ("main", "labels", "spectral", "ablation", "sweep", "defaults"):
         lines, unfinished = [], []
         for name in (n for n in names if CONFIGS[n][1] == group):
-            # Only runs that reached their last epoch count; one still running (or stopped) is named.
-            epochs, runs = run_epochs(name, args.epochs, args.ablation_epochs), []
+            # Only runs that reached their own last epoch count; one still running (or stopped) is named.
+            runs = []
             for path in sorted((out / name).glob("seed*/metrics.json")):
-                if finished(path, epochs):
+                if complete(path):
                     runs.append(json.loads(path.read_text()))
                 else:
                     unfinished.append(f"{name}/{path.parent.name}")
