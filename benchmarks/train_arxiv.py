@@ -407,7 +407,8 @@ def _reap(running: list) -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The script's command line (every ``--only`` and ``--paired`` name is a key of :data:`CONFIGS`)."""
+    """The script's options (``--only`` takes the keys of :data:`CONFIGS`; :func:`parse_arguments` checks
+    what one option alone cannot: ``--first-seed`` against ``--seeds``, the names in ``--paired``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="runs/arxiv-bench", help="one sub-folder per configuration")
     parser.add_argument("--epochs", type=int, default=None,
