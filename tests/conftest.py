@@ -1,5 +1,7 @@
 """Shared pytest fixtures."""
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,28 @@ def data_root() -> Path:
     if explicit or os.environ.get("CI"):
         pytest.fail(message + " (TTGNN_DATA or CI is set, so this is an error)")
     pytest.skip(message)
+
+
+@pytest.fixture
+def load_script(monkeypatch):
+    """Load one of the repository's scripts as a module: ``load_script("benchmarks/train_arxiv.py")``.
+
+    For the test's duration the script's folder is on ``sys.path`` (scripts import their siblings,
+    such as ``benchmarks/summary.py``) and the module is in ``sys.modules`` (dataclasses look their
+    module up there); the module is named ``script_<stem>``, so a script never shadows a package.
+    """
+    repo = Path(__file__).resolve().parents[1]
+
+    def load(path: str):
+        file = repo / path
+        spec = importlib.util.spec_from_file_location(f"script_{file.stem}", file)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.syspath_prepend(str(file.parent))
+        monkeypatch.setitem(sys.modules, spec.name, module)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="module")

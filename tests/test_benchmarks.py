@@ -29,27 +29,14 @@ def test_bench_lookup_small_run(regime, tmp_path):
     assert f"malloc {regime}" in proc.stdout and "| arxiv | 4 | 2,000 |" in proc.stdout
 
 
-def _script(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _plot_results():
-    return _script("plot_results")
-
-
 def _run(embedding, rank, test_acc, init="ortho", vectors=None):
     return {"dataset": "cora", "model": "sage", "label_input": False, "embedding": embedding, "rank": rank,
             "test_acc": test_acc, "compression_ratio": 100.0 if rank else 1.0, "epoch_time": 0.1,
             "settings": {"dropout": 0.2, "init": init, "spectral_vectors": vectors, "dim": 128}}
 
 
-def test_results_plot_keeps_initialisations_apart_and_averages_seeds():
-    plot = _plot_results()
+def test_results_plot_keeps_initialisations_apart_and_averages_seeds(load_script):
+    plot = load_script("benchmarks/plot_results.py")
     runs = [_run("tt", 4, 0.5), _run("tt", 4, 0.7), _run("tt", 4, 0.9, "spectral", 8), _run("full", None, 0.6),
             _run("full", None, 0.8, "spectral")]
     (panel,) = plot.aggregate(runs).values()
@@ -61,9 +48,9 @@ def test_results_plot_keeps_initialisations_apart_and_averages_seeds():
     assert panel[("tt", 4, 0.2, "spectral init (8 vectors)")]["acc_std"] == 0.0
 
 
-def test_results_plot_writes_both_figures_under_the_suffix(tmp_path, monkeypatch, capsys):
+def test_results_plot_writes_both_figures_under_the_suffix(tmp_path, monkeypatch, capsys, load_script):
     pytest.importorskip("matplotlib")  # the bench extra, not part of `make setup`
-    plot = _plot_results()
+    plot = load_script("benchmarks/plot_results.py")
     for i, run in enumerate([_run("tt", 4, 0.5), _run("tt", 4, 0.7), _run("full", None, 0.8)]):
         folder = tmp_path / "runs" / str(i)
         folder.mkdir(parents=True)
@@ -81,13 +68,13 @@ def test_results_plot_writes_both_figures_under_the_suffix(tmp_path, monkeypatch
     assert "tt r8" not in out  # a run with no finished epoch is not drawn
 
 
-def test_small_graph_probes_pca_tree_order_and_rotation():
+def test_small_graph_probes_pca_tree_order_and_rotation(load_script):
     import numpy as np
     import torch
 
     from ttgnn import TTNodeEmbedding
 
-    probes = _script("small_graph_probes")
+    probes = load_script("benchmarks/small_graph_probes.py")
     rng = np.random.default_rng(0)
     # 4 clusters of 15 nodes in 2-D, shuffled; rows 4 x 16 (60 nodes, 4 padding rows)
     centres = np.array([[0.0, 10.0], [10.0, 0.0], [0.0, -10.0], [-10.0, 0.0]])
@@ -111,7 +98,7 @@ def test_small_graph_probes_pca_tree_order_and_rotation():
 
 
 @pytest.mark.data
-def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_path):
+def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_path, load_script):
     from ttgnn.cli import main
 
     out = tmp_path / "run"
@@ -119,7 +106,7 @@ def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_pa
                  "--rank", "4", "--epochs", "3", "--num-threads", "1", "--no-progress", "--no-from-full",
                  "--output-dir", str(out)]) == 0
     reported = json.loads((out / "metrics.json").read_text())
-    row = _script("smooth_finished_runs").smooth_run(out, str(data_root), {})
+    row = load_script("benchmarks/smooth_finished_runs.py").smooth_run(out, str(data_root), {})
     assert row["valid"] == pytest.approx(reported["best_valid_acc"], abs=1e-6)
     assert row["test"] == pytest.approx(reported["test_acc"], abs=1e-6)
     assert row["cs_valid"] == pytest.approx(reported["correct_smooth"]["valid_acc"], abs=1e-6)
@@ -128,17 +115,16 @@ def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_pa
     reported["test_acc"] += 0.01
     (out / "metrics.json").write_text(json.dumps(reported))
     with pytest.raises(ValueError, match="the best model gives test accuracy"):
-        _script("smooth_finished_runs").smooth_run(out, str(data_root), {})
+        load_script("benchmarks/smooth_finished_runs.py").smooth_run(out, str(data_root), {})
 
 
-def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(monkeypatch):
+def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(load_script):
     # Every configuration's table in docs/results.md was measured before label spreading (and most
     # before label reuse) became defaults: the script's commands must keep them off unless named.
     from ttgnn.cli import build_parser, config_from_args
     from ttgnn.shapes import shape_for_budget
 
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # the script imports its sibling summary.py
-    arxiv = _script("train_arxiv")
+    arxiv = load_script("benchmarks/train_arxiv.py")
     parser = build_parser()
     for cores, args in arxiv.TT_CORES.items():  # the largest ranks at >= 1,000x, as the budget rule finds them
         shape = shape_for_budget(169_343, 128, compression=1000, num_cores=cores)
@@ -175,9 +161,8 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(m
         assert config.label_smoothing == (0.1 if name.endswith("-ls0.1") else 0.0), name
 
 
-def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(monkeypatch, tmp_path):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    arxiv = _script("train_arxiv")
+def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(tmp_path, load_script):
+    arxiv = load_script("benchmarks/train_arxiv.py")
     run = tmp_path / "now-gat-tt-from-full" / "seed0"
     arxiv.full_table_metrics(run).parent.mkdir(parents=True)
 
@@ -200,9 +185,8 @@ def test_train_arxiv_counts_a_from_full_run_only_when_both_stages_finished(monke
     assert arxiv.finished(tt, 200) and not arxiv.finished(tt, 201)
 
 
-def test_train_arxiv_reads_a_weight_averaged_run_as_trained_too(monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    arxiv = _script("train_arxiv")
+def test_train_arxiv_reads_a_weight_averaged_run_as_trained_too(load_script):
+    arxiv = load_script("benchmarks/train_arxiv.py")
     epochs = [{"epoch": 1, "valid_acc": 0.60, "test_acc": 0.55, "raw_valid_acc": 0.62, "raw_test_acc": 0.58},
               {"epoch": 2, "valid_acc": 0.64, "test_acc": 0.61, "raw_valid_acc": 0.63, "raw_test_acc": 0.57},
               {"epoch": 3, "valid_acc": 0.63, "test_acc": 0.62, "raw_valid_acc": 0.63, "raw_test_acc": 0.60}]
@@ -215,11 +199,10 @@ def test_train_arxiv_reads_a_weight_averaged_run_as_trained_too(monkeypatch):
     assert "--weight-average" in arxiv.command("now-gat-tt-wa10", Path("out"), 1, 1)
 
 
-def test_train_arxiv_command_names_the_device_only_off_the_cpu(monkeypatch):
+def test_train_arxiv_command_names_the_device_only_off_the_cpu(load_script):
     from ttgnn.cli import build_parser
 
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    arxiv = _script("train_arxiv")
+    arxiv = load_script("benchmarks/train_arxiv.py")
     cpu = arxiv.command("defaults-gat-tt", Path("out"), 1, 1)
     cuda = arxiv.command("defaults-gat-tt", Path("out"), 1, 1, device="cuda")
     assert "--device" not in cpu
@@ -227,13 +210,12 @@ def test_train_arxiv_command_names_the_device_only_off_the_cpu(monkeypatch):
     assert [a for a in cuda if a not in ("--device", "cuda")] == cpu
 
 
-def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(monkeypatch, tmp_path):
+def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(tmp_path, load_script):
     import dataclasses
 
     from ttgnn.config import TrainConfig
 
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # the script imports its sibling summary.py
-    finished_run = _script("compression_sweep").finished_run
+    finished_run = load_script("benchmarks/compression_sweep.py").finished_run
     config = TrainConfig(dataset="cora", embedding="tt", rank=4, epochs=3, label_spread=10, label_reuse=3,
                          num_threads=1, root="/data", output_dir=str(tmp_path))
 
@@ -265,13 +247,12 @@ def test_compression_sweep_reuses_only_a_finished_run_with_the_same_settings(mon
     assert finished_run(tmp_path, dataclasses.replace(full, order="random")) is None
 
 
-def test_compression_sweep_passes_its_settings_to_every_run(monkeypatch):
+def test_compression_sweep_passes_its_settings_to_every_run(load_script):
     import argparse
 
     from ttgnn.cli import build_parser, config_from_args
 
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    sweep = _script("compression_sweep")
+    sweep = load_script("benchmarks/compression_sweep.py")
     args = argparse.Namespace(settings="cli", epochs=7, num_threads=1, init=None, label_input=False,
                               spectral_vectors=None, label_spread=0, loss="log-ce", root="/data")
     cmd = sweep.run_args(args, "cora", "gat", "tt", 4, 3, Path("out"))
@@ -324,12 +305,12 @@ def test_small_graphs_from_full_pairs_each_tt_run_with_its_full_table_run(data_r
 
 
 @pytest.mark.data
-def test_full_table_tt_svd_at_full_rank_gives_back_the_full_tables_accuracy(data_root):
+def test_full_table_tt_svd_at_full_rank_gives_back_the_full_tables_accuracy(data_root, load_script):
     import argparse
 
     from ttgnn.data import load_dataset
 
-    script = _script("full_table_tt_svd")
+    script = load_script("benchmarks/full_table_tt_svd.py")
     args = argparse.Namespace(dataset="cora", num_threads=1, ranks=[2, 10_000], train_args=["--epochs", "3"])
     result = script.one_seed(args, load_dataset("cora", root=str(data_root)), seed=0)
     trained, exact, lossy = result["full table as trained"], result["TT-SVD at rank 10000"], result["TT-SVD at rank 2"]
@@ -352,9 +333,8 @@ def _arxiv_run(folder: Path, seed: int, valid: list, test: list, epochs: int = N
         "correct_smooth": {"valid_acc": 0.5, "test_acc": 0.5}}))
 
 
-def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    arxiv = _script("train_arxiv")
+def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, load_script):
+    arxiv = load_script("benchmarks/train_arxiv.py")
     from summary import paired
 
     assert paired([0.71, 0.70], [0.70, 0.70]) == "+0.50 ± 0.50 (ahead on 1 of 2)"

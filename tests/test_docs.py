@@ -4,7 +4,6 @@ heading ids); every ``ttgnn`` and ``benchmarks/train_arxiv.py`` command in their
 today's command lines accept (options, values, configuration names), so a reader can run it."""
 import argparse
 import contextlib
-import importlib.util
 import io
 import re
 import shlex
@@ -114,17 +113,7 @@ class _Parsed(Exception):
     """Raised in place of running a script once its command line has parsed."""
 
 
-def _script(path: str, patch):
-    """The script at ``path`` loaded as a module (in ``sys.modules`` while ``patch`` lasts: dataclasses
-    look their module up there)."""
-    spec = importlib.util.spec_from_file_location(f"docs_{Path(path).stem}", REPO / path)
-    module = importlib.util.module_from_spec(spec)
-    patch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def refusal(argv: list, monkeypatch) -> str:
+def refusal(argv: list, monkeypatch, load_script) -> str:
     """Why today's command line refuses ``argv`` (its one-line error), or "" when it accepts it. A
     script's ``main()`` runs until its parser has parsed, no further (``train_arxiv.py``: its own
     checks after parsing too); ``ttgnn train``: the settings' :meth:`TrainConfig.validate` too."""
@@ -138,8 +127,7 @@ def refusal(argv: list, monkeypatch) -> str:
                 if args.command == "train":
                     cli.config_from_args(args).validate()
                 return ""
-            patch.syspath_prepend(str(REPO / "benchmarks"))  # scripts import siblings (summary.py)
-            module = _script(argv[0], patch)
+            module = load_script(argv[0])
             if hasattr(module, "parse_arguments"):
                 module.parse_arguments(argv[1:])
                 return ""
@@ -178,22 +166,25 @@ def test_commands_are_found_with_their_arguments(tmp_path):
         ["ttgnn", "plan", "--dataset", "x", "--mode", "full"]]
 
 
-def test_a_stale_command_is_refused_with_the_parsers_reason(monkeypatch):
-    assert refusal(["ttgnn", "train", "--dataset", "x", "--rank", "8"], monkeypatch) == ""
-    assert "unrecognized arguments: --no-such-flag" in refusal(["ttgnn", "train", "--no-such-flag"], monkeypatch)
-    assert "epochs" in refusal(["ttgnn", "train", "--epochs", "0"], monkeypatch)
+def test_a_stale_command_is_refused_with_the_parsers_reason(monkeypatch, load_script):
+    def reason(argv):
+        return refusal(argv, monkeypatch, load_script)
+
+    assert reason(["ttgnn", "train", "--dataset", "x", "--rank", "8"]) == ""
+    assert "unrecognized arguments: --no-such-flag" in reason(["ttgnn", "train", "--no-such-flag"])
+    assert "epochs" in reason(["ttgnn", "train", "--epochs", "0"])
     arxiv = "benchmarks/train_arxiv.py"
-    assert refusal([arxiv, "--only", "now-gat-tt"], monkeypatch) == ""
-    assert "invalid choice: 'no-such-config'" in refusal([arxiv, "--only", "no-such-config"], monkeypatch)
-    assert "--first-seed" in refusal([arxiv, "--seeds", "2", "--first-seed", "2"], monkeypatch)
+    assert reason([arxiv, "--only", "now-gat-tt"]) == ""
+    assert "invalid choice: 'no-such-config'" in reason([arxiv, "--only", "no-such-config"])
+    assert "--first-seed" in reason([arxiv, "--seeds", "2", "--first-seed", "2"])
     # any other script: parsed by its own parser, then stopped before it does anything
-    assert refusal(["benchmarks/bench_lookup.py", "--shapes", "arxiv"], monkeypatch) == ""
-    assert "unrecognized arguments: --no-such-flag" in refusal(["benchmarks/bench_lookup.py", "--no-such-flag"],
-                                                               monkeypatch)
+    assert reason(["benchmarks/bench_lookup.py", "--shapes", "arxiv"]) == ""
+    assert "unrecognized arguments: --no-such-flag" in reason(["benchmarks/bench_lookup.py", "--no-such-flag"])
     assert argparse.ArgumentParser.parse_args.__name__ == "parse_args"  # the stop is undone
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(REPO).as_posix())
-def test_commands_in_code_blocks_are_accepted(doc, monkeypatch):
-    refused = [f"{line}: {reason}" for line, argv in commands(doc) if (reason := refusal(argv, monkeypatch))]
+def test_commands_in_code_blocks_are_accepted(doc, monkeypatch, load_script):
+    refused = [f"{line}: {reason}" for line, argv in commands(doc)
+               if (reason := refusal(argv, monkeypatch, load_script))]
     assert not refused, f"{doc.name}: " + "\n".join(refused)
