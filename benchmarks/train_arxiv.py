@@ -264,31 +264,55 @@ def as_trained(metrics: dict) -> dict:
                 best_epoch=best["epoch"], correct_smooth=None)
 
 
-def pooled_runs(out: Path, names: str) -> dict:
+def first_epochs(metrics: dict, epochs: int) -> dict:
+    """``metrics`` of a run of at least ``epochs`` epochs as a run of ``epochs`` epochs would have
+    written them: its first ``epochs`` records and the best validation epoch among them (the first of
+    equals, as training picks). That is the same computation only under a constant learning rate
+    (bit for bit with one thread: training draws nothing that depends on the epoch count), so a run
+    with another schedule raises ``ValueError``. Correct and Smooth, computed on the run's own best
+    epoch, is kept only when that epoch is among the first ``epochs``' best."""
+    schedule = metrics["settings"].get("lr_schedule", "constant")
+    if schedule != "constant":
+        raise ValueError(f"seed {metrics['settings']['seed']}: a {schedule} learning-rate schedule over "
+                         f"{len(metrics['epochs'])} epochs; its first {epochs} are not a run of {epochs}")
+    records = metrics["epochs"][:epochs]
+    best = max(records, key=lambda r: r["valid_acc"])
+    same = best["epoch"] == metrics["best_epoch"]
+    return dict(metrics, epochs=records, best_valid_acc=best["valid_acc"], test_acc=best["test_acc"],
+                best_epoch=best["epoch"], correct_smooth=metrics.get("correct_smooth") if same else None)
+
+
+def pooled_runs(out: Path, names: str, epochs: int = None) -> dict:
     """Seed -> metrics of the finished runs of the configurations in ``names`` (comma-separated; where
     two have the same seed, the earlier one's run counts). A run counts once it reached its own last
-    epoch (the ``--epochs`` it was started with). A ``--weight-average`` run counts by its weights as
+    epoch (the ``--epochs`` it was started with); with ``epochs``, once it also has that many, and by
+    its first ``epochs`` (:func:`first_epochs`). A ``--weight-average`` run counts by its weights as
     trained (:func:`as_trained`): averaging does not change training, so these are exactly the run
     without it (tests/test_averaging.py)."""
     pool = {}
     for name in names.split(","):
         for path in filter(complete, sorted((out / name).glob("seed*/metrics.json"))):
             metrics = json.loads(path.read_text())
+            if epochs:
+                if len(metrics["epochs"]) < epochs:
+                    continue
+                metrics = first_epochs(metrics, epochs)
             if "raw_valid_acc" in metrics["epochs"][0]:
                 metrics = as_trained(metrics)
             pool.setdefault(metrics["settings"]["seed"], metrics)
     return pool
 
 
-def paired_report(out: Path, a: str, b: str) -> str:
-    """``a`` - ``b`` (each as :func:`pooled_runs` takes it) over the seeds both have: each side's mean
-    ± std and the difference seed by seed, in points, mean ± standard error."""
-    runs_a, runs_b = pooled_runs(out, a), pooled_runs(out, b)
+def paired_report(out: Path, a: str, b: str, epochs: int = None) -> str:
+    """``a`` - ``b`` (each as :func:`pooled_runs` takes it, with ``epochs``) over the seeds both have:
+    each side's mean ± std and the difference seed by seed, in points, mean ± standard error."""
+    runs_a, runs_b = pooled_runs(out, a, epochs), pooled_runs(out, b, epochs)
     seeds = sorted(runs_a.keys() & runs_b.keys())
+    within = f" within their first {epochs} epochs" if epochs else ""
     if not seeds:
-        return f"{a} - {b}: no seed finished in both"
+        return f"{a} - {b}: no seed finished in both{within}"
     pairs = [(runs_a[s], runs_b[s]) for s in seeds]
-    lines = [f"{a} - {b}, paired by seed (seeds {', '.join(map(str, seeds))}; points, mean ± s.e.):"]
+    lines = [f"{a} - {b}, paired by seed{within} (seeds {', '.join(map(str, seeds))}; points, mean ± s.e.):"]
     for label, index in ((a, 0), (b, 1)):
         lines.append(f"  {label}: valid {mean_std(p[index]['best_valid_acc'] for p in pairs)} "
                      f"test {mean_std(p[index]['test_acc'] for p in pairs)} "
@@ -431,6 +455,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--paired", nargs=2, metavar=("A", "B"),
                         help="also print A - B seed by seed (each a configuration, or several joined by commas "
                              "whose seeds are pooled; a --weight-average run counts by its weights as trained)")
+    parser.add_argument("--paired-epochs", type=int, default=None, metavar="K",
+                        help="--paired counts each run by its best validation epoch among its first K, which is "
+                             "the run --epochs K makes (constant learning rate; runs shorter than K are left out)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where every run trains (cuda: all runs share the first GPU; --jobs of them at a time)")
     return parser
@@ -442,6 +469,8 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 0 <= args.first_seed < args.seeds:
         parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
+    if args.paired_epochs is not None and (args.paired_epochs < 1 or not args.paired):
+        parser.error(f"--paired-epochs needs --paired and a count >= 1, got {args.paired_epochs}")
     for names in args.paired or ():
         unknown = [n for n in names.split(",") if n not in CONFIGS]
         if unknown:
@@ -511,7 +540,11 @@ def main(argv=None) -> int:
         if unfinished:
             print(f"not counted, not finished: {', '.join(unfinished)}")
     if args.paired:
-        print("\n" + paired_report(out, *args.paired))
+        try:
+            print("\n" + paired_report(out, *args.paired, epochs=args.paired_epochs))
+        except ValueError as err:  # --paired-epochs on a run whose learning rate was not constant
+            print(f"error: --paired-epochs {args.paired_epochs}: {err}", file=sys.stderr)
+            return 2
     print("\ncommands:")
     for name in names:
         epochs = run_epochs(name, args.epochs, args.ablation_epochs)

@@ -369,3 +369,32 @@ def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, l
     assert "| now-gat-tt | tt | - | - | 1,118x | 1 | 0.7200 | 0.7100 |" in table.stdout
     assert "| 2 of 2 |" in table.stdout and "not counted, not finished: now-gat-tt/seed2" in table.stdout
     assert "with Correct and Smooth: test +0.00 ± 0.00 (ahead on 0 of 1)" in table.stdout
+
+
+def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script):
+    arxiv = load_script("benchmarks/train_arxiv.py")
+    out = tmp_path
+    # TT peaks late (epoch 3), the full table early (epoch 1): within 2 epochs TT's best is epoch 2
+    _arxiv_run(out / "now-gat-tt" / "seed0", 0, [0.60, 0.70, 0.72], [0.60, 0.69, 0.71])
+    _arxiv_run(out / "now-gat-tt" / "seed1", 1, [0.70], [0.70])  # one epoch: too short for 2, left out
+    for seed in (0, 1):
+        _arxiv_run(out / "now-gat-full" / f"seed{seed}", seed, [0.71, 0.70], [0.70, 0.72])
+    run = json.loads((out / "now-gat-tt" / "seed0" / "metrics.json").read_text())
+    first = arxiv.first_epochs(run, 2)
+    assert (first["best_epoch"], first["best_valid_acc"], first["test_acc"], len(first["epochs"])) == (2, 0.70, 0.69, 2)
+    assert first["correct_smooth"] is None  # C&S ran on epoch 3's model
+    assert run["best_epoch"] == 3 and arxiv.first_epochs(run, 3)["correct_smooth"] == run["correct_smooth"]
+    report = arxiv.paired_report(out, "now-gat-tt", "now-gat-full", epochs=2)
+    assert "paired by seed within their first 2 epochs (seeds 0;" in report
+    assert "difference: test -1.00 ± 0.00 (ahead on 0 of 1), valid -1.00 ± 0.00 (ahead on 0 of 1)" in report
+    whole = arxiv.paired_report(out, "now-gat-tt", "now-gat-full")  # without a limit: both seeds, epoch 3's best
+    assert "(seeds 0, 1;" in whole and "difference: test +0.50 ± 0.50 (ahead on 1 of 2)" in whole
+    with pytest.raises(ValueError, match="cosine learning-rate schedule over 3 epochs; its first 2 are not a run"):
+        arxiv.first_epochs(dict(run, settings=dict(run["settings"], lr_schedule="cosine")), 2)
+    cmd = [sys.executable, str(REPO / "benchmarks" / "train_arxiv.py"), "--out", str(out), "--table-only",
+           "--only", "now-gat-tt", "--paired-epochs", "2"]
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--paired-epochs needs --paired" in refused.stderr
+    table = subprocess.run(cmd + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True, text=True,
+                           timeout=120)
+    assert table.returncode == 0 and "within their first 2 epochs (seeds 0;" in table.stdout, table.stderr[-2000:]
