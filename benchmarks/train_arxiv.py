@@ -198,6 +198,10 @@ for _model in ("sage", "gat"):
     for _emb, _args in (("tt", TT), ("full", ["--embedding", "full"])):
         CONFIGS[f"now-{_model}-{_emb}-wa10"] = (["--model", _model, *_args, *NOW, "--weight-average", "10"],
                                                 "defaults")
+# GAT with the plain cross-entropy (--loss ce, its default before 2026-11-26), each table: the one
+# setting where GAT + TT stayed behind the full table (5 seeds each, mixed machines and DGL's layers).
+for _emb, _args in (("tt", TT), ("full", ["--embedding", "full"])):
+    CONFIGS[f"now-gat-{_emb}-ce"] = (["--model", "gat", *_args, *NOW[:-1], "ce"], "defaults")  # NOW ends "--loss auto"
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
