@@ -97,14 +97,8 @@ REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.data
-def test_backend_epoch_benchmark_prints_both_backends(data_root, tmp_path, capsys):
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("bench_gnn_backend", REPO / "benchmarks" / "bench_gnn_backend.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["bench_gnn_backend"] = bench
-    spec.loader.exec_module(bench)
+def test_backend_epoch_benchmark_prints_both_backends(data_root, tmp_path, capsys, load_script):
+    bench = load_script("benchmarks/bench_gnn_backend.py")
     assert bench.main(["--dataset", "cora", "--root", str(data_root), "--models", "sage", "gat", "--hidden", "16",
                        "--num-layers", "2", "--heads", "2", "--rounds", "1", "--json", str(tmp_path / "rows.json")]) == 0
     rows = json.loads((tmp_path / "rows.json").read_text())
