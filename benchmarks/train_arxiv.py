@@ -185,7 +185,8 @@ CONFIGS["defaults-gat-tt-reuse1-spread10-logce-ls0.1"] = (
 # arxiv, pinned in TT). GraphSAGE's TT-against-full comparison had only been measured with its defaults
 # before label spreading. With --from-full: the full table trained first (its run in full-table/), TT
 # from its TT-SVD at rank 8, fine-tuned with the full model's predictions as a second target.
-NOW = ["--label-reuse", "auto", "--label-spread", "auto", "--loss", "auto"]
+NOW_LABELS = ["--label-reuse", "auto", "--label-spread", "auto"]
+NOW = [*NOW_LABELS, "--loss", "auto"]
 for _model in ("sage", "gat"):
     CONFIGS[f"now-{_model}-tt"] = (["--model", _model, *TT, *NOW], "defaults")
     CONFIGS[f"now-{_model}-full"] = (["--model", _model, "--embedding", "full", *NOW], "defaults")
@@ -201,7 +202,7 @@ for _model in ("sage", "gat"):
 # GAT with the plain cross-entropy (--loss ce, its default before 2026-11-26), each table: the one
 # setting where GAT + TT stayed behind the full table (5 seeds each, mixed machines and DGL's layers).
 for _emb, _args in (("tt", TT), ("full", ["--embedding", "full"])):
-    CONFIGS[f"now-gat-{_emb}-ce"] = (["--model", "gat", *_args, *NOW[:-1], "ce"], "defaults")  # NOW ends "--loss auto"
+    CONFIGS[f"now-gat-{_emb}-ce"] = (["--model", "gat", *_args, *NOW_LABELS, "--loss", "ce"], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:
@@ -260,12 +261,20 @@ def complete(path: Path) -> bool:
     return path.exists() and finished(path, json.loads(path.read_text())["settings"]["epochs"])
 
 
+def _best_of(metrics: dict, records: list, prefix: str = "") -> dict:
+    """``metrics`` with ``records`` as its epochs and the best validation epoch picked again among them
+    by ``<prefix>valid_acc`` (the first of equals, as training picks), with its ``<prefix>test_acc``.
+    Correct and Smooth, computed on the run's own best model, is kept only when that is the model picked."""
+    best = max(records, key=lambda r: r[prefix + "valid_acc"])
+    same = not prefix and best["epoch"] == metrics["best_epoch"]
+    return dict(metrics, epochs=records, best_valid_acc=best[prefix + "valid_acc"], test_acc=best[prefix + "test_acc"],
+                best_epoch=best["epoch"], correct_smooth=metrics.get("correct_smooth") if same else None)
+
+
 def as_trained(metrics: dict) -> dict:
     """``metrics`` of a ``--weight-average`` run as if it had not averaged: the best epoch and its
     accuracies by the trained weights' records (``raw_valid_acc``, ``raw_test_acc``); no C&S."""
-    best = max(metrics["epochs"], key=lambda r: r["raw_valid_acc"])  # the first of equals, as training picks
-    return dict(metrics, best_valid_acc=best["raw_valid_acc"], test_acc=best["raw_test_acc"],
-                best_epoch=best["epoch"], correct_smooth=None)
+    return _best_of(metrics, metrics["epochs"], prefix="raw_")
 
 
 def first_epochs(metrics: dict, epochs: int) -> dict:
@@ -279,11 +288,7 @@ def first_epochs(metrics: dict, epochs: int) -> dict:
     if schedule != "constant":
         raise ValueError(f"seed {metrics['settings']['seed']}: a {schedule} learning-rate schedule over "
                          f"{len(metrics['epochs'])} epochs; its first {epochs} are not a run of {epochs}")
-    records = metrics["epochs"][:epochs]
-    best = max(records, key=lambda r: r["valid_acc"])
-    same = best["epoch"] == metrics["best_epoch"]
-    return dict(metrics, epochs=records, best_valid_acc=best["valid_acc"], test_acc=best["test_acc"],
-                best_epoch=best["epoch"], correct_smooth=metrics.get("correct_smooth") if same else None)
+    return _best_of(metrics, metrics["epochs"][:epochs])
 
 
 def pooled_runs(out: Path, names: str, epochs: int = None) -> dict:

@@ -94,3 +94,19 @@ def test_resuming_a_finished_run_changes_nothing(tmp_path, overfitting, uninterr
     epoch, after = _weights(tmp_path / BEST_MODEL_NAME)
     assert epoch == whole["best_epoch"]
     assert all(torch.equal(before[key], after[key]) for key in before)
+
+
+@pytest.mark.parametrize("model", ["sage", "gat"])
+def test_the_first_epochs_of_a_longer_run_are_the_shorter_run(overfitting, model):
+    # benchmarks/train_arxiv.py --paired-epochs K reads a K-epoch run off a longer run's first K records:
+    # with a constant learning rate and one thread nothing in training depends on the epoch count.
+    config = functools.partial(small_config, None, model=model, mode="full", label_input=True, label_reuse=1,
+                               heads=2, seed=3)
+    short, long = train(config(epochs=3), overfitting), train(config(epochs=6), overfitting)
+    measured = ("epoch_time", "eval_time", "peak_memory_mib")  # the machine's, not the computation's
+
+    def computed(records):
+        return [{k: v for k, v in r.items() if k not in measured} for r in records]
+
+    assert len(long["epochs"]) == 6 and "valid_acc" in computed(short["epochs"])[0]
+    assert computed(long["epochs"][:3]) == computed(short["epochs"])
