@@ -261,6 +261,14 @@ def complete(path: Path) -> bool:
     return path.exists() and finished(path, json.loads(path.read_text())["settings"]["epochs"])
 
 
+def recorded_settings(out: Path, name: str):
+    """The settings of the first finished run of configuration ``name`` under ``out``, or None."""
+    for path in sorted((out / name).glob("seed*/metrics.json")):
+        if complete(path):
+            return json.loads(path.read_text())["settings"]
+    return None
+
+
 def _best_of(metrics: dict, records: list, prefix: str = "") -> dict:
     """``metrics`` with ``records`` as its epochs and the best validation epoch picked again among them
     by ``<prefix>valid_acc`` (the first of equals, as training picks), with its ``<prefix>test_acc``.
@@ -554,10 +562,15 @@ def main(argv=None) -> int:
         except ValueError as err:  # --paired-epochs on a run whose learning rate was not constant
             print(f"error: --paired-epochs {args.paired_epochs}: {err}", file=sys.stderr)
             return 2
-    print("\ncommands:")
+    # With --table-only, a configuration's command is the one its finished runs ran (their epochs and
+    # threads), not what this invocation's defaults would start.
+    print("\ncommands (seed 0; epochs and threads as the finished runs here ran):" if args.table_only else "\ncommands:")
     for name in names:
-        epochs = run_epochs(name, args.epochs, args.ablation_epochs)
-        print(f"{name}: " + shlex.join(command(name, out, epochs, args.num_threads, 0, args.root, args.device)))
+        epochs, threads = run_epochs(name, args.epochs, args.ablation_epochs), args.num_threads
+        ran = recorded_settings(out, name) if args.table_only else None
+        if ran:
+            epochs, threads = ran["epochs"], ran.get("num_threads", threads)
+        print(f"{name}: " + shlex.join(command(name, out, epochs, threads, 0, args.root, args.device)))
     return 0
 
 

@@ -372,6 +372,13 @@ def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, l
     assert "| now-gat-tt | tt | - | - | 1,118x | 1 | 0.7200 | 0.7100 |" in table.stdout
     assert "| 2 of 2 |" in table.stdout and "not counted, not finished: now-gat-tt/seed2" in table.stdout
     assert "with Correct and Smooth: test +0.00 ± 0.00 (ahead on 0 of 1)" in table.stdout
+    # the command shown is the one the finished runs ran (2 epochs, 1 thread), not GAT's default 100 epochs
+    metrics = json.loads((out / "now-gat-tt" / "seed0" / "metrics.json").read_text())
+    metrics["settings"]["num_threads"] = 1
+    (out / "now-gat-tt" / "seed0" / "metrics.json").write_text(json.dumps(metrics))
+    table = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    shown = next(line for line in table.stdout.splitlines() if line.startswith("now-gat-tt: ttgnn train"))
+    assert "--epochs 2 " in shown and "--num-threads 1 " in shown, shown
 
 
 def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script):
