@@ -200,7 +200,7 @@ for _model in ("sage", "gat"):
         CONFIGS[f"now-{_model}-{_emb}-wa10"] = (["--model", _model, *_args, *NOW, "--weight-average", "10"],
                                                 "defaults")
 # GAT with the plain cross-entropy (--loss ce, its default before 2026-11-26), each table: the one
-# setting where GAT + TT stayed behind the full table (5 seeds each, mixed machines and DGL's layers).
+# setting where GAT + TT stayed behind the full table (5 seeds each on the Intel Xeon, DGL's layers).
 for _emb, _args in (("tt", TT), ("full", ["--embedding", "full"])):
     CONFIGS[f"now-gat-{_emb}-ce"] = (["--model", "gat", *_args, *NOW_LABELS, "--loss", "ce"], "defaults")
 
@@ -261,12 +261,14 @@ def complete(path: Path) -> bool:
     return path.exists() and finished(path, json.loads(path.read_text())["settings"]["epochs"])
 
 
+def finished_runs(out: Path, name: str):
+    """The metrics of each finished run (:func:`complete`) of configuration ``name`` under ``out``, by seed folder."""
+    return (json.loads(path.read_text()) for path in filter(complete, sorted((out / name).glob("seed*/metrics.json"))))
+
+
 def recorded_settings(out: Path, name: str):
     """The settings of the first finished run of configuration ``name`` under ``out``, or None."""
-    for path in sorted((out / name).glob("seed*/metrics.json")):
-        if complete(path):
-            return json.loads(path.read_text())["settings"]
-    return None
+    return next((metrics["settings"] for metrics in finished_runs(out, name)), None)
 
 
 def _best_of(metrics: dict, records: list, prefix: str = "") -> dict:
@@ -308,8 +310,7 @@ def pooled_runs(out: Path, names: str, epochs: int = None) -> dict:
     without it (tests/test_averaging.py)."""
     pool = {}
     for name in names.split(","):
-        for path in filter(complete, sorted((out / name).glob("seed*/metrics.json"))):
-            metrics = json.loads(path.read_text())
+        for metrics in finished_runs(out, name):
             if epochs:
                 if len(metrics["epochs"]) < epochs:
                     continue
