@@ -2,7 +2,7 @@
 
 Every method in :mod:`ttgnn.partition` works on one canonical form: a symmetric CSR adjacency
 without self-loops or duplicate edges, with sorted column indices. :func:`canonical_csr` builds it
-from either accepted input (CSR arrays or an edge index).
+from any accepted input (CSR arrays, a scipy sparse adjacency or an edge index).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ __all__ = ["CSRGraph", "GraphInput", "canonical_csr", "csr_from_edge_chunks"]
 
 log = logging.getLogger(__name__)
 
-GraphInput = Union[Tuple[np.ndarray, np.ndarray], np.ndarray]
+# CSR arrays, an edge index (numpy, list or torch tensor), a scipy sparse adjacency or a CSRGraph.
+GraphInput = Union[Tuple[np.ndarray, np.ndarray], np.ndarray, "sp.sparray", "sp.spmatrix", "CSRGraph"]
 
 
 @dataclass(frozen=True)
@@ -199,9 +200,10 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
     """Validate a graph and return its symmetric CSR form without self-loops or duplicates.
 
     Args:
-        graph (tuple or np.ndarray): either a CSR tuple ``(indptr, indices)`` of integer arrays,
-            or an edge index of shape ``(2, E)``. Directed input is symmetrised; self-loops and
-            duplicate edges are dropped.
+        graph (tuple, scipy.sparse or array): a CSR tuple ``(indptr, indices)`` of integer
+            arrays, a square scipy sparse adjacency (its nonzero pattern; values are ignored), or
+            an edge index of shape ``(2, E)`` (numpy array, list or torch tensor). Directed input
+            is symmetrised; self-loops and duplicate edges are dropped.
         num_nodes (int, optional): the node count. Required for an edge index whose largest
             ids are isolated nodes; defaults to ``max id + 1``. For CSR input it must equal
             ``len(indptr) - 1`` when given.
@@ -223,6 +225,16 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         if num_nodes is not None and num_nodes != graph.num_nodes:
             raise ValueError(f"num_nodes={num_nodes} does not match the CSRGraph's {graph.num_nodes} nodes")
         return graph
+    if sp.issparse(graph):  # a scipy sparse adjacency (matrix or array, any format): its pattern
+        if graph.ndim != 2 or graph.shape[0] != graph.shape[1]:
+            raise ValueError(f"a sparse adjacency must be square, got shape {graph.shape}")
+        if graph.shape[0] < 1:
+            raise ValueError("a graph needs at least one node, got a 0 x 0 sparse adjacency")
+        csr = sp.csr_array(graph)
+        csr.eliminate_zeros()  # stored zeros are not edges
+        graph = (csr.indptr, csr.indices)
+    elif type(graph).__module__.split(".")[0] == "torch" and hasattr(graph, "numpy"):
+        graph = graph.detach().cpu().numpy()  # a torch edge index, as PyTorch Geometric keeps it
     # Only a tuple is CSR: a nested list [[src...], [dst...]] is an edge index.
     if isinstance(graph, tuple):
         if len(graph) != 2:
@@ -254,5 +266,5 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         _check_ids("edge_index", edge_index, num_nodes)
         return _symmetric_from_edges(edge_index[0], edge_index[1], num_nodes)
 
-    raise TypeError("graph must be a CSR tuple (indptr, indices) or an edge index array of shape "
-                    f"(2, E), got {type(graph).__name__}")
+    raise TypeError("graph must be a CSR tuple (indptr, indices), a scipy sparse adjacency or an edge "
+                    f"index (numpy array or torch tensor) of shape (2, E), got {type(graph).__name__}")

@@ -109,6 +109,13 @@ def test_tt_svd_rejects_bad_weight():
         tt_svd(torch.zeros(10, 4, dtype=torch.long), shape)
     with pytest.raises(ValueError, match="2-D"):
         TTNodeEmbedding.from_pretrained(torch.zeros(10))
+    weight = torch.randn(10, 4)
+    weight[3, 1] = float("nan")
+    weight[7, 0] = float("inf")
+    with pytest.raises(ValueError, match="2 non-finite"):
+        tt_svd(weight, shape)
+    with pytest.raises(ValueError, match="non-finite"):
+        TTNodeEmbedding.from_pretrained(weight, ranks=2)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")

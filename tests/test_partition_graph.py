@@ -4,6 +4,7 @@ import hashlib
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
 from ttgnn.partition import METHODS, canonical_csr, hierarchical_order
 from ttgnn.partition import graph as graph_module
@@ -182,7 +183,11 @@ def test_canonical_csr_passes_a_csr_graph_through_and_checks_num_nodes():
     ((np.array([0, 2, 1, 2]), np.array([1, 0])), None, ValueError, r"^indptr must be non-decreasing$"),
     (np.zeros((2, 0), dtype=np.int64), None, ValueError, r"^num_nodes is required for an edge index without edges$"),
     ("edges", None, TypeError,
-     r"^graph must be a CSR tuple \(indptr, indices\) or an edge index array of shape \(2, E\), got str$"),
+     r"^graph must be a CSR tuple \(indptr, indices\), a scipy sparse adjacency or an edge index \(numpy "
+     r"array or torch tensor\) of shape \(2, E\), got str$"),
+    (sp.csr_matrix((3, 4)), None, ValueError, r"^a sparse adjacency must be square, got shape \(3, 4\)$"),
+    (sp.csr_array((0, 0)), None, ValueError, "at least one node"),
+    (sp.coo_array(([1.0], ([0], [2])), shape=(3, 3)), 4, ValueError, "num_nodes=4 does not match"),
     (np.array([[0], [1]]), 2.0, TypeError, "num_nodes must be an int, got float"),
     (np.array([[0], [1]]), -1, ValueError, "num_nodes must be >= 1, got -1"),
     ((np.array([0, 1]), np.array([0]), np.array([0])), None, ValueError, "tuple \\(indptr, indices\\), got 3 items"),
@@ -218,6 +223,36 @@ def test_canonical_csr_accepts_lists_and_empty_edge_lists():
     assert canonical_csr(np.array([[0, 4], [1, 2]])).num_nodes == 5
     assert canonical_csr(np.array([[0, 4], [1, 2]]), 9).num_nodes == 9
     np.testing.assert_array_equal(canonical_csr(np.array([[1], [0]]), 2).indptr, [0, 1, 2])
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "csr_array", "coo_matrix", "csc_array", "lil_matrix"])
+def test_canonical_csr_of_a_scipy_adjacency_equals_its_edge_index(kind):
+    edge_index, _ = sbm_edges(3, 20, 150, 0.8, seed=5)
+    values = np.random.default_rng(0).uniform(0.5, 2.0, edge_index.shape[1])  # weights are ignored
+    adjacency = getattr(sp, kind)(sp.coo_array((values, (edge_index[0], edge_index[1])), shape=(60, 60)))
+    expected = canonical_csr(edge_index, 60)
+    got = canonical_csr(adjacency)
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(hierarchical_order(adjacency, (4, 4, 4)).perm,
+                                  hierarchical_order(edge_index, (4, 4, 4), num_nodes=60).perm)
+
+
+def test_stored_zeros_of_a_sparse_adjacency_are_not_edges():
+    adjacency = sp.csr_array((np.array([1.0, 0.0, 2.0]), (np.array([0, 1, 2]), np.array([1, 2, 0]))), shape=(4, 4))
+    csr = canonical_csr(adjacency)
+    np.testing.assert_array_equal(csr.indptr, [0, 2, 3, 4, 4])  # edges 0-1 and 2-0; the zero 1-2 is dropped
+    np.testing.assert_array_equal(csr.indices, [1, 2, 0, 0])
+
+
+def test_canonical_csr_of_a_torch_edge_index_equals_numpys():
+    edge_index, _ = sbm_edges(3, 20, 150, 0.8, seed=6)
+    expected = canonical_csr(edge_index, 60)
+    got = canonical_csr(torch.from_numpy(edge_index), 60)
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    with pytest.raises(TypeError, match="integers"):
+        canonical_csr(torch.zeros(2, 3), 4)
 
 
 def test_content_hash_is_stable_and_covers_nodes_and_edges():
