@@ -79,6 +79,23 @@ def test_bad_settings_are_refused(bad, message):
         small_config(None, from_full=True, **bad).validate()
 
 
+@pytest.mark.parametrize("from_full", [True, None])  # asked for, or left to the graph (few labels: on)
+@pytest.mark.parametrize("bad,message", [
+    (dict(row_shape=[4, 4]), r"row_shape \[4, 4\] covers 16 rows"),
+    (dict(col_shape=[3, 3]), "col_shape"),
+])
+def test_a_bad_tt_shape_fails_before_the_full_table_trains(tmp_path, monkeypatch, from_full, bad, message):
+    from ttgnn import train as train_module
+    from ttgnn.data import planted_partition
+
+    few = planted_partition(300, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    monkeypatch.setattr(train_module, "_train_full_table",
+                        lambda *a, **k: pytest.fail("the full table trained before the TT shape was checked"))
+    with pytest.raises(ValueError, match=message):
+        train(_config(tmp_path / "run", from_full=from_full, **bad), few)
+    assert not (tmp_path / "run" / FULL_TABLE_DIR).exists()
+
+
 def test_the_command_line_sets_the_three_settings():
     args = build_parser().parse_args(["train", "--from-full", "--finetune-epochs", "7", "--finetune-lr", "0.002"])
     config = config_from_args(args)
