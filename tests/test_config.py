@@ -154,6 +154,8 @@ def test_auto_init_by_the_share_of_training_nodes():
     assert TrainConfig().init == "auto" and AUTO_SPECTRAL_VECTORS == 8
     assert init_for("auto", None, 2708, 140) == ("spectral", 8)  # Cora: few labels
     assert init_for("auto", 4, 2708, 140) == ("spectral", 4)  # the vector count given is kept
+    assert init_for("auto", None, 2708, 140, dim=6) == ("spectral", 6)  # a narrow table: all its columns
+    assert init_for("auto", None, 2708, 140, dim=128) == ("spectral", 8)
     assert init_for("auto", None, 1000, 99) == ("spectral", 8)
     assert init_for("auto", None, 1000, 100) == ("gaussian", None)  # 10%: as label input, on
     assert init_for("auto", 4, 169_343, 90_941) == ("gaussian", None)  # ogbn-arxiv

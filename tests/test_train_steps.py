@@ -211,6 +211,15 @@ def test_the_tt_shape_of_a_default_rank_needs_the_graph_to_settle_it(planted):
     assert ttrain.tt_shape(settled, planted.num_nodes).ranks[1] == settled.rank
 
 
+def test_the_auto_init_of_a_narrow_table_takes_at_most_its_width_in_eigenvectors(planted):
+    few = dataclasses.replace(planted, split=dict(planted.split, train=planted.split["train"][:10]))
+    narrow = ttrain.settle_by_graph(_config(None, init="auto", dim=6, col_shape=None), few)
+    assert (narrow.init, narrow.spectral_vectors) == ("spectral", 6)  # 8 by default, capped at dim=6
+    narrow.validate()  # the settled count is one the table can hold
+    wide = ttrain.settle_by_graph(_config(None, init="auto", dim=16, col_shape=None), few)
+    assert (wide.init, wide.spectral_vectors) == ("spectral", 8)
+
+
 def test_the_loss_left_to_the_rule_is_settled_by_the_model_the_mode_and_the_labels(tmp_path, planted, caplog):
     few = dataclasses.replace(planted, split=dict(planted.split, train=planted.split["train"][:10]))
     gat = _config(None, model="gat", loss=None)

@@ -525,9 +525,11 @@ def loss_for(loss: Optional[str], model: str, mode: str, sparse_labels: bool) ->
     return AUTO_LOSS.get(model, "ce")
 
 
-def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_train: int) -> tuple[str, Optional[int]]:
+def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_train: int,
+             dim: Optional[int] = None) -> tuple[str, Optional[int]]:
     """The table init of a run and its eigenvector count: ``(init, spectral_vectors)`` unless
-    ``init`` is ``"auto"``; then ``("spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS)`` when
+    ``init`` is ``"auto"``; then ``("spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS)`` (the
+    default count capped at the table's width ``dim`` where given) when
     the ``num_train`` training nodes are fewer than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the
     ``num_nodes`` (few labels: the graph's smoothest eigenvectors carry what they cannot) and the
     graph has at most :data:`AUTO_SPECTRAL_MAX_NODES` nodes (the spectral table is dense), else
@@ -536,4 +538,6 @@ def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_tra
         return init, spectral_vectors
     if not few_labels(num_nodes, num_train) or num_nodes > AUTO_SPECTRAL_MAX_NODES:
         return "gaussian", None
-    return "spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS
+    if spectral_vectors is None:
+        spectral_vectors = AUTO_SPECTRAL_VECTORS if dim is None else min(AUTO_SPECTRAL_VECTORS, dim)
+    return "spectral", spectral_vectors

@@ -196,7 +196,7 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
                                   config.mode, config.label_spread)
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
-        init, vectors = init_for(init, vectors, dataset.num_nodes, num_train)
+        init, vectors = init_for(init, vectors, dataset.num_nodes, num_train, config.dim)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_label_inputs_with_sampled_eval(config.label_reuse, eval_fanouts, config.label_spread or 0)
     sparse_labels = few_labels(dataset.num_nodes, num_train)
