@@ -178,6 +178,17 @@ def test_repr_and_counts():
     assert "row_shape=[55, 55, 56]" in text and "col_shape=[8, 4, 4]" in text and "323.8x" in text
 
 
+def test_weight_names_full_weight_and_other_attributes_behave_as_in_a_module():
+    emb = TTNodeEmbedding(50, 8, ranks=4)
+    with pytest.raises(AttributeError, match=r"no \.weight.*full_weight\(\)"):
+        emb.weight
+    assert not hasattr(emb, "weight")
+    assert len(emb.cores) == 3 and emb.cores[0].shape[0] == emb.row_shape[0]  # submodules still reached
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        emb.no_such_thing
+    assert emb.full_weight().shape == (50, 8)
+
+
 def test_dtype_and_device_factory_kwargs():
     emb = TTNodeEmbedding(100, 8, ranks=4, dtype=torch.float64, device="cpu")
     assert all(c.dtype == torch.float64 for c in emb.cores)

@@ -265,6 +265,13 @@ class TTNodeEmbedding(nn.Module):
         nodes = torch.arange(self.num_embeddings, device=self.cores[0].device)
         return self(nodes)
 
+    def __getattr__(self, name: str):
+        if name == "weight":  # code written for nn.Embedding reaches for .weight: say why there is none
+            raise AttributeError(
+                "TTNodeEmbedding has no .weight: the (N, D) table is never stored, only its TT cores "
+                "(.cores); full_weight() materialises it (N * D values), forward(indices) computes the rows asked for")
+        return super().__getattr__(name)
+
     def full_weight(self) -> torch.Tensor:
         """The materialised ``(N, D)`` table (row ``v`` is node ``v``'s embedding).
 
