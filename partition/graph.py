@@ -234,7 +234,8 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         csr.eliminate_zeros()  # stored zeros are not edges
         graph = (csr.indptr, csr.indices)
     elif type(graph).__module__.split(".")[0] == "torch" and hasattr(graph, "numpy"):
-        graph = graph.detach().cpu().numpy()  # a torch edge index, as PyTorch Geometric keeps it
+        # a torch edge index, as PyTorch Geometric keeps it (told by its module: partition does not import torch)
+        graph = graph.detach().cpu().numpy()
     # Only a tuple is CSR: a nested list [[src...], [dst...]] is an edge index.
     if isinstance(graph, tuple):
         if len(graph) != 2:

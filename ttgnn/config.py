@@ -528,10 +528,10 @@ def loss_for(loss: Optional[str], model: str, mode: str, sparse_labels: bool) ->
 def init_for(init: str, spectral_vectors: Optional[int], num_nodes: int, num_train: int,
              dim: Optional[int] = None) -> tuple[str, Optional[int]]:
     """The table init of a run and its eigenvector count: ``(init, spectral_vectors)`` unless
-    ``init`` is ``"auto"``; then ``("spectral", spectral_vectors or AUTO_SPECTRAL_VECTORS)`` (the
-    default count capped at the table's width ``dim`` where given) when
-    the ``num_train`` training nodes are fewer than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the
-    ``num_nodes`` (few labels: the graph's smoothest eigenvectors carry what they cannot) and the
+    ``init`` is ``"auto"``; then ``("spectral", K)`` (``K``: ``spectral_vectors`` where given,
+    else :data:`AUTO_SPECTRAL_VECTORS` capped at the table's width ``dim``) when the ``num_train``
+    training nodes are fewer than :data:`LABEL_INPUT_MIN_TRAIN_FRACTION` of the ``num_nodes``
+    (few labels: the graph's smoothest eigenvectors carry what they cannot) and the
     graph has at most :data:`AUTO_SPECTRAL_MAX_NODES` nodes (the spectral table is dense), else
     ``("gaussian", None)``. The same threshold decides label input (:func:`label_input_for`)."""
     if init != "auto":

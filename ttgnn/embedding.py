@@ -266,11 +266,14 @@ class TTNodeEmbedding(nn.Module):
         return self(nodes)
 
     def __getattr__(self, name: str):
-        if name == "weight":  # code written for nn.Embedding reaches for .weight: say why there is none
-            raise AttributeError(
-                "TTNodeEmbedding has no .weight: the (N, D) table is never stored, only its TT cores "
-                "(.cores); full_weight() materialises it (N * D values), forward(indices) computes the rows asked for")
-        return super().__getattr__(name)
+        # Every lookup reaches .cores through here (nn.Module keeps submodules out of __dict__): the
+        # common path is one comparison and a direct call, without building a super() object.
+        if name != "weight":
+            return nn.Module.__getattr__(self, name)
+        # code written for nn.Embedding reaches for .weight: say why there is none
+        raise AttributeError(
+            "TTNodeEmbedding has no .weight: the (N, D) table is never stored, only its TT cores "
+            "(.cores); full_weight() materialises it (N * D values), forward(indices) computes the rows asked for")
 
     def full_weight(self) -> torch.Tensor:
         """The materialised ``(N, D)`` table (row ``v`` is node ``v``'s embedding).

@@ -154,9 +154,10 @@ def tt_svd(weight: torch.Tensor, shape: TTShape) -> tuple[list[torch.Tensor], fl
         raise ValueError(f"weight must have shape ({shape.num_rows}, {shape.dim}), got {tuple(weight.shape)}")
     if not weight.is_floating_point():
         raise TypeError(f"weight must be a floating-point tensor, got {weight.dtype}")
-    if not bool(torch.isfinite(weight).all()):
-        bad = int((~torch.isfinite(weight)).sum())
-        raise ValueError(f"weight has {bad} non-finite value(s) (NaN or inf); TT-SVD needs a finite table")
+    finite = torch.isfinite(weight)
+    if not bool(finite.all()):
+        raise ValueError(f"weight has {int((~finite).sum())} non-finite value(s) (NaN or inf); TT-SVD needs a "
+                         "finite table")
     k = shape.num_cores
     dense = torch.zeros(shape.num_rows_padded, shape.dim, dtype=torch.float64, device=weight.device)
     dense[: shape.num_rows] = weight.detach().to(torch.float64)

@@ -727,10 +727,11 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                          "(--no-from-full to turn it off)", 100.0 * num_train / dataset.num_nodes,
                          f"{dataset.num_nodes:,}", 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
         if config.from_full:
+            finetune = finetune_config(config)
             # The TT table's shape is checked before the full table trains: a bad one fails now, not after it.
-            tt_shape(settle_by_graph(finetune_config(config), dataset), dataset.num_nodes)
+            tt_shape(settle_by_graph(finetune, dataset), dataset.num_nodes)
             teacher = _train_full_table(config, dataset, device)
-            config = finetune_config(config)
+            config = finetune
         run = setup_run(config, dataset, process_rank, world_size, device)
         if teacher is not None:
             _start_from_full(run, *teacher)
