@@ -20,6 +20,13 @@ def test_info_bad_shape_is_a_clear_error(capsys):
     assert "covers 100 rows, fewer than num_embeddings=1000" in capsys.readouterr().err
 
 
+def test_info_bad_rank_prints_no_half_table(capsys):
+    # the second rank is bad: the error comes before the header and the first rank's row
+    assert main(["info", "--rows", "1000", "--dim", "16", "--rank", "8", "-1"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "each rank must be >= 1, got -1" in out.err
+
+
 # ---------------------------------------------------------------------- errors, exit codes, help
 import contextlib  # noqa: E402
 import json  # noqa: E402

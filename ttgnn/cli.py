@@ -95,10 +95,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from .shapes import TTShape
 
     bytes_per = 8 if args.dtype == "float64" else 4
+    # every shape is built before anything is printed, so a bad argument leaves no half table
+    shapes = [TTShape.build(args.rows, args.dim, rank, args.num_cores, args.row_shape, args.col_shape)
+              for rank in args.rank]
     print(f"{'rank':>6} {'row shape':>20} {'col shape':>12} {'ranks':>20} {'params':>12} "
           f"{'TT memory':>11} {'dense memory':>13} {'compression':>12}")
-    for rank in args.rank:
-        shape = TTShape.build(args.rows, args.dim, rank, args.num_cores, args.row_shape, args.col_shape)
+    for rank, shape in zip(args.rank, shapes):
         dense = shape.num_rows * shape.dim * bytes_per
         print(f"{rank:>6} {str(list(shape.row_shape)):>20} {str(list(shape.col_shape)):>12} "
               f"{str(list(shape.ranks)):>20} {shape.num_parameters:>12,} "
