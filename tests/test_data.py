@@ -168,6 +168,14 @@ def test_bad_values_name_file_line_and_value(tmp_path, file, rows, message):
         load_dataset(str(folder))
 
 
+@pytest.mark.parametrize("file", ["raw/edge.csv.gz", "raw/node-label.csv.gz", "split/random/valid.csv.gz"])
+def test_empty_file_is_named_as_empty(tmp_path, file):
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / file, [])  # a valid gzip holding no lines
+    with pytest.raises(ValueError, match=f"corrupted dataset file .*{file}: it holds no lines"):
+        load_dataset(str(folder))
+
+
 @pytest.mark.parametrize("split,message", [
     ({"train": [0, 1, 2], "valid": [3, 4], "test": [0, 1, 2]}, r"3 node\(s\), e.g. node 0, are in both .*train.csv.gz and .*test.csv.gz"),
     ({"train": [0, 1, 2], "valid": [2, 4], "test": [5]}, r"e.g. node 2, are in both .*train.csv.gz and .*valid.csv.gz"),

@@ -267,7 +267,9 @@ def _read_csv(path: Path, dtype, required: bool = True) -> Optional[np.ndarray]:
     try:
         frame = pd.read_csv(path, compression="gzip", header=None)
         values = frame.values
-    except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+    except pd.errors.EmptyDataError:  # pandas says "No columns to parse from file"
+        raise ValueError(f"corrupted dataset file {path}: it holds no lines (empty or blank)") from None
+    except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError) as err:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
     if dtype is None:
         return values
