@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ttgnn import TTNodeEmbedding
-from ttgnn.ops import tt_lookup_reference
+from ttgnn.ops import tt_dense_table, tt_lookup_reference
 from ttgnn.shapes import index_to_digits
 
 
@@ -193,6 +193,25 @@ def test_dtype_and_device_factory_kwargs():
     emb = TTNodeEmbedding(100, 8, ranks=4, dtype=torch.float64, device="cpu")
     assert all(c.dtype == torch.float64 for c in emb.cores)
     assert emb(torch.tensor([1])).dtype == torch.float64
+
+
+def test_meta_device_gives_shapes_then_materialises():
+    # as nn.Embedding: a module built on "meta" answers shapes (and a backward) without values,
+    # then to_empty + reset_parameters (+ set_node_order) gives a working table
+    perm = torch.randperm(100, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="node order cannot be kept on the meta device"):
+        TTNodeEmbedding(100, 8, ranks=4, device="meta", node_order=perm)
+    emb = TTNodeEmbedding(100, 8, ranks=4, device="meta")
+    out = emb(torch.zeros(3, 5, dtype=torch.long, device="meta"))
+    assert out.shape == (3, 5, 8) and out.device.type == "meta"
+    out.sum().backward()
+    assert all(c.grad.shape == c.shape for c in emb.cores)
+    emb.to_empty(device="cpu")
+    emb.reset_parameters(torch.Generator().manual_seed(1))
+    emb.set_node_order(perm)
+    rows = emb(torch.tensor([0, 99]))
+    assert torch.isfinite(rows).all() and rows.abs().sum() > 0
+    assert torch.allclose(rows, tt_dense_table(list(emb.cores))[perm[[0, 99]]], atol=1e-6)
 
 
 def test_billion_rows_without_dense_allocation():

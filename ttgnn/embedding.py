@@ -136,7 +136,15 @@ class TTNodeEmbedding(nn.Module):
             tt_init.orthogonal_(cores, gain=self.init_scale, generator=generator)
 
     def set_node_order(self, node_order: Optional[torch.Tensor]) -> None:
-        """Set the map from node id to TT row (``None`` for the identity); validates it."""
+        """Set the map from node id to TT row (``None`` for the identity); validates it.
+
+        Refused on a module whose cores are on the ``meta`` device: a meta tensor holds no values,
+        so the order would be lost (and ``to_empty`` would fill it with garbage). Set it after
+        ``to_empty(device=...)``.
+        """
+        if node_order is not None and self.cores[0].device.type == "meta":
+            raise ValueError("a node order cannot be kept on the meta device (it holds no values): build the "
+                             "module without one, then call set_node_order after to_empty(device=...)")
         self.node_order = None if node_order is None else self._checked_order(node_order).to(self.cores[0].device)
 
     def _checked_order(self, node_order) -> torch.Tensor:
@@ -225,7 +233,9 @@ class TTNodeEmbedding(nn.Module):
         if indices.dtype == torch.bool or indices.is_floating_point() or indices.is_complex():
             raise TypeError(f"indices must be an integer tensor (int32 or int64), got {indices.dtype}")
         flat = indices.reshape(-1)
-        if flat.numel() > 0 and torch.compiler.is_compiling():
+        if flat.numel() == 0 or flat.device.type == "meta":
+            pass  # nothing to check: no indices, or shapes only (a meta tensor holds no values)
+        elif torch.compiler.is_compiling():
             # No host sync inside a compiled graph: check on the device instead (the compiled
             # lookup kernels check every row too).
             lo, hi = torch.aminmax(flat)
@@ -233,7 +243,7 @@ class TTNodeEmbedding(nn.Module):
                 (lo >= 0) & (hi < self.num_embeddings),
                 f"index out of range for TTNodeEmbedding with {self.num_embeddings} rows",
             )
-        elif flat.numel() > 0:
+        else:
             lo, hi = torch.aminmax(flat)
             lo, hi = int(lo), int(hi)
             if lo < 0 or hi >= self.num_embeddings:
