@@ -55,12 +55,14 @@ def test_each_epoch_records_its_rate_and_the_cosine_changes_training(tmp_path, p
     assert all(a["loss"] != b["loss"] for a, b in zip(cosine["epochs"][2:], constant["epochs"][2:]))
 
 
-def test_a_resumed_run_takes_the_rates_of_its_settings(tmp_path, planted):
-    """The rates come from the settings each epoch, not from the optimiser state in the checkpoint:
-    a run resumed with another --lr trains at it (lr is not a resume key)."""
+def test_a_resumed_run_keeps_its_rates_and_refuses_another_lr(tmp_path, planted):
+    """lr is a resume key: a resumed run trains at the rates its checkpoint was written with, and one
+    given another --lr is refused (it would mix two runs under one record)."""
     train(_config(tmp_path, epochs=2), planted)
-    resumed = train(_config(tmp_path, epochs=3, lr=0.005, resume=True), planted)
-    assert [r["lr"] for r in resumed["epochs"]] == [0.02, 0.02, 0.005]
+    with pytest.raises(ValueError, match="written with lr=0.02, this run has lr=0.005"):
+        train(_config(tmp_path, epochs=3, lr=0.005, resume=True), planted)
+    resumed = train(_config(tmp_path, epochs=3, resume=True), planted)
+    assert [r["lr"] for r in resumed["epochs"]] == [0.02, 0.02, 0.02]
 
 
 def test_bad_schedule_is_refused(tmp_path, capsys):

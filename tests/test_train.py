@@ -1,4 +1,5 @@
 """Tests of ttgnn.train and ``ttgnn train``: real graphs, resume, checkpoints, errors, examples."""
+import dataclasses
 import functools
 import json
 import os
@@ -167,6 +168,35 @@ def test_resume_refuses_other_settings(tmp_path, planted):
     train(_tiny_config(tmp_path, epochs=1), planted)
     with pytest.raises(ValueError, match="model"):
         train(_tiny_config(tmp_path, model="gat", resume=True), planted)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"lr": 0.05}, "written with lr=0.01, this run has lr=0.05"),
+    ({"dropout": 0.1}, "dropout="),
+    ({"label_smoothing": 0.1}, "label_smoothing=0.0, this run has label_smoothing=0.1"),
+    ({"fanouts": [7, 7]}, "fanouts="),  # minibatch: the sampled neighbourhoods
+])
+def test_resume_refuses_a_changed_training_setting(tmp_path, planted, change, message):
+    # a resume that changed how epochs update the model would mix two runs under one record
+    train(_tiny_config(tmp_path, epochs=1, lr=0.01, correct_smooth=False), planted)
+    with pytest.raises(ValueError, match=message):
+        train(_tiny_config(tmp_path, epochs=2, resume=True, correct_smooth=False, **{"lr": 0.01, **change}), planted)
+
+
+def test_resume_accepts_what_does_not_change_the_updates(tmp_path, planted):
+    first = small_config(tmp_path, epochs=1, lr=0.01, correct_smooth=False, mode="full", fanouts=(5, 5),
+                         batch_size=64)
+    train(first, planted)
+    # more epochs; fan-outs and batch size unused in full-graph training; a list for a tuple
+    again = dataclasses.replace(first, epochs=2, resume=True, fanouts=[9, 9], batch_size=32)
+    assert len(train(again, planted)["epochs"]) == 2
+
+
+def test_resume_of_a_scheduled_run_refuses_other_epochs(tmp_path, planted):
+    # the cosine schedule spans --epochs: resuming with more would change the rates already used
+    train(_tiny_config(tmp_path, epochs=2, lr_schedule="cosine", correct_smooth=False), planted)
+    with pytest.raises(ValueError, match="written with epochs=2, this run has epochs=3"):
+        train(_tiny_config(tmp_path, epochs=3, lr_schedule="cosine", resume=True, correct_smooth=False), planted)
 
 
 def test_cli_reports_bad_dataset(tmp_path, capsys):

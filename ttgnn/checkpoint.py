@@ -103,7 +103,14 @@ def differing_settings(saved: dict, wanted: dict, keys, absent: Optional[dict] =
     """
     saved = dict(absent or {}, **saved)
     return [key for key in keys
-            if (key in saved and saved[key] != wanted.get(key)) or (key not in saved and missing_differs)]
+            if (key in saved and _plain(saved[key]) != _plain(wanted.get(key)))
+            or (key not in saved and missing_differs)]
+
+
+def _plain(value):
+    """``value`` with tuples as lists: a setting read back from JSON, or given as a tuple in Python
+    and as a list on the command line, is the same setting."""
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: Optional[dict] = None) -> None:

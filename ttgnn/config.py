@@ -292,6 +292,26 @@ class TrainConfig:
                    "label_input", "label_reuse", "label_spread", "loss", "from_full", "weight_average")
     #: What checkpoints written before a resume key existed had instead: the feature off (the plain loss).
     RESUME_ABSENT = {"label_reuse": 0, "label_spread": 0, "loss": "ce", "from_full": False, "weight_average": 0}
+    #: Settings that steer every epoch's update: a resume that changed one would mix two runs under
+    #: one set of recorded settings, so it must share them too (:meth:`resume_keys`).
+    RESUME_TRAINING_KEYS = ("dim", "heads", "norm", "residual", "num_cores", "init", "init_scale",
+                            "spectral_vectors", "dropout", "input_dropout", "attn_dropout", "edge_dropout",
+                            "lr", "weight_decay", "emb_lr", "emb_weight_decay", "lr_schedule", "label_smoothing",
+                            "label_rate")
+
+    def resume_keys(self) -> tuple:
+        """The settings a resumed run must share with the run that wrote its checkpoint:
+        :attr:`RESUME_KEYS` and :attr:`RESUME_TRAINING_KEYS`; with neighbour sampling also
+        ``fanouts`` and ``batch_size``; with a learning-rate schedule other than ``constant`` also
+        ``epochs`` (the schedule spans them). ``epochs`` may otherwise grow or shrink, and settings
+        that do not change what is computed (threads, device, paths, progress, evaluation) may differ.
+        """
+        keys = self.RESUME_KEYS + self.RESUME_TRAINING_KEYS
+        if self.mode == "minibatch":
+            keys += ("fanouts", "batch_size")
+        if self.lr_schedule != "constant":
+            keys += ("epochs",)
+        return keys
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""

@@ -413,7 +413,7 @@ def restore_run(run: RunState) -> None:
         if resume and run.is_main:
             log.info("no checkpoint at %s; starting from scratch", ckpt_path)
         return
-    check_resumable(state, run.config.settings(), TrainConfig.RESUME_KEYS, ckpt_path, TrainConfig.RESUME_ABSENT)
+    check_resumable(state, run.config.settings(), run.config.resume_keys(), ckpt_path, TrainConfig.RESUME_ABSENT)
     try:
         run.model.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
