@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from ..fileio import atomic_write
+from ..fileio import write_cache_file
 
 __all__ = ["cache_file", "load_cached", "save_cached"]
 
@@ -77,10 +77,11 @@ def load_cached(path: Path, graph_hash: str, row_shape: Sequence[int], method: s
 
 def save_cached(path: Path, perm: np.ndarray, quality: dict, graph_hash: str, row_shape: Sequence[int],
                 method: str, seed: int) -> None:
-    """Write a cache file atomically (:func:`ttgnn.fileio.atomic_write`)."""
+    """Write a cache file atomically (:func:`ttgnn.fileio.write_cache_file`: a folder that cannot
+    be written gives a warning, not an error)."""
     meta = _key(graph_hash, row_shape, method, seed)
     meta["perm_checksum"] = _checksum(perm)
     meta["quality"] = {k: float(v) for k, v in quality.items()}
-    atomic_write(path, lambda fh: np.savez(fh, perm=np.ascontiguousarray(perm, dtype=np.int64),
-                                           meta=np.array(json.dumps(meta))))
-    log.debug("cached the %s order in %s", method, path)
+    if write_cache_file(path, lambda fh: np.savez(fh, perm=np.ascontiguousarray(perm, dtype=np.int64),
+                                                  meta=np.array(json.dumps(meta))), "node order"):
+        log.debug("cached the %s order in %s", method, path)

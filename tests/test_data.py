@@ -108,6 +108,12 @@ def test_corrupted_ogb_file_names_the_file(data_root, tmp_path):
         load_dataset("ogbn-arxiv", root, cache_dir=tmp_path / "cache")
 
 
+def test_an_ogb_cache_folder_that_cannot_be_created_is_named(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match=r"cannot create the cache folder .*file/cache/ogb, where ogb writes .*--cache-dir"):
+        load_dataset("ogbn-arxiv", tmp_path, cache_dir=tmp_path / "file" / "cache")
+
+
 def test_missing_dataset_and_unknown_ogb_name(tmp_path):
     with pytest.raises(FileNotFoundError, match="nonexistent"):
         load_dataset("nonexistent", tmp_path)

@@ -16,6 +16,15 @@ def _no_compute(*args, **kwargs):
     raise AssertionError("the order was recomputed instead of loaded from the cache")
 
 
+def test_a_cache_folder_that_cannot_be_written_warns_and_the_order_is_returned(tmp_path, caplog):
+    edge_index, _ = sbm_edges(4, 30, 500, 0.8)
+    (tmp_path / "file").write_text("x")  # a folder below a regular file cannot be created
+    with caplog.at_level(logging.WARNING):
+        order = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path / "file" / "cache")
+    assert np.array_equal(order.perm, hierarchical_order(edge_index, (4, 4, 8)).perm)
+    assert "could not write the node order cache file" in caplog.text and "going on without" in caplog.text
+
+
 def test_cache_hit_skips_the_computation(tmp_path, monkeypatch):
     edge_index, _ = sbm_edges(4, 30, 500, 0.8)
     first = hierarchical_order(edge_index, (4, 4, 8), cache_dir=tmp_path, seed=3)

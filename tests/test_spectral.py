@@ -81,6 +81,13 @@ def test_trivial_eigenvectors_of_every_component_are_skipped(disconnected):
     np.testing.assert_allclose(np.sum(coefficients ** 2), 1.0, atol=1e-8)
 
 
+def test_a_cache_folder_that_cannot_be_written_warns(graph, tmp_path, caplog):
+    indptr, indices, n = graph
+    (tmp_path / "file").write_text("x")
+    vectors = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path / "file" / "cache")
+    assert vectors.shape == (n, 4) and "could not write the eigenvector cache file" in caplog.text
+
+
 def test_cache_round_trip_and_corruption(graph, tmp_path, caplog, monkeypatch):
     indptr, indices, n = graph
     first = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)

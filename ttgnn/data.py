@@ -577,6 +577,11 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     # Two processes started at once on a fresh (or stale) cache would both clear and rebuild
     # ogb's processed files; one at a time, the second then reads what the first wrote.
     lock = ogb_root / f".{dir_name}.lock"
+    try:  # ogb needs a folder it can write (its processed files, or the download)
+        ogb_root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot create the cache folder {ogb_root}, where ogb writes its processed "
+                                 f"files ({err.strerror}); choose another with --cache-dir") from None
     with exclusive_lock(lock, waiting=f"waiting for another process that is preparing {name} in {target}"):
         fresh = True  # ogb's processed files match the source (nothing to stamp for a download)
         if source.is_dir():

@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Union
 
-__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "current_umask", "exclusive_lock"]
+__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "current_umask", "exclusive_lock",
+           "write_cache_file"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,27 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: str) -> bool:
+    """:func:`atomic_write` for a cache file, which only saves time: when the folder cannot be
+    created or written (read-only, full, not a folder), log one warning naming the file and the
+    reason and go on, rather than fail the work whose result it would have kept.
+
+    Args:
+        path, write: as in :func:`atomic_write`.
+        what (str): what the file holds, for the warning (e.g. ``"node order"``).
+
+    Returns:
+        Whether the file was written.
+    """
+    try:
+        atomic_write(path, write)
+    except OSError as err:
+        log.warning("could not write the %s cache file %s (%s); going on without caching it (--cache-dir "
+                    "chooses another folder)", what, path, err.strerror or err)
+        return False
+    return True
 
 
 def atomic_write_json(obj: Any, path: PathLike) -> Path:

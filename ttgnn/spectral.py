@@ -29,7 +29,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .fileio import atomic_write
+from .fileio import write_cache_file
 
 __all__ = ["normalized_adjacency_scipy", "trivial_eigenvectors", "leading_eigenvectors", "spectral_table",
            "available_memory", "check_table_fits"]
@@ -138,7 +138,8 @@ def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     log.info("%d leading eigenvectors of a %d-node graph in %.1f s (eigenvalues %.4f to %.4f; %d trivial skipped)", k,
              num_nodes, time.perf_counter() - started, values[order[0]], values[order[-1]], num_trivial)
     if path is not None:
-        atomic_write(path, lambda fh: np.savez(fh, vectors=vectors, meta=np.array(json.dumps(key))))
+        write_cache_file(path, lambda fh: np.savez(fh, vectors=vectors, meta=np.array(json.dumps(key))),
+                         "eigenvector")
     return vectors
 
 
