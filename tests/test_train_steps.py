@@ -636,6 +636,19 @@ def test_the_optimiser_gives_the_table_and_the_network_their_own_rates_and_decay
     assert {id(p) for p in table_group["params"]} == {id(p) for p in run.model.node_input.parameters()}
 
 
+@pytest.mark.parametrize("usable,warned", [(4, False), (2, True)])
+def test_more_threads_than_usable_cpus_is_warned(tmp_path, planted, monkeypatch, caplog, usable, warned):
+    monkeypatch.setattr(ttrain, "_usable_cpus", lambda: usable)
+    threads = torch.get_num_threads()
+    try:
+        with caplog.at_level(logging.WARNING, logger="ttgnn.train"):
+            _run(tmp_path, planted, num_threads=3)
+        assert torch.get_num_threads() == 3  # still set as asked
+    finally:
+        torch.set_num_threads(threads)
+    assert ("--num-threads 3 is more than the 2 CPU(s)" in caplog.text) == warned
+
+
 def test_setup_run_loads_the_dataset_from_the_settings_root_and_cache(tmp_path, monkeypatch):
     write_raw_dataset(tmp_path / "data" / "tiny", num_nodes=300, num_classes=3)
     monkeypatch.delenv("TTGNN_DATA", raising=False)

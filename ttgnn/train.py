@@ -28,6 +28,7 @@ import copy
 import dataclasses
 import logging
 import math
+import os
 import resource
 import signal
 import threading
@@ -348,11 +349,23 @@ def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset
         log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 # ---------------------------------------------------------------------- the steps
 def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank: int, world_size: int,
               device: torch.device) -> RunState:
     """Step 1: dataset, model (the same initial weights on every rank), optimiser, empty metrics."""
     if config.num_threads:
+        available = _usable_cpus()
+        if config.num_threads > available:
+            log.warning("--num-threads %d is more than the %d CPU(s) this process may use: the threads "
+                        "will share them and run slower than %d would", config.num_threads, available, available)
         torch.set_num_threads(config.num_threads)
     if dataset is None:
         dataset = load_dataset(config.dataset, config.root, config.cache_dir)
