@@ -98,6 +98,19 @@ def test_old_checkpoint_with_numpy_state_is_refused_then_upgraded(tmp_path):
     assert state["version"] == 2 and "rng" not in state and torch.equal(state["model"]["w"], torch.ones(2))
 
 
+def test_upgrade_checkpoint_command_names_a_folder_and_a_missing_file(tmp_path, capsys):
+    from ttgnn.cli import main
+
+    assert main(["upgrade-checkpoint", str(tmp_path)]) == 2
+    assert f"{tmp_path} is a folder: give the checkpoint file in it ({tmp_path / CHECKPOINT_NAME}" in capsys.readouterr().err
+    assert main(["upgrade-checkpoint", str(tmp_path / "missing.pt")]) == 2
+    assert "checkpoint not found" in capsys.readouterr().err
+    torch.save(_state(version=1, rng={"numpy": np.random.get_state()}), tmp_path / CHECKPOINT_NAME)
+    assert main(["upgrade-checkpoint", str(tmp_path / CHECKPOINT_NAME)]) == 0
+    assert "converted to the current checkpoint format" in capsys.readouterr().out
+    assert load_checkpoint(tmp_path / CHECKPOINT_NAME)["version"] == 2
+
+
 def test_files_follow_the_umask(tmp_path):
     old = os.umask(0o027)
     try:

@@ -138,6 +138,9 @@ def upgrade_checkpoint(path: PathLike) -> Path:
     This unpickles the file (``weights_only=False``): use it only on files you trust.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give the checkpoint file in it ({path / CHECKPOINT_NAME} or "
+                         f"{path / BEST_MODEL_NAME})")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
     try:
