@@ -31,7 +31,7 @@ from .graph import CSRGraph, GraphInput, canonical_csr
 from .quality import shared_prefix_fractions
 from .split import chunk_split, metis_split
 
-__all__ = ["METHODS", "NodeOrder", "hierarchical_order", "order_from_perm"]
+__all__ = ["METHODS", "NodeOrder", "check_row_shape", "hierarchical_order", "order_from_perm"]
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,9 @@ class NodeOrder:
         return out
 
 
-def _check_row_shape(row_shape: Sequence[int], num_nodes: int) -> tuple[int, ...]:
+def check_row_shape(row_shape: Sequence[int], num_nodes: int) -> tuple[int, ...]:
+    """``row_shape`` as a tuple of ints after checking that it can hold ``num_nodes`` rows
+    (``TypeError`` / ``ValueError`` naming the problem otherwise)."""
     if isinstance(row_shape, (str, bytes)) or not hasattr(row_shape, "__len__"):
         raise TypeError(f"row_shape must be a sequence of ints, got {type(row_shape).__name__}")
     try:
@@ -341,7 +343,7 @@ def hierarchical_order(
 
         coarsen_entries = COARSEN_ENTRIES
     csr = canonical_csr(graph, num_nodes)  # a CSRGraph passes through, checked against num_nodes
-    shape = _check_row_shape(row_shape, csr.num_nodes)
+    shape = check_row_shape(row_shape, csr.num_nodes)
 
     cache_path = None
     if cache_dir is not None:

@@ -136,6 +136,12 @@ def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 
+def test_partition_bad_row_shape_prints_no_half_table(graph_root, capsys):
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--row-shape", "2,2"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "row_shape [2, 2] covers 4 rows, fewer than the graph's" in out.err
+
+
 def test_a_second_run_into_a_used_folder_is_refused(graph_root, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(_train_args(graph_root, out)) == 0

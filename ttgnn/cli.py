@@ -336,6 +336,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     from .data import default_cache_dir, load_dataset
     from .fileio import atomic_write
     from .partition import hierarchical_order
+    from .partition.reorder import check_row_shape
     from .shapes import auto_num_cores, factor_rows
 
     outputs = {}
@@ -348,7 +349,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
     load_seconds = time.perf_counter() - started
     num_cores = args.num_cores or auto_num_cores(dataset.num_nodes)
-    row_shape = args.row_shape or factor_rows(dataset.num_nodes, num_cores)
+    row_shape = check_row_shape(args.row_shape or factor_rows(dataset.num_nodes, num_cores), dataset.num_nodes)
     cache_dir = None if args.no_cache else default_cache_dir(args.cache_dir)
     print(f"{dataset.name}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} stored edges "
           f"(loaded in {load_seconds:.1f} s); row shape {list(row_shape)}")
