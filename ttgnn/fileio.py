@@ -91,8 +91,8 @@ def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: s
     try:
         atomic_write(path, write)
     except OSError as err:
-        log.warning("could not write the %s cache file %s (%s); going on without caching it (--cache-dir "
-                    "chooses another folder)", what, path, err.strerror or err)
+        log.warning("could not write the %s cache file %s (%s); going on without caching it (--cache-dir or "
+                    "cache_dir= chooses another folder)", what, path, err.strerror or err)
         return False
     return True
 
