@@ -662,10 +662,12 @@ def test_setup_run_loads_the_dataset_from_the_settings_root_and_cache(tmp_path, 
                          torch.device("cpu"))
 
 
-def test_unlabeled_training_nodes_are_refused_by_name(planted):
+@pytest.mark.parametrize("key,name", [("train", "training"), ("valid", "validation"), ("test", "test")])
+def test_unlabeled_split_nodes_are_refused_by_name(planted, key, name):
+    # before, an unlabeled validation or test node failed inside the loss ("Target -1 is out of bounds")
     labels = planted.labels.clone()
-    labels[planted.split["train"][3]] = -1
-    with pytest.raises(ValueError, match=r"^training nodes of planted-400 include unlabeled nodes \(label -1\)$"):
+    labels[planted.split[key][[3, 5]]] = -1
+    with pytest.raises(ValueError, match=rf"^{name} nodes of planted-400 include 2 unlabeled node\(s\) \(label -1\)$"):
         train(_config(None, epochs=1), dataclasses.replace(planted, labels=labels))
 
 

@@ -371,8 +371,11 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         dataset = load_dataset(config.dataset, config.root, config.cache_dir)
     if config.embedding != "tt" and config.order != "identity":
         log.info("order %r applies to TT embeddings only; ignored for %r", config.order, config.embedding)
-    if dataset.labels[dataset.split["train"]].min() < 0:
-        raise ValueError(f"training nodes of {dataset.name} include unlabeled nodes (label -1)")
+    for key, name in (("train", "training"), ("valid", "validation"), ("test", "test")):
+        # every node of a split is trained on or scored: one without a label has nothing to compare with
+        unlabeled = int((dataset.labels[dataset.split[key]] < 0).sum())
+        if unlabeled:
+            raise ValueError(f"{name} nodes of {dataset.name} include {unlabeled:,} unlabeled node(s) (label -1)")
     if process_rank == 0:
         log.info("%s", dataset)
     # Label input and the table init may be decided by the graph; then fixed for the run (and its resume check).
