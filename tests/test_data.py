@@ -186,6 +186,8 @@ def test_empty_file_is_named_as_empty(tmp_path, file):
     ({"train": [0, 1, 2], "valid": [3, 4], "test": [0, 1, 2]}, r"3 node\(s\), e.g. node 0, are in both .*train.csv.gz and .*test.csv.gz"),
     ({"train": [0, 1, 2], "valid": [2, 4], "test": [5]}, r"e.g. node 2, are in both .*train.csv.gz and .*valid.csv.gz"),
     ({"train": [0, 1, 99], "valid": [3], "test": [4]}, r"train.csv.gz, line 3: node id 99 is outside \[0, 60\)"),
+    ({"train": [0, 1, 2], "valid": [3, 4, 7, 4], "test": [5]},
+     r"valid.csv.gz: node 4 is listed more than once \(lines 2, 4\); 1 repeated entries in all"),
 ])
 def test_bad_splits(tmp_path, split, message):
     folder = write_raw_dataset(tmp_path / "g", split=split)

@@ -354,13 +354,21 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
 
 
 def _check_split(split: dict, num_nodes: int, files: dict) -> None:
-    """Node ids in range, a non-empty training split, and no node in two splits (errors name the files)."""
+    """Node ids in range and each listed once, a non-empty training split, and no node in two
+    splits (errors name the files)."""
     for key, ids in split.items():
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
             bad = (ids < 0) | (ids >= num_nodes)
             line = int(torch.nonzero(bad)[0]) + 1
             raise ValueError(f"corrupted split file {files[key]}, line {line}: node id {int(ids[line - 1])} is "
                              f"outside [0, {num_nodes})")
+        # a node listed twice would count twice in the loss or the accuracy
+        values, counts = np.unique(ids.numpy(), return_counts=True)
+        if counts.size and counts.max() > 1:
+            node = int(values[np.argmax(counts > 1)])
+            lines = (np.flatnonzero(ids.numpy() == node) + 1).tolist()
+            raise ValueError(f"corrupted split file {files[key]}: node {node} is listed more than once (lines "
+                             f"{', '.join(map(str, lines[:5]))}); {int((counts - 1).sum())} repeated entries in all")
     if split["train"].numel() == 0:
         raise ValueError(f"the training split {files['train']} is empty")
     for i, first in enumerate(SPLIT_NAMES):
