@@ -152,6 +152,13 @@ def test_non_integer_index_raises_type_error(dtype):
         emb(torch.zeros(3, dtype=dtype))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_any_integer_index_dtype_gives_the_int64_rows(dtype):
+    emb = TTNodeEmbedding(300, 8, ranks=4)
+    idx = torch.tensor([[0, 17], [255, 3]])
+    torch.testing.assert_close(emb(idx.to(dtype)), emb(idx), rtol=0, atol=0)
+
+
 def test_non_tensor_index_raises_type_error():
     with pytest.raises(TypeError, match="torch.Tensor"):
         TTNodeEmbedding(100, 8, ranks=4)([1, 2])
@@ -193,6 +200,16 @@ def test_dtype_and_device_factory_kwargs():
     emb = TTNodeEmbedding(100, 8, ranks=4, dtype=torch.float64, device="cpu")
     assert all(c.dtype == torch.float64 for c in emb.cores)
     assert emb(torch.tensor([1])).dtype == torch.float64
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.complex64])
+def test_non_floating_dtype_is_refused_by_name(dtype):
+    # before: torch's "Only Tensors of floating point ... can require gradients" for integers, and
+    # complex cores that from_pretrained's TT-SVD refused
+    with pytest.raises(TypeError, match=f"floating-point dtype.*got {dtype}"):
+        TTNodeEmbedding(100, 8, ranks=4, dtype=dtype)
+    with pytest.raises(TypeError, match=f"floating-point"):
+        TTNodeEmbedding.from_pretrained(torch.ones(100, 8).to(dtype), ranks=2)
 
 
 def test_meta_device_gives_shapes_then_materialises():

@@ -45,7 +45,8 @@ class TTNodeEmbedding(nn.Module):
             :attr:`ttgnn.partition.NodeOrder.perm`; must be injective into
             ``[0, prod(row_shape))``. Stored as the buffer ``node_order``. (default: identity)
         generator (torch.Generator, optional): random source for the init.
-        dtype (torch.dtype, optional): parameter dtype. (default: ``torch.get_default_dtype()``)
+        dtype (torch.dtype, optional): parameter dtype, a floating-point one.
+            (default: ``torch.get_default_dtype()``)
         device (torch.device, optional): parameter device.
 
     Shapes:
@@ -83,6 +84,8 @@ class TTNodeEmbedding(nn.Module):
         self.dense_fraction = 0.25
         if init not in _INITS:
             raise ValueError(f"init must be one of {_INITS}, got {init!r}")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating-point dtype (the cores are trained), got {dtype}")
         self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)
         factory = {"dtype": dtype, "device": device}
         self.cores = nn.ParameterList(
@@ -231,7 +234,7 @@ class TTNodeEmbedding(nn.Module):
         if not isinstance(indices, torch.Tensor):
             raise TypeError(f"indices must be a torch.Tensor, got {type(indices).__name__}")
         if indices.dtype == torch.bool or indices.is_floating_point() or indices.is_complex():
-            raise TypeError(f"indices must be an integer tensor (int32 or int64), got {indices.dtype}")
+            raise TypeError(f"indices must be an integer tensor (of any integer dtype), got {indices.dtype}")
         flat = indices.reshape(-1)
         if flat.numel() == 0 or flat.device.type == "meta":
             pass  # nothing to check: no indices, or shapes only (a meta tensor holds no values)
