@@ -349,6 +349,25 @@ def test_a_run_that_names_no_rank_keeps_the_table_compressed(tmp_path, planted, 
             in [r.getMessage() for r in caplog.records])
 
 
+def test_a_tt_table_larger_than_the_full_one_is_warned_of(tmp_path, planted, caplog):
+    import logging
+
+    def warnings_of(**kw):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="ttgnn.train"):
+            m = train(_tiny_config(None, epochs=1, correct_smooth=False, **kw), planted)
+        return m, [r.getMessage() for r in caplog.records if "more parameters" in r.getMessage()]
+
+    big, said = warnings_of(rank=64, dim=16)  # 400 x 16: 6,400 entries
+    assert big["compression_ratio"] < 1.0 and said == [
+        f"the TT table has more parameters ({big['embedding_parameters']:,}) than a full 400 x 16 table (6,400): "
+        "lower --rank (or give --compression) for a smaller one, or use --embedding full"]
+    small, said = warnings_of(rank=2, dim=16)
+    assert small["compression_ratio"] > 1.0 and said == []
+    full, said = warnings_of(rank=None, embedding="full", dim=16)
+    assert said == []
+
+
 def test_label_reuse_is_decided_by_the_model_and_kept_on_resume(tmp_path, planted, monkeypatch, caplog):
     import logging
 

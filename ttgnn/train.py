@@ -760,6 +760,11 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
             log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
                      run.config.model, run.config.embedding, f"{run.metrics['embedding_parameters']:,}",
                      run.metrics["compression_ratio"], f"{run.metrics['gnn_parameters']:,}")
+            if run.config.embedding == "tt" and run.metrics["compression_ratio"] < 1.0:
+                log.warning("the TT table has more parameters (%s) than a full %s x %d table (%s): lower --rank "
+                            "(or give --compression) for a smaller one, or use --embedding full",
+                            f"{run.metrics['embedding_parameters']:,}", f"{run.dataset.num_nodes:,}",
+                            run.config.dim, f"{run.dataset.num_nodes * run.config.dim:,}")
         return _train_and_finish(run)
 
 
