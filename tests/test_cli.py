@@ -136,6 +136,20 @@ def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 
+def test_partition_by_default_caches_the_order_train_uses(graph_root, tmp_path, capsys, caplog):
+    import logging
+
+    from ttgnn.config import TrainConfig
+
+    cache = tmp_path / "cache"
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--cache-dir", str(cache)]) == 0
+    assert TrainConfig.order in capsys.readouterr().out
+    with caplog.at_level(logging.INFO, logger="ttgnn.partition"):
+        assert main(_train_args(graph_root, tmp_path / "run", "--order", TrainConfig.order, "--cache-dir",
+                                str(cache))) == 0
+    assert any(r.getMessage().startswith(f"loaded the {TrainConfig.order} order from {cache}") for r in caplog.records)
+
+
 def test_partition_bad_row_shape_prints_no_half_table(graph_root, capsys):
     assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--row-shape", "2,2"]) == 2
     out = capsys.readouterr()

@@ -383,8 +383,9 @@ def _add_partition_parser(sub) -> None:
                    "(default: automatic from --num-cores)")
     p.add_argument("--num-cores", type=int, default=None, help="TT cores when --row-shape is automatic, 2-8 "
                    "(default: from the number of nodes)")
-    p.add_argument("--method", nargs="+", choices=ORDERS, default=["hierarchical-metis"],
-                   help="one or more node orders to compute and compare")
+    p.add_argument("--method", nargs="+", choices=ORDERS, default=[TrainConfig.order],
+                   help=f"one or more node orders to compute and compare (default: {TrainConfig.order}, the one "
+                   "`ttgnn train` uses, so that its cached order is ready for training)")
     p.add_argument("--seed", type=int, default=0, help="seed for METIS and the random order")
     p.add_argument("--output", default=None, help="write perm as .npy to this file (suffixed by method when several)")
     p.add_argument("--progress", action="store_true", help="tqdm bars over the METIS calls")
