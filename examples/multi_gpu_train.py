@@ -17,16 +17,18 @@ samples its own shard of the training nodes, and DDP averages the gradients of b
 the last checkpoint in ``--output-dir``. The same runs work with the CLI: ``torchrun ... -m ttgnn train ...``.
 """
 
+import sys
+
 from ttgnn import distributed as tdist
 from ttgnn.choices import DEVICES
-from ttgnn.cli import format_summary, script_parser, start_script
+from ttgnn.cli import format_summary, report_errors, script_parser, start_script
 from ttgnn.train import TrainConfig, train
 
 DEFAULTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanouts=[15, 10, 5], epochs=20,
                        output_dir="runs/multi_gpu")
 
 
-def main() -> None:
+def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], DEFAULTS)
     parser.add_argument("--device", choices=DEVICES, default="auto")
     parser.add_argument("--tiny", action="store_true",
@@ -42,13 +44,16 @@ def main() -> None:
         config.epochs, config.hidden, config.dim, config.batch_size, config.emb_lr = 6, 32, 32, 128, 0.05
         config.progress = False
 
-    # Reads RANK/WORLD_SIZE/LOCAL_RANK from torchrun: NCCL and cuda:LOCAL_RANK on GPUs, gloo on CPU.
-    with tdist.distributed(device=args.device) as ctx:
-        tdist.configure_logging()  # other ranks log warnings only
-        metrics = train(config, dataset, device=ctx.device)
-    if ctx.is_main:
-        print(f"{ctx.world_size} rank(s): {format_summary(metrics)}")
+    def run() -> None:
+        # Reads RANK/WORLD_SIZE/LOCAL_RANK from torchrun: NCCL and cuda:LOCAL_RANK on GPUs, gloo on CPU.
+        with tdist.distributed(device=args.device) as ctx:
+            tdist.configure_logging()  # other ranks log warnings only
+            metrics = train(config, dataset, device=ctx.device)
+        if ctx.is_main:
+            print(f"{ctx.world_size} rank(s): {format_summary(metrics)}")
+
+    return report_errors(parser.prog, run)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,22 +12,24 @@ training, the best epoch's model is also scored after Correct and Smooth (label 
 the training nodes). Every ``ttgnn train`` option applies (``--help``).
 """
 
-from ttgnn.cli import format_summary, script_parser, start_script
+import sys
+
+from ttgnn.cli import format_summary, report_errors, script_parser, start_script
 from ttgnn.train import TrainConfig, train
 
 ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4], epochs=200,
                     output_dir="runs/arxiv")
 
 
-def main() -> None:
+def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], ARXIV)
     parser.add_argument("--tiny", action="store_true", help="2 epochs of a small model (smoke test)")
     args, config = start_script(parser)
     if args.tiny:
         config.epochs, config.hidden, config.num_layers, config.progress = 2, 32, 2, False
         config.correct_smooth = False
-    print(format_summary(train(config)))
+    return report_errors(parser.prog, lambda: print(format_summary(train(config))))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

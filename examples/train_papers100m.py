@@ -16,7 +16,9 @@ nested communities, power-law degrees, 172 planted classes, papers100M's split f
 whole pipeline (order, training, sampled evaluation, checkpoints) at a size this machine holds.
 """
 
-from ttgnn.cli import format_summary, script_parser, start_script
+import sys
+
+from ttgnn.cli import format_summary, report_errors, script_parser, start_script
 from ttgnn.train import TrainConfig, train
 
 PAPERS = TrainConfig(dataset="ogbn-papers100M", rank=16, hidden=128, mode="minibatch", fanouts=[15, 10, 5],
@@ -25,7 +27,7 @@ PAPERS = TrainConfig(dataset="ogbn-papers100M", rank=16, hidden=128, mode="minib
 SPLIT_FRACTIONS = (0.01087, 0.00113, 0.00193)
 
 
-def main() -> None:
+def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], PAPERS)
     parser.add_argument("--synthetic", type=int, default=None, metavar="N",
                         help="train on a synthetic graph of N nodes instead of the dataset")
@@ -38,18 +40,22 @@ def main() -> None:
         config.epochs, config.hidden, config.dim, config.rank, config.progress = 1, 16, 16, 4, False
         config.eval_fanouts = [5] * len(config.fanouts)  # a small graph would be evaluated exactly
     config.num_layers = len(config.fanouts)
-    dataset = None
-    if args.synthetic is not None:
-        from ttgnn.synthetic import nested_communities
+    if args.synthetic is not None and args.synthetic < 1000:
+        parser.error(f"--synthetic needs at least 1000 nodes, got {args.synthetic}")
 
-        if args.synthetic < 1000:
-            parser.error(f"--synthetic needs at least 1000 nodes, got {args.synthetic}")
-        sizes = tuple(max(1, round(f * args.synthetic)) for f in SPLIT_FRACTIONS)
-        dataset = nested_communities(args.synthetic, args.avg_degree, num_classes=172, split_sizes=sizes,
-                                     seed=config.seed, progress=config.progress)
-        config.dataset = dataset.name
-    print(format_summary(train(config, dataset)))
+    def run() -> None:
+        dataset = None
+        if args.synthetic is not None:
+            from ttgnn.synthetic import nested_communities
+
+            sizes = tuple(max(1, round(f * args.synthetic)) for f in SPLIT_FRACTIONS)
+            dataset = nested_communities(args.synthetic, args.avg_degree, num_classes=172, split_sizes=sizes,
+                                         seed=config.seed, progress=config.progress)
+            config.dataset = dataset.name
+        print(format_summary(train(config, dataset)))
+
+    return report_errors(parser.prog, run)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

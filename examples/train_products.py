@@ -9,7 +9,9 @@ ogbn-products has 2,449,029 nodes; a full 128-d table needs 1.25 GB, the TT tabl
 (``--embedding features`` trains on them for comparison). Every ``ttgnn train`` option applies.
 """
 
-from ttgnn.cli import format_summary, script_parser, start_script
+import sys
+
+from ttgnn.cli import format_summary, report_errors, script_parser, start_script
 from ttgnn.data import planted_partition
 from ttgnn.train import TrainConfig, train
 
@@ -17,7 +19,7 @@ PRODUCTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanou
                        output_dir="runs/products")
 
 
-def main() -> None:
+def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], PRODUCTS)
     parser.add_argument("--tiny", action="store_true", help="1 epoch on a 5,000-node synthetic graph")
     args, config = start_script(parser)
@@ -27,8 +29,8 @@ def main() -> None:
         dataset = planted_partition(5000, num_classes=10, avg_degree=10, seed=0)
         config.dataset, config.epochs, config.hidden, config.progress = dataset.name, 1, 32, False
         config.dim, config.rank = 32, 4
-    print(format_summary(train(config, dataset)))
+    return report_errors(parser.prog, lambda: print(format_summary(train(config, dataset))))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

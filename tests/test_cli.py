@@ -136,6 +136,43 @@ def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 
+def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(capsys):
+    from ttgnn.cli import report_errors
+
+    assert report_errors("prog", lambda: None) == 0 and report_errors("prog", lambda: 3) == 3
+
+    def bad_value():
+        raise ValueError("lr must be > 0, got -1")
+
+    def missing_file():
+        raise FileNotFoundError(2, "No such file or directory", "/x/y")
+
+    assert report_errors("prog", bad_value) == 2 and capsys.readouterr().err == "prog: error: lr must be > 0, got -1\n"
+    assert report_errors("prog", missing_file) == 2
+    assert capsys.readouterr().err == "prog: error: No such file or directory: /x/y\n"
+
+    def interrupted():
+        err = KeyboardInterrupt()
+        err.checkpoint, err.epoch = "runs/x/checkpoint.pt", 7
+        raise err
+
+    assert report_errors("prog", interrupted) == 130
+    assert "last complete checkpoint is runs/x/checkpoint.pt (epoch 7)" in capsys.readouterr().err
+
+    def ctrl_c():
+        raise KeyboardInterrupt
+
+    assert report_errors("prog", ctrl_c) == 130
+    assert capsys.readouterr().err == "prog: interrupted before any checkpoint was written\n"
+    assert report_errors("prog", ctrl_c, trains=False) == 130 and capsys.readouterr().err == "prog: interrupted\n"
+
+    def bug():
+        raise RuntimeError("a bug")
+
+    with pytest.raises(RuntimeError, match="a bug"):  # not a user's error: its traceback is wanted
+        report_errors("prog", bug)
+
+
 def test_partition_by_default_caches_the_order_train_uses(graph_root, tmp_path, capsys, caplog):
     import logging
 

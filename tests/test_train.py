@@ -280,6 +280,16 @@ def test_examples_run_tiny(data_root, tmp_path, script):
     assert len(m["epochs"]) >= 1 and 0.0 <= m["test_acc"] <= 1.0
 
 
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("*train*.py")))
+def test_examples_report_a_user_error_in_one_line(tmp_path, script):
+    # as `ttgnn train` does: one line naming the problem, exit code 2, no traceback
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--root", str(tmp_path / "missing"),
+                           "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and lines[-1].startswith(f"{script}: error: dataset root not found: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("embedding,vectors", [("tt", None), ("full", None), ("tt", 4)])
 def test_spectral_init_starts_from_the_eigenvector_table(tmp_path, planted, embedding, vectors):
     from ttgnn.spectral import spectral_table

@@ -18,7 +18,7 @@ import argparse
 import dataclasses
 import logging
 import sys
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES,
                       NORMS, ORDERS)
@@ -27,7 +27,8 @@ from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUS
                      AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
                      SAMPLED_EVAL_MIN_NODES, TrainConfig)
 
-__all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary"]
+__all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary", "script_parser",
+           "start_script", "report_errors"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -506,14 +507,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted_message(command: str, err: KeyboardInterrupt) -> str:
+def _interrupted_message(prog: str, err: KeyboardInterrupt, trains: bool) -> str:
     checkpoint = getattr(err, "checkpoint", None)
     if checkpoint is not None:
-        return (f"ttgnn {command}: interrupted; the last complete checkpoint is {checkpoint} (epoch {err.epoch}); "
+        return (f"{prog}: interrupted; the last complete checkpoint is {checkpoint} (epoch {err.epoch}); "
                 f"continue with the same command plus --resume")
-    if command == "train":
-        return f"ttgnn {command}: interrupted before any checkpoint was written"
-    return f"ttgnn {command}: interrupted"
+    if trains:
+        return f"{prog}: interrupted before any checkpoint was written"
+    return f"{prog}: interrupted"
+
+
+def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool = True) -> int:
+    """Run ``body()`` as the ``ttgnn`` command runs its subcommands, and return the exit code.
+
+    A user's error (a bad value, path or dataset file: ``ValueError``, ``TypeError``,
+    ``IndexError``, ``OSError``, ``MemoryError``) becomes one line ``"{prog}: error: ..."`` on
+    stderr and exit code 2; Ctrl-C becomes one line naming the last complete checkpoint (for a
+    training run, ``trains=True``) and exit code 130. Other exceptions propagate (a bug: its
+    traceback is wanted). Training scripts (``examples/``) call it around their work.
+
+    Args:
+        prog (str): the name the lines start with, e.g. ``"ttgnn train"`` or the script's.
+        body (callable): the work; its return value is the exit code (``None``: 0).
+        trains (bool, optional): ``body`` is a training run. (default: ``True``)
+    """
+    try:
+        return body() or 0
+    except KeyboardInterrupt as err:
+        print(_interrupted_message(prog, err, trains), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as err:
+        where = f": {err.filename}" if getattr(err, "filename", None) else ""
+        print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, TypeError, IndexError, MemoryError) as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -524,18 +553,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        return args.func(args)
-    except KeyboardInterrupt as err:
-        print(_interrupted_message(args.command, err), file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except OSError as err:
-        where = f": {err.filename}" if getattr(err, "filename", None) else ""
-        print(f"ttgnn {args.command}: error: {err.strerror or err}{where}", file=sys.stderr)
-        return EXIT_USAGE
-    except (ValueError, TypeError, IndexError, MemoryError) as err:
-        print(f"ttgnn {args.command}: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+    return report_errors(f"ttgnn {args.command}", lambda: args.func(args), trains=args.command == "train")
 
 
 if __name__ == "__main__":
