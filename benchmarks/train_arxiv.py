@@ -435,15 +435,16 @@ def timing(models, rounds: int, steps: int, threads: int) -> None:
               flush=True)
 
 
-def _reap(running: list) -> list:
-    """Wait for one of ``running`` to finish; fail when it failed. Returns the ones still running."""
+def _reap(running: list, failed: list) -> list:
+    """Wait for one of ``running`` to finish; one that failed goes to ``failed`` (the other runs go
+    on: each run is its own folder, resumable). Returns the ones still running."""
     import time
 
     while True:
         for proc in running:
             if proc.poll() is not None:
                 if proc.returncode:
-                    raise subprocess.CalledProcessError(proc.returncode, proc.args)
+                    failed.append(proc)
                 return [p for p in running if p is not proc]
         time.sleep(1.0)
 
@@ -508,7 +509,7 @@ def main(argv=None) -> int:
     names = args.only or list(CONFIGS)
     script = Path(sys.executable).with_name("ttgnn")  # the venv's entry point, also when not on PATH
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
-    running = []
+    running, failed = [], []
     for name in names:
         for seed in range(args.first_seed, args.seeds):
             metrics = run_dir(out, name, seed) / "metrics.json"
@@ -521,9 +522,9 @@ def main(argv=None) -> int:
             print("$ " + shlex.join(cmd), flush=True)
             running.append(subprocess.Popen(runner + cmd[1:]))
             while len(running) >= args.jobs:
-                running = _reap(running)
+                running = _reap(running, failed)
     while running:
-        running = _reap(running)
+        running = _reap(running, failed)
     header = ("| model | embedding | order | rank | compression | seeds | valid acc | test acc | C&S valid | C&S test | "
               "best epochs | epoch time | peak memory |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for group in ("main", "labels", "spectral", "ablation", "sweep", "defaults"):
@@ -572,6 +573,12 @@ def main(argv=None) -> int:
         if ran:
             epochs, threads = ran["epochs"], ran.get("num_threads", threads)
         print(f"{name}: " + shlex.join(command(name, out, epochs, threads, 0, args.root, args.device)))
+    if failed:
+        print(f"\n{len(failed)} run(s) failed (each printed its error above); the same command "
+              "continues it:", file=sys.stderr)
+        for proc in failed:
+            print(f"  exit code {proc.returncode}: ttgnn {shlex.join(proc.args[len(runner):])}", file=sys.stderr)
+        return 1
     return 0
 
 

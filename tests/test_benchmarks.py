@@ -381,6 +381,20 @@ def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, l
     assert "--epochs 2 " in shown and "--num-threads 1 " in shown, shown
 
 
+def test_train_arxiv_runs_every_seed_when_one_fails_and_names_the_failed(tmp_path):
+    # before: the first failed run ended the script with a traceback, and the rest never started
+    out = tmp_path / "runs"
+    cmd = [sys.executable, str(REPO / "benchmarks" / "train_arxiv.py"), "--out", str(out), "--root",
+           str(tmp_path / "missing"), "--only", "now-gat-tt", "now-gat-full", "--seeds", "2", "--jobs", "2"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("ttgnn train: error: dataset root not found") == 4
+    assert "4 run(s) failed (each printed its error above)" in proc.stderr
+    failed = [line for line in proc.stderr.splitlines() if line.startswith("  exit code 2: ttgnn train ")]
+    assert sorted(line.split("--output-dir ")[1].split()[0] for line in failed) == [
+        str(out / name / f"seed{seed}") for name in ("now-gat-full", "now-gat-tt") for seed in (0, 1)]
+
+
 def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script):
     arxiv = load_script("benchmarks/train_arxiv.py")
     out = tmp_path
