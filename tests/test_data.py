@@ -149,6 +149,51 @@ def test_node_dataset_validates():
         planted_partition(100, homophily=1.5)
 
 
+def _built(**change):
+    """A 10-node ring built in Python, with ``change`` in place of its arguments."""
+    args = dict(name="x", num_nodes=10, edge_index=np.stack([np.arange(10), (np.arange(10) + 1) % 10]),
+                labels=torch.arange(10) % 3, split={"train": torch.arange(5), "valid": torch.tensor([5, 6]),
+                                                    "test": torch.tensor([7, 8, 9])}, num_classes=3)
+    args.update(change)
+    return NodeDataset(**args)
+
+
+def test_node_dataset_built_in_python_takes_integer_arrays_and_lists():
+    ds = _built(labels=(np.arange(10) % 3).astype(np.int32), split={"train": [0, 1, 2, 3, 4],
+                                                                       "valid": np.array([5, 6]), "test": (7, 8, 9)})
+    assert ds.labels.dtype == torch.int64 and ds.labels.tolist() == [0, 1, 2, 0, 1, 2, 0, 1, 2, 0]
+    assert all(ids.dtype == torch.int64 for ids in ds.split.values()) and ds.split["test"].tolist() == [7, 8, 9]
+    assert _built(labels=torch.tensor([-1] + [0, 1, 2] * 3)).labels[0] == -1  # -1: unlabeled
+
+
+@pytest.mark.parametrize("change,error,message", [
+    # before: a silent wrong answer (node -1 read as node 9 in the test accuracy; a node scored
+    # twice), or an error from deep inside training
+    (dict(split={"train": torch.arange(5), "valid": torch.tensor([5, 6]), "test": torch.tensor([7, -1])}),
+     ValueError, r"split\['test'\], position 1: node id -1 is outside \[0, 10\)"),
+    (dict(split={"train": torch.arange(5), "valid": torch.tensor([5, 6]), "test": torch.tensor([10])}),
+     ValueError, r"split\['test'\], position 0: node id 10 is outside"),
+    (dict(split={"train": torch.arange(5), "valid": torch.tensor([5, 6]), "test": torch.tensor([7, 8, 7])}),
+     ValueError, r"split\['test'\]: node 7 is listed more than once \(positions 0, 2\)"),
+    (dict(split={"train": torch.arange(5), "valid": torch.tensor([5, 6]), "test": torch.tensor([4, 9])}),
+     ValueError, r"splits overlap: 1 node\(s\), e.g. node 4, are in both split\['train'\] and split\['test'\]"),
+    (dict(split={"train": torch.tensor([], dtype=torch.long), "valid": torch.tensor([5]), "test": torch.tensor([7])}),
+     ValueError, r"the training split split\['train'\] is empty"),
+    (dict(split={"train": torch.tensor([0.0, 1.0]), "valid": torch.tensor([5]), "test": torch.tensor([7])}),
+     TypeError, r"split\['train'\] must hold integers, got dtype torch.float32"),
+    (dict(split={"train": torch.arange(4).view(2, 2), "valid": torch.tensor([5]), "test": torch.tensor([7])}),
+     ValueError, r"split\['train'\] must be 1-D, got shape \(2, 2\)"),
+    (dict(num_classes=2), ValueError, r"labels must be class ids in \[0, 2\) or -1 \(unlabeled\); node 2 has 2"),
+    (dict(labels=torch.tensor([-2] + [0] * 9)), ValueError, r"node 0 has -2"),
+    (dict(labels=torch.zeros(10)), TypeError, r"labels must hold integers, got dtype torch.float32"),
+    (dict(num_classes=0), ValueError, r"num_classes must be an integer >= 1, got 0"),
+    (dict(num_nodes=0), ValueError, r"num_nodes must be an integer >= 1, got 0"),
+])
+def test_node_dataset_built_in_python_is_checked_as_files_are(change, error, message):
+    with pytest.raises(error, match=message):
+        _built(**change)
+
+
 # ---------------------------------------------------------------------- bad values in raw files
 from raw_layout import write_csv, write_raw_dataset  # noqa: E402
 

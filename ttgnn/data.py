@@ -123,6 +123,8 @@ class NodeDataset:
     _adjacency: dict = field(default_factory=dict, repr=False, compare=False)  # device -> tensor
 
     def __post_init__(self) -> None:
+        if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, (int, np.integer)) or self.num_nodes < 1:
+            raise ValueError(f"num_nodes must be an integer >= 1, got {self.num_nodes!r}")
         if self.edge_index is None:
             if self._csr is None:
                 raise ValueError("a NodeDataset needs edge_index or its symmetric CSR (_csr)")
@@ -130,8 +132,16 @@ class NodeDataset:
                 raise ValueError(f"the CSR has {self._csr.num_nodes} nodes, num_nodes is {self.num_nodes}")
         elif self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
             raise ValueError(f"edge_index must have shape (2, E), got {self.edge_index.shape}")
+        if isinstance(self.num_classes, bool) or not isinstance(self.num_classes, (int, np.integer)) \
+                or self.num_classes < 1:
+            raise ValueError(f"num_classes must be an integer >= 1, got {self.num_classes!r}")
+        self.labels = _integer_tensor(self.labels, "labels")
         if self.labels.shape != (self.num_nodes,):
             raise ValueError(f"labels must have shape ({self.num_nodes},), got {tuple(self.labels.shape)}")
+        if self.labels.numel() and (int(self.labels.min()) < -1 or int(self.labels.max()) >= self.num_classes):
+            at = int(torch.nonzero((self.labels < -1) | (self.labels >= self.num_classes))[0])
+            raise ValueError(f"labels must be class ids in [0, {self.num_classes}) or -1 (unlabeled); node {at} has "
+                             f"{int(self.labels[at])}")
         if self.edge_index is not None and self.edge_index.size:
             lo, hi = int(self.edge_index.min()), int(self.edge_index.max())
             if lo < 0 or hi >= self.num_nodes:
@@ -139,6 +149,8 @@ class NodeDataset:
         for key in SPLIT_NAMES:
             if key not in self.split:
                 raise ValueError(f"split is missing {key!r} (has {sorted(self.split)})")
+        self.split = {key: _integer_tensor(ids, f"split[{key!r}]") for key, ids in self.split.items()}
+        _check_split(self.split, self.num_nodes)
 
     @property
     def num_edges(self) -> int:
@@ -353,30 +365,48 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
     return torch.from_numpy(labels)
 
 
-def _check_split(split: dict, num_nodes: int, files: dict) -> None:
+def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> None:
     """Node ids in range and each listed once, a non-empty training split, and no node in two
-    splits (errors name the files)."""
+    splits. Errors name the split files (``files``: split name -> path; lines count from 1), or
+    without ``files`` the entries of the ``split`` dict (positions count from 0)."""
+    def where(key):
+        return f"corrupted split file {files[key]}" if files else f"split[{key!r}]"
+
+    def name(key):
+        return files[key] if files else f"split[{key!r}]"
+
+    first_at = 1 if files else 0
+    unit = "line" if files else "position"
     for key, ids in split.items():
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
             bad = (ids < 0) | (ids >= num_nodes)
-            line = int(torch.nonzero(bad)[0]) + 1
-            raise ValueError(f"corrupted split file {files[key]}, line {line}: node id {int(ids[line - 1])} is "
-                             f"outside [0, {num_nodes})")
+            at = int(torch.nonzero(bad)[0])
+            raise ValueError(f"{where(key)}, {unit} {at + first_at}: node id {int(ids[at])} is outside [0, {num_nodes})")
         # a node listed twice would count twice in the loss or the accuracy
         values, counts = np.unique(ids.numpy(), return_counts=True)
         if counts.size and counts.max() > 1:
             node = int(values[np.argmax(counts > 1)])
-            lines = (np.flatnonzero(ids.numpy() == node) + 1).tolist()
-            raise ValueError(f"corrupted split file {files[key]}: node {node} is listed more than once (lines "
-                             f"{', '.join(map(str, lines[:5]))}); {int((counts - 1).sum())} repeated entries in all")
+            places = (np.flatnonzero(ids.numpy() == node) + first_at).tolist()
+            raise ValueError(f"{where(key)}: node {node} is listed more than once ({unit}s "
+                             f"{', '.join(map(str, places[:5]))}); {int((counts - 1).sum())} repeated entries in all")
     if split["train"].numel() == 0:
-        raise ValueError(f"the training split {files['train']} is empty")
+        raise ValueError(f"the training split {name('train')} is empty")
     for i, first in enumerate(SPLIT_NAMES):
         for second in SPLIT_NAMES[i + 1:]:
             both = np.intersect1d(split[first].numpy(), split[second].numpy())
             if both.size:
                 raise ValueError(f"splits overlap: {both.size} node(s), e.g. node {int(both[0])}, are in both "
-                                 f"{files[first]} and {files[second]}")
+                                 f"{name(first)} and {name(second)}")
+
+
+def _integer_tensor(values, what: str) -> torch.Tensor:
+    """``values`` (a tensor, array or sequence of integers) as a 1-D int64 tensor; else ``TypeError``."""
+    tensor = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
+        raise TypeError(f"{what} must hold integers, got dtype {tensor.dtype}")
+    if tensor.dim() != 1:
+        raise ValueError(f"{what} must be 1-D, got shape {tuple(tensor.shape)}")
+    return tensor.to(torch.int64)
 
 
 def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) -> NodeDataset:
