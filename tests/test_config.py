@@ -41,6 +41,14 @@ from ttgnn.partition import METHODS
     (dict(label_spread=10, label_input=False), "label_spread=10 spreads the label input over the graph: it needs"),
     (dict(resume=True), "resume needs output_dir"),
     (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
+    # before: an empty name read the root itself as a dataset folder; truthy strings passed as True
+    (dict(dataset=""), "dataset must be a dataset name or a folder path, got ''"),
+    (dict(dataset=None), "dataset must be a dataset name or a folder path, got None"),
+    (dict(output_dir=5), "output_dir must be a folder path or None, got 5"),
+    (dict(root=" "), "root must be a folder path or None, got ' '"),
+    (dict(progress="no"), "progress must be True or False, got 'no'"),
+    (dict(correct_smooth=1), "correct_smooth must be True or False, got 1"),
+    (dict(label_input="yes"), r"label_input must be True, False or None \(decided by the graph\), got 'yes'"),
 ])
 def test_bad_settings_are_named(changes, message):
     with pytest.raises(ValueError, match=message):

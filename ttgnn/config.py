@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -315,6 +316,18 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
+        if not isinstance(self.dataset, str) or not self.dataset.strip():
+            raise ValueError(f"dataset must be a dataset name or a folder path, got {self.dataset!r}")
+        for key in ("root", "cache_dir", "output_dir"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
+                raise ValueError(f"{key} must be a folder path or None, got {value!r}")
+        for key in ("residual", "correct_smooth", "resume", "overwrite", "progress"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"{key} must be True or False, got {getattr(self, key)!r}")
+        for key in ("label_input", "from_full"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
+                raise ValueError(f"{key} must be True, False or None (decided by the graph), got {getattr(self, key)!r}")
         for key, valid in (("model", MODEL_CHOICES), ("embedding", EMBEDDINGS), ("order", ORDERS), ("mode", MODES),
                            ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS),
                            ("lr_schedule", LR_SCHEDULES)):
