@@ -359,6 +359,23 @@ def test_a_run_that_names_no_rank_keeps_the_table_compressed(tmp_path, planted, 
             in [r.getMessage() for r in caplog.records])
 
 
+@pytest.mark.parametrize("progress", [True, False])
+def test_the_node_order_shows_progress_when_the_run_does(planted, monkeypatch, progress):
+    # on a 10^8-node graph the order takes about an hour: before, training gave it no bar
+    import ttgnn.partition
+
+    asked = []
+    real = ttgnn.partition.hierarchical_order
+
+    def spy(*args, **kw):
+        asked.append(kw.get("progress"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(ttgnn.partition, "hierarchical_order", spy)
+    train(_tiny_config(None, epochs=1, correct_smooth=False, order="hierarchical-metis", progress=progress), planted)
+    assert asked == [progress]
+
+
 def test_a_tt_table_larger_than_the_full_one_is_warned_of(tmp_path, planted, caplog):
     import logging
 

@@ -135,19 +135,22 @@ class RunState:
 
 
 # ---------------------------------------------------------------------- building blocks
-def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape) -> Optional[torch.Tensor]:
+def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape, progress: bool) -> Optional[torch.Tensor]:
     if config.order == "identity":
         return None
     from .partition import hierarchical_order
 
     order = hierarchical_order(dataset.csr(), list(row_shape), method=config.order, seed=config.seed,
-                               cache_dir=config.cache_dir)
+                               cache_dir=config.cache_dir, progress=progress)
     return torch.from_numpy(np.asarray(order.perm, dtype=np.int64))
 
 
-def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Optional[str] = None):
+def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Optional[str] = None,
+                     progress: bool = False):
     """The :class:`~ttgnn.models.NodeClassifier` of ``config`` for ``dataset`` (TT node order computed here);
-    ``gnn_backend`` (``"dgl"`` or ``"torch"``) overrides ``config.gnn_backend`` resolved for the CPU."""
+    ``gnn_backend`` (``"dgl"`` or ``"torch"``) overrides ``config.gnn_backend`` resolved for the CPU;
+    ``progress`` shows a bar over the node order's partitioner calls when it is not cached (minutes on
+    graphs of 10^7-10^8 nodes)."""
     from .models import NodeInput, build_model, resolve_gnn_backend
 
     config = settle_by_graph(config, dataset)  # setup_run settles it first; library callers may not
@@ -160,7 +163,7 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
         init = "gaussian" if config.init == "spectral" else config.init  # replaced below
         scale = config.init_scale * (shape.num_rows_padded ** 0.5 if init == "ortho" else 1.0)
         kwargs = dict(ranks=list(shape.ranks), row_shape=shape.row_shape, col_shape=shape.col_shape, init=init,
-                      init_scale=scale, node_order=_build_order(config, dataset, shape.row_shape),
+                      init_scale=scale, node_order=_build_order(config, dataset, shape.row_shape, progress),
                       generator=generator(config.seed, "tt-init"))
     elif config.embedding == "full":
         kwargs = dict(full_init_std=config.init_scale)
@@ -387,7 +390,7 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
 
     gnn_backend = resolve_gnn_backend(config.gnn_backend, device, config.model, config.mode)
     seed_everything(derive_seed(config.seed, "init"))
-    model = build_classifier(config, dataset, gnn_backend).to(device)
+    model = build_classifier(config, dataset, gnn_backend, progress=config.progress and process_rank == 0).to(device)
     graph = dataset.dgl_graph(self_loops=True)  # mini-batch mode: sampled on the CPU
     if device.type != "cpu":
         dataset = dataclasses.replace(dataset, labels=dataset.labels.to(device))
