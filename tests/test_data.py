@@ -249,6 +249,19 @@ def test_explicit_root_is_the_only_place_searched(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="dataset folder not found: .*empty/cora"):
         load_dataset("cora", tmp_path / "empty")
     assert load_dataset("./cora", tmp_path / "empty").num_nodes == 60  # an explicit path is used as given
+    with pytest.raises(FileNotFoundError, match=r"empty holds no dataset folder; set --root"):
+        load_dataset("cora", tmp_path / "empty")
+
+
+def test_a_name_not_found_lists_the_roots_datasets_and_a_close_match(tmp_path):
+    for name in ("cora", "pubmed", "ogbn_arxiv"):
+        write_raw_dataset(tmp_path / "data" / name)
+    (tmp_path / "data" / "notes").mkdir()  # no raw/: not a dataset
+    with pytest.raises(FileNotFoundError, match=r"data/Cora; did you mean 'cora'\? \(root .*data holds cora, "
+                                                r"ogbn-arxiv, pubmed; set --root or \$TTGNN_DATA\)"):
+        load_dataset("Cora", tmp_path / "data")
+    with pytest.raises(FileNotFoundError, match=r"data/citeseer \(root .*data holds cora, ogbn-arxiv, pubmed;"):
+        load_dataset("citeseer", tmp_path / "data")
 
 
 def test_cache_dir_that_is_a_file(tmp_path):

@@ -28,6 +28,7 @@ Missing or unreadable files raise :class:`FileNotFoundError` / :class:`ValueErro
 from __future__ import annotations
 
 import contextlib
+import difflib
 import gzip
 import logging
 import os
@@ -707,9 +708,27 @@ def load_dataset(
     is_path = isinstance(name, os.PathLike) or os.sep in text or (os.altsep is not None and os.altsep in text)
     folder = Path(text) if is_path else root_path / text
     if not folder.is_dir():
-        raise FileNotFoundError(f"dataset folder not found: {folder}" +
-                                ("" if is_path else f" (root {root_path}; set --root or $TTGNN_DATA)"))
+        if is_path:
+            raise FileNotFoundError(f"dataset folder not found: {folder}")
+        names = _datasets_under(root_path)
+        close = difflib.get_close_matches(text.lower(), [n.lower() for n in names], n=1, cutoff=0.6)
+        guess = next((f"; did you mean {n!r}?" for n in names if close and n.lower() == close[0]), "")
+        shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        holds = f" holds {shown}" if names else " holds no dataset folder"
+        raise FileNotFoundError(f"dataset folder not found: {folder}{guess} (root {root_path}{holds}; "
+                                "set --root or $TTGNN_DATA)")
     return _load_raw_folder(folder, folder.name)
+
+
+def _datasets_under(root: Path) -> list:
+    """The dataset names under ``root``: its folders that hold a ``raw/`` folder, OGB's ``ogbn_x``
+    folders by their dataset name; ``[]`` when none or ``root`` cannot be listed."""
+    try:
+        found = sorted(entry.name for entry in root.iterdir() if (entry / "raw").is_dir())
+    except OSError:
+        return []
+    ogb_folders = {n.replace("-", "_"): n for n in OGB_NAMES}
+    return [ogb_folders.get(n, n) for n in found]
 
 
 # ---------------------------------------------------------------------- synthetic
