@@ -135,7 +135,8 @@ class RunState:
 
 
 # ---------------------------------------------------------------------- building blocks
-def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape, progress: bool) -> Optional[torch.Tensor]:
+def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape,
+                 progress: bool = False) -> Optional[torch.Tensor]:
     if config.order == "identity":
         return None
     from .partition import hierarchical_order
