@@ -410,7 +410,49 @@ def _add_upgrade_parser(sub) -> None:
     p.set_defaults(func=_cmd_upgrade_checkpoint)
 
 
-# ---------------------------------------------------------------------- main
+# ---------------------------------------------------------------------- predict
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from .evaluation import Accuracy
+    from .inference import class_probabilities, load_run, predict, write_embeddings, write_predictions
+
+    for option, path, suffixes in (("--output", args.output, (".npy", ".csv", ".csv.gz")),
+                                   ("--embeddings", args.embeddings, (".npy",))):
+        if path is not None and not path.lower().endswith(suffixes):
+            raise ValueError(f"{option} must name a {' / '.join(suffixes)} file, got {path}")
+    run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)
+    probs = class_probabilities(run)
+    classes = predict(run, correct_smooth=args.correct_smooth, probs=probs)
+    accuracy = Accuracy(run.dataset.evaluator_name)
+    labels = run.dataset.labels
+    scores = ", ".join(f"{key} {accuracy(classes[idx], labels[idx]):.4f}" for key, idx in run.dataset.split.items())
+    how = " after Correct and Smooth" if args.correct_smooth else ""
+    print(f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, best epoch {run.epoch}; "
+          f"accuracy{how}: {scores}")
+    if args.output is not None:
+        write_predictions(args.output, classes, None if args.correct_smooth else probs)
+        print(f"predicted classes of {classes.numel():,} nodes: {args.output}")
+    if args.embeddings is not None:
+        write_embeddings(run, args.embeddings, progress=args.progress)
+        print(f"input table, {run.dataset.num_nodes:,} x {run.config.dim} float32 rows in node-id order: "
+              f"{args.embeddings}")
+    return 0
+
+
+def _add_predict_parser(sub) -> None:
+    p = sub.add_parser("predict", formatter_class=HelpFormatter,
+                       help="a finished run's best model: every node's predicted class, the learned node table")
+    p.add_argument("run", help="the run's --output-dir (it holds best_model.pt)")
+    _add_data_location(p)
+    p.add_argument("--output", default=None, help="write every node's predicted class: .npy (int64), or .csv / "
+                   ".csv.gz (node,predicted_class,probability)")
+    p.add_argument("--correct-smooth", action="store_true",
+                   help="predict after Correct and Smooth (strengths tuned on validation), as train reports it")
+    p.add_argument("--embeddings", default=None,
+                   help="write the learned input table, (N, D) float32 rows in node-id order, to this .npy file")
+    p.add_argument("--progress", action="store_true", help="a tqdm bar over the table's rows")
+    p.set_defaults(func=_cmd_predict)
+
+
 # ---------------------------------------------------------------------- plan
 def _parse_memory(text: str) -> float:
     units = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
@@ -504,9 +546,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_partition_parser(sub)
     _add_upgrade_parser(sub)
     _add_plan_parser(sub)
+    _add_predict_parser(sub)
     return parser
 
 
+# ---------------------------------------------------------------------- main
 def _interrupted_message(prog: str, err: KeyboardInterrupt, trains: bool) -> str:
     checkpoint = getattr(err, "checkpoint", None)
     if checkpoint is not None:

@@ -326,8 +326,9 @@ class TrainConfig:
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"{key} must be True or False, got {getattr(self, key)!r}")
         for key in ("label_input", "from_full"):
-            if getattr(self, key) is not None and not isinstance(getattr(self, key), bool):
-                raise ValueError(f"{key} must be True, False or None (decided by the graph), got {getattr(self, key)!r}")
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"{key} must be True, False or None (decided by the graph), got {value!r}")
         for key, valid in (("model", MODEL_CHOICES), ("embedding", EMBEDDINGS), ("order", ORDERS), ("mode", MODES),
                            ("norm", NORMS), ("init", INITS), ("gnn_backend", GNN_BACKENDS),
                            ("lr_schedule", LR_SCHEDULES)):

@@ -382,7 +382,8 @@ def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> N
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
             bad = (ids < 0) | (ids >= num_nodes)
             at = int(torch.nonzero(bad)[0])
-            raise ValueError(f"{where(key)}, {unit} {at + first_at}: node id {int(ids[at])} is outside [0, {num_nodes})")
+            raise ValueError(f"{where(key)}, {unit} {at + first_at}: node id {int(ids[at])} is outside "
+                             f"[0, {num_nodes})")
         # a node listed twice would count twice in the loss or the accuracy
         values, counts = np.unique(ids.numpy(), return_counts=True)
         if counts.size and counts.max() > 1:

@@ -1,0 +1,131 @@
+"""Tests of ttgnn.inference and ``ttgnn predict``: a finished run's best model gives back the
+accuracies the run recorded; its predictions and its node table are written as documented."""
+import gzip
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from configs import small_config
+from raw_layout import write_raw_dataset
+from ttgnn.cli import main
+from ttgnn.inference import class_probabilities, load_run, predict, write_embeddings, write_predictions
+from ttgnn.train import train
+
+
+def _split_accuracy(classes, dataset, key):
+    idx = dataset.split[key]
+    return float((classes[idx] == dataset.labels[idx]).float().mean())
+
+
+@pytest.mark.parametrize("settings", [
+    dict(model="gat", mode="full", order="hierarchical-metis"),  # the node order comes back from the weights
+    dict(model="sage", mode="minibatch", embedding="full"),
+    dict(model="sage", mode="full", init="spectral", spectral_vectors=4, order="identity"),
+])
+def test_a_finished_run_gives_back_its_recorded_accuracies(tmp_path, planted, monkeypatch, settings):
+    metrics = train(small_config(tmp_path / "run", epochs=3, correct_smooth=False, **settings), planted)
+    import ttgnn.spectral
+    import ttgnn.partition
+
+    def recomputed(*args, **kw):
+        raise AssertionError("load_run recomputed what the weights hold")
+
+    monkeypatch.setattr(ttgnn.spectral, "spectral_table", recomputed)
+    monkeypatch.setattr(ttgnn.partition, "hierarchical_order", recomputed)
+    run = load_run(tmp_path / "run", planted)
+    assert run.epoch == metrics["best_epoch"] and run.config.model == settings["model"]
+    probs = class_probabilities(run)
+    assert probs.shape == (planted.num_nodes, planted.num_classes)
+    torch.testing.assert_close(probs.sum(1), torch.ones(planted.num_nodes), rtol=0, atol=1e-5)
+    classes = predict(run, probs=probs)
+    assert torch.equal(classes, probs.argmax(1)) and torch.equal(classes, predict(run))
+    assert _split_accuracy(classes, planted, "test") == pytest.approx(metrics["test_acc"], abs=1e-6)
+    assert _split_accuracy(classes, planted, "valid") == pytest.approx(metrics["best_valid_acc"], abs=1e-6)
+
+
+def test_predict_after_correct_and_smooth_is_what_train_reported(tmp_path, planted):
+    metrics = train(small_config(tmp_path / "run", epochs=2, mode="full"), planted)
+    run = load_run(tmp_path / "run", planted)
+    classes = predict(run, correct_smooth=True)
+    reported = metrics["correct_smooth"]
+    assert _split_accuracy(classes, planted, "test") == pytest.approx(reported["test_acc"], abs=1e-6)
+    assert _split_accuracy(classes, planted, "valid") == pytest.approx(reported["valid_acc"], abs=1e-6)
+
+
+def test_a_from_full_run_loads_its_tt_model(tmp_path, planted):
+    metrics = train(small_config(tmp_path / "run", epochs=2, mode="full", from_full=True, finetune_epochs=2,
+                                 correct_smooth=False), planted)
+    run = load_run(tmp_path / "run", planted)
+    assert run.config.embedding == "tt" and run.model.node_input.kind == "tt"
+    assert _split_accuracy(predict(run), planted, "test") == pytest.approx(metrics["test_acc"], abs=1e-6)
+
+
+@pytest.mark.parametrize("embedding", ["tt", "full"])
+def test_embeddings_are_the_tables_rows_in_node_id_order(tmp_path, planted, embedding):
+    train(small_config(tmp_path / "run", epochs=1, embedding=embedding, order="hierarchical-metis",
+                       correct_smooth=False), planted)
+    run = load_run(tmp_path / "run", planted)
+    path = write_embeddings(run, tmp_path / "emb.npy", chunk_rows=7)  # chunks that do not divide N
+    written = np.load(path)
+    expected = run.model.node_input.table(torch.arange(planted.num_nodes)).detach().numpy()
+    assert written.dtype == np.float32 and written.shape == (planted.num_nodes, run.config.dim)
+    # float rounding only: a lookup of many rows may contract the whole table instead of row by row
+    np.testing.assert_allclose(written, expected, rtol=1e-5, atol=1e-7)
+    if embedding == "tt":  # node-id order, not TT-row order: a node order was used
+        assert run.model.node_input.table.node_order is not None
+    with pytest.raises(ValueError, match="embeddings go to a .npy file"):
+        write_embeddings(run, tmp_path / "emb.csv")
+
+
+def test_predictions_are_written_as_npy_and_csv(tmp_path):
+    classes = torch.tensor([2, 0, 1])
+    probs = torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [0.0, 1.0, 0.0]])
+    assert np.load(write_predictions(tmp_path / "p.npy", classes)).tolist() == [2, 0, 1]
+    with gzip.open(write_predictions(tmp_path / "p.csv.gz", classes, probs), "rt") as fh:
+        assert fh.read().splitlines() == ["node,predicted_class,probability", "0,2,0.700000", "1,0,0.500000",
+                                          "2,1,1.000000"]
+    assert (write_predictions(tmp_path / "p.csv", classes).read_text().splitlines()
+            == ["node,predicted_class", "0,2", "1,0", "2,1"])
+    with pytest.raises(ValueError, match="a .npy, .csv or .csv.gz file"):
+        write_predictions(tmp_path / "p.txt", classes)
+
+
+def test_load_run_errors_name_the_problem(tmp_path, planted):
+    with pytest.raises(FileNotFoundError, match="holds no finished epoch of a ttgnn run"):
+        load_run(tmp_path)
+    train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
+    with pytest.raises(FileNotFoundError, match=r"trained on 'planted': give its root, or the NodeDataset"):
+        load_run(tmp_path / "run", root=tmp_path)
+    from ttgnn.data import planted_partition
+
+    other = planted_partition(300, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
+    with pytest.raises(ValueError, match=r"was not trained on this dataset \(planted-300, 300 nodes"):
+        load_run(tmp_path / "run", other)
+
+
+def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
+    root = tmp_path / "data"
+    write_raw_dataset(root / "tiny", num_nodes=300, num_classes=3)
+    out = tmp_path / "run"
+    assert main(["train", "--dataset", "tiny", "--root", str(root), "--output-dir", str(out), "--no-progress",
+                 "--num-threads", "1", "--epochs", "2", "--hidden", "16", "--dim", "16", "--rank", "4",
+                 "--num-layers", "2", "--cache-dir", str(tmp_path / "cache")]) == 0
+    recorded = json.loads((out / "metrics.json").read_text())
+    capsys.readouterr()
+    assert main(["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "cache"),
+                 "--output", str(tmp_path / "pred.csv.gz"), "--embeddings", str(tmp_path / "emb.npy")]) == 0
+    printed = capsys.readouterr().out
+    assert f"test {recorded['test_acc']:.4f}" in printed and f"best epoch {recorded['best_epoch']}" in printed
+    with gzip.open(tmp_path / "pred.csv.gz", "rt") as fh:
+        lines = fh.read().splitlines()
+    assert lines[0] == "node,predicted_class,probability" and len(lines) == 301
+    assert np.load(tmp_path / "emb.npy").shape == (300, 16)
+    assert main(["predict", str(out), "--root", str(root), "--correct-smooth"]) == 0
+    assert f"test {recorded['correct_smooth']['test_acc']:.4f}" in capsys.readouterr().out
+    # bad values: one line, exit code 2, nothing computed
+    assert main(["predict", str(out), "--output", str(tmp_path / "pred.txt")]) == 2
+    assert "--output must name a .npy / .csv / .csv.gz file" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path / "nothing")]) == 2
+    assert "holds no finished epoch" in capsys.readouterr().err

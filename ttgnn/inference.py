@@ -1,0 +1,195 @@
+"""A finished run put to use: its best model rebuilt, every node's prediction, the learned table.
+
+``ttgnn train`` keeps the best validation epoch's weights, with every setting they were trained
+with, in ``best_model.pt``. :func:`load_run` rebuilds that model (no node order or spectral
+init is recomputed: both are in the weights) and loads the run's dataset::
+
+    from ttgnn.inference import load_run, predict, write_embeddings
+
+    run = load_run("runs/arxiv")                  # the dataset from $TTGNN_DATA (or root=, dataset=)
+    classes = predict(run)                        # (N,) predicted class of every node
+    probs = class_probabilities(run)              # (N, C)
+    write_embeddings(run, "arxiv-emb.npy")        # (N, D) float32 input rows, in node-id order
+    run.model.node_input.table                    # the TTNodeEmbedding itself (or nn.Embedding)
+
+``ttgnn predict RUN_DIR`` does the same from the command line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from .checkpoint import BEST_MODEL_NAME, load_checkpoint
+from .config import TrainConfig
+from .data import NodeDataset, load_dataset
+from .fileio import atomic_write
+
+__all__ = ["FinishedRun", "load_run", "class_probabilities", "predict", "write_predictions", "write_embeddings"]
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, Path]
+
+
+@dataclass
+class FinishedRun:
+    """A run's best model, ready to predict.
+
+    Attributes:
+        model (NodeClassifier): the best validation epoch's model, in eval mode, on the CPU.
+        config (TrainConfig): the settings it was trained with (as the run settled them).
+        dataset (NodeDataset): the graph it was trained on.
+        epoch (int): the best epoch (``0``: the compressed start of a ``--from-full`` run).
+        graph: the graph as the model's layers take it.
+    """
+
+    model: torch.nn.Module
+    config: TrainConfig
+    dataset: NodeDataset
+    epoch: int
+    graph: object
+
+
+def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: Optional[PathLike] = None,
+             cache_dir: Optional[PathLike] = None) -> FinishedRun:
+    """Rebuild the best model of the run in ``folder`` from its ``best_model.pt``.
+
+    Args:
+        folder (str or Path): a run's ``--output-dir``.
+        dataset (NodeDataset, optional): the graph it was trained on; needed for a graph built in
+            Python (``planted_partition``...). (default: loaded by the run's dataset name)
+        root, cache_dir (str, optional): as for :func:`ttgnn.data.load_dataset`. (default: the
+            run's own, else ``$TTGNN_DATA`` and ``~/.cache/ttgnn``)
+
+    Raises:
+        FileNotFoundError: ``folder`` holds no ``best_model.pt`` (no epoch finished yet).
+        ValueError: the file is not a ttgnn best model, or ``dataset`` is not the run's graph.
+    """
+    from .train import build_classifier
+
+    folder = Path(folder)
+    path = folder / BEST_MODEL_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: {folder} holds no finished epoch of a ttgnn run "
+                                "(best_model.pt is written after the first epoch)")
+    state = load_checkpoint(path)
+    settings = state.get("settings")
+    if not isinstance(settings, dict) or "model" not in state:
+        raise ValueError(f"{path} is not a ttgnn best model (it has no settings or no weights)")
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    config = TrainConfig(**{key: value for key, value in settings.items() if key in fields})
+    if dataset is None:
+        where = root if root is not None else config.root
+        try:
+            dataset = load_dataset(config.dataset, root=where, cache_dir=cache_dir or config.cache_dir)
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"{err}; the run in {folder} trained on {config.dataset!r}: give its root, or "
+                                    "the NodeDataset itself for a graph built in Python") from None
+    # The node order and a spectral table are in the weights: build without computing either.
+    build = dataclasses.replace(config, order="identity", init="gaussian" if config.init == "spectral" else config.init,
+                                spectral_vectors=None, output_dir=None, resume=False, overwrite=False, progress=False)
+    model = build_classifier(build, dataset)
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as err:
+        raise ValueError(f"the run in {folder} was not trained on this dataset ({dataset.name}, "
+                         f"{dataset.num_nodes:,} nodes, {dataset.num_classes} classes): {err}") from None
+    model.eval()
+    graph = dataset.dgl_graph(self_loops=True)
+    if config.mode == "full":
+        graph = model.gnn.prepare_graph(graph, torch.device("cpu"))
+    epoch = int(state.get("epoch", 0))
+    log.info("loaded the best model of %s (epoch %d): %s + %s on %s", folder, epoch, config.model, config.embedding,
+             dataset.name)
+    return FinishedRun(model, config, dataset, epoch, graph)
+
+
+@torch.no_grad()
+def class_probabilities(run: FinishedRun) -> torch.Tensor:
+    """``(N, C)`` class probabilities of every node, as the run evaluated them: the training labels
+    are inputs of a label-input model (so training nodes are predicted with their own label shown).
+    """
+    from .evaluation import all_logits
+
+    logits = all_logits(run.model, run.graph, run.config.mode, run.config.eval_batch_size, run.dataset)
+    return torch.softmax(logits.float(), dim=1)
+
+
+@torch.no_grad()
+def predict(run: FinishedRun, correct_smooth: bool = False, probs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``(N,)`` predicted class of every node (int64); with ``correct_smooth``, after Correct and
+    Smooth with strengths tuned on validation, as ``ttgnn train`` reports it. ``probs``: the
+    run's :func:`class_probabilities` when the caller has them already."""
+    probs = class_probabilities(run) if probs is None else probs
+    if not correct_smooth:
+        return probs.argmax(1)
+    from .smoothing import tune_correct_and_smooth
+
+    split = run.dataset.split
+    return tune_correct_and_smooth(probs.log(), run.dataset.normalized_adjacency(), run.dataset.labels,
+                                   split["train"], split["valid"]).pred
+
+
+def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[torch.Tensor] = None) -> Path:
+    """Write predicted ``classes`` (``(N,)``) to ``path`` atomically: ``.npy`` (the int64 array), or
+    ``.csv`` / ``.csv.gz`` (a header, then ``node,predicted_class[,probability]`` per node, the
+    probability of that class when ``probs`` ``(N, C)`` is given).
+
+    Raises:
+        ValueError: another file suffix.
+    """
+    path = Path(path)
+    name = path.name.lower()
+    classes = classes.cpu().numpy().astype(np.int64)
+    if name.endswith(".npy"):
+        return atomic_write(path, lambda fh: np.save(fh, classes))
+    if not name.endswith((".csv", ".csv.gz")):
+        raise ValueError(f"predictions go to a .npy, .csv or .csv.gz file, got {path}")
+    columns, header, fmt = [np.arange(classes.size), classes], "node,predicted_class", "%d,%d"
+    if probs is not None:
+        columns.append(probs.cpu().numpy()[np.arange(classes.size), classes])
+        header, fmt = header + ",probability", fmt + ",%.6f"
+
+    def write(raw) -> None:
+        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if name.endswith(".gz") else raw
+        np.savetxt(fh, np.column_stack(columns), fmt=fmt, header=header, comments="")
+        if fh is not raw:
+            fh.close()  # writes the gzip trailer; atomic_write closes raw
+
+    return atomic_write(path, write)
+
+
+@torch.no_grad()
+def write_embeddings(run: FinishedRun, path: PathLike, chunk_rows: int = 65536, progress: bool = False) -> Path:
+    """Write the model's learned input table, ``(N, D)`` float32 rows in node-id order, to the
+    ``.npy`` file ``path`` atomically, ``chunk_rows`` rows at a time (a TT table is never
+    materialised whole: the memory needed is one chunk's).
+
+    Raises:
+        ValueError: the run's input is the node features (there is no learned table).
+    """
+    from tqdm.auto import tqdm
+
+    table = run.model.node_input.table
+    if table is None:
+        raise ValueError(f"the run's input is the node features ({run.config.embedding!r}): there is no learned table")
+    path = Path(path)
+    if not path.name.lower().endswith(".npy"):
+        raise ValueError(f"embeddings go to a .npy file, got {path}")
+    num_nodes, dim = run.dataset.num_nodes, run.config.dim
+
+    def write(fh) -> None:
+        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                                                  "fortran_order": False, "shape": (num_nodes, dim)})
+        for start in tqdm(range(0, num_nodes, chunk_rows), disable=not progress, desc="embeddings", unit="chunk"):
+            ids = torch.arange(start, min(start + chunk_rows, num_nodes))
+            fh.write(np.ascontiguousarray(table(ids).float().cpu().numpy()).tobytes())
+
+    return atomic_write(path, write)
