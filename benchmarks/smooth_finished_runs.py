@@ -2,15 +2,14 @@
 
 The sweeps (``compression_sweep.py``) train with ``--no-correct-smooth``; the command line's
 default also reports the accuracy after Correct and Smooth. This loads each run's
-``best_model.pt`` (the model is rebuilt from the settings stored with it), checks that it gives
-the test accuracy the run recorded, then applies Correct and Smooth as ``ttgnn train`` does
+``best_model.pt`` (:func:`ttgnn.inference.load_run` rebuilds the model from the settings stored
+with it), checks that it gives the test accuracy the run recorded, then applies Correct and Smooth as ``ttgnn train`` does
 (:func:`ttgnn.evaluation.correct_and_smooth_metrics`) and prints the accuracies per run and the
 mean ± std per configuration (the runs' parent folder)::
 
     python benchmarks/smooth_finished_runs.py --root $TTGNN_DATA runs/sweep-gat-spread10/cora/*/seed*
 """
 import argparse
-import dataclasses
 import logging
 import sys
 from collections import defaultdict
@@ -21,33 +20,27 @@ TOLERANCE = 1e-6
 
 
 def smooth_run(folder: Path, root, datasets: dict) -> dict:
-    """``{"valid", "test", "cs_valid", "cs_test"}`` of the run in ``folder``."""
+    """``{"valid", "test", "cs_valid", "cs_test"}`` of the run in ``folder``; ``datasets`` keeps the
+    graphs loaded so far, by the runs' dataset setting."""
     import json
 
-    from ttgnn.checkpoint import load_checkpoint
-    from ttgnn.config import TrainConfig
     from ttgnn.data import load_dataset
     from ttgnn.evaluation import Accuracy, all_logits, correct_and_smooth_metrics, logits_metrics
-    from ttgnn.train import build_classifier
+    from ttgnn.inference import load_run
 
-    state = load_checkpoint(folder / "best_model.pt")
     metrics = json.loads((folder / "metrics.json").read_text())
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    config = TrainConfig(**{k: v for k, v in state["settings"].items() if k in fields})
-    config = dataclasses.replace(config, output_dir=None, resume=False, overwrite=False, root=root)
-    if config.dataset not in datasets:
-        datasets[config.dataset] = load_dataset(config.dataset, root=root, cache_dir=config.cache_dir)
-    dataset = datasets[config.dataset]
-    model = build_classifier(config, dataset)
-    model.load_state_dict(state["model"])
-    graph = dataset.dgl_graph(self_loops=True)
-    logits = all_logits(model, graph, config.mode, config.eval_batch_size, dataset)  # once, for both
+    name = metrics["settings"]["dataset"]
+    if name not in datasets:
+        datasets[name] = load_dataset(name, root=root, cache_dir=metrics["settings"].get("cache_dir"))
+    run = load_run(folder, datasets[name])
+    dataset, config = run.dataset, run.config
+    logits = all_logits(run.model, run.graph, config.mode, config.eval_batch_size, dataset)  # once, for both
     accuracy = Accuracy(dataset.evaluator_name)
     result = logits_metrics(logits, dataset, accuracy)
     if abs(result["test"] - metrics["test_acc"]) > TOLERANCE:
         raise ValueError(f"{folder}: the best model gives test accuracy {result['test']:.4f}, the run recorded "
                          f"{metrics['test_acc']:.4f}")
-    smoothed = correct_and_smooth_metrics(model, graph, dataset, config.mode, config.eval_batch_size, accuracy,
+    smoothed = correct_and_smooth_metrics(run.model, run.graph, dataset, config.mode, config.eval_batch_size, accuracy,
                                           logits=logits)
     return {"valid": result["valid"], "test": result["test"], "cs_valid": smoothed["valid_acc"],
             "cs_test": smoothed["test_acc"]}
