@@ -92,6 +92,15 @@ def test_predictions_are_written_as_npy_and_csv(tmp_path):
         write_predictions(tmp_path / "p.txt", classes)
 
 
+def test_a_run_evaluated_on_samples_is_not_predicted_exactly(tmp_path, planted):
+    train(small_config(tmp_path / "run", epochs=1, mode="minibatch", eval_fanouts=[5, 5], correct_smooth=False),
+          planted)
+    run = load_run(tmp_path / "run", planted)
+    with pytest.raises(ValueError, match=r"sampled neighbourhoods \(eval_fanouts \[5, 5\]\).*400 nodes"):
+        predict(run)
+    assert np.load(write_embeddings(run, tmp_path / "emb.npy")).shape == (400, 16)  # the table is there
+
+
 def test_load_run_errors_name_the_problem(tmp_path, planted):
     with pytest.raises(FileNotFoundError, match="holds no finished epoch of a ttgnn run"):
         load_run(tmp_path)

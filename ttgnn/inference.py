@@ -115,9 +115,19 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
 def class_probabilities(run: FinishedRun) -> torch.Tensor:
     """``(N, C)`` class probabilities of every node, as the run evaluated them: the training labels
     are inputs of a label-input model (so training nodes are predicted with their own label shown).
+
+    Raises:
+        ValueError: the run evaluated on sampled neighbourhoods (``eval_fanouts``, the default above
+            10^7 nodes in mini-batch mode), where exact inference over every node does not fit.
     """
     from .evaluation import all_logits
 
+    if run.config.eval_fanouts is not None:
+        raise ValueError(f"the run evaluated its split nodes on sampled neighbourhoods (eval_fanouts "
+                         f"{run.config.eval_fanouts}), as graphs of this size are: exact predictions of all "
+                         f"{run.dataset.num_nodes:,} nodes need an ({run.dataset.num_nodes:,}, "
+                         f"{run.dataset.num_classes}) table and full neighbourhoods, which ttgnn predict does not "
+                         "attempt (write_embeddings works)")
     logits = all_logits(run.model, run.graph, run.config.mode, run.config.eval_batch_size, run.dataset)
     return torch.softmax(logits.float(), dim=1)
 
