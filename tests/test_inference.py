@@ -131,6 +131,10 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
         lines = fh.read().splitlines()
     assert lines[0] == "node,predicted_class,probability" and len(lines) == 301
     assert np.load(tmp_path / "emb.npy").shape == (300, 16)
+    for name, which in (("best_model.pt", f"best epoch {recorded['best_epoch']}"),
+                        ("checkpoint.pt", "epoch 2 (the checkpoint's last)")):  # a file instead of the folder
+        assert main(["predict", str(out / name), "--root", str(root), "--cache-dir", str(tmp_path / "cache")]) == 0
+        assert which in capsys.readouterr().out
     assert main(["predict", str(out), "--root", str(root), "--correct-smooth"]) == 0
     assert f"test {recorded['correct_smooth']['test_acc']:.4f}" in capsys.readouterr().out
     # bad values: one line, exit code 2, nothing computed

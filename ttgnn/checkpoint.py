@@ -44,6 +44,14 @@ _READABLE_VERSIONS = (1, 2)  # a version-1 file that holds only tensors (e.g. be
 PathLike = Union[str, os.PathLike]
 
 
+def _gist(err: Exception, most: int = 200) -> str:
+    """One line of ``err``'s message: torch's load errors run to paragraphs of advice, the cause in
+    one line of them (``Unsupported operand 103``) or in the first."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    line = next((line for line in lines if line.startswith("Unsupported")), lines[0] if lines else "")
+    return line if len(line) <= most else line[:most - 3] + "..."
+
+
 def load_checkpoint(path: PathLike) -> dict:
     """Read a checkpoint or best-model file written by :func:`ttgnn.train.train`, without unpickling code.
 
@@ -63,9 +71,9 @@ def load_checkpoint(path: PathLike) -> dict:
                 f"checkpoint {path} holds objects other than tensors and plain containers, and ttgnn does not "
                 f"unpickle them (they could run code). If it is a checkpoint of an older ttgnn that you trust, "
                 f"convert it once with: ttgnn upgrade-checkpoint {path}") from None
-        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {_gist(err)}") from None
     except Exception as err:  # noqa: BLE001 - torch raises many types for a damaged file
-        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {_gist(err)}") from None
     if not isinstance(state, dict) or state.get("version") not in _READABLE_VERSIONS or "model" not in state:
         raise ValueError(f"corrupted checkpoint {path}: not a ttgnn checkpoint (versions {_READABLE_VERSIONS})")
     return state

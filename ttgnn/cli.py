@@ -426,7 +426,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     labels = run.dataset.labels
     scores = ", ".join(f"{key} {accuracy(classes[idx], labels[idx]):.4f}" for key, idx in run.dataset.split.items())
     how = " after Correct and Smooth" if args.correct_smooth else ""
-    print(f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, best epoch {run.epoch}; "
+    which = f"best epoch {run.epoch}" if run.best else f"epoch {run.epoch} (the checkpoint's last)"
+    print(f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, {which}; "
           f"accuracy{how}: {scores}")
     if args.output is not None:
         write_predictions(args.output, classes, None if args.correct_smooth else probs)
@@ -441,7 +442,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _add_predict_parser(sub) -> None:
     p = sub.add_parser("predict", formatter_class=HelpFormatter,
                        help="a finished run's best model: every node's predicted class, the learned node table")
-    p.add_argument("run", help="the run's --output-dir (it holds best_model.pt)")
+    p.add_argument("run", help="the run's --output-dir (it holds best_model.pt), or a best_model.pt or checkpoint.pt "
+                   "file (the latter: the last epoch's weights)")
     _add_data_location(p)
     p.add_argument("--output", default=None, help="write every node's predicted class: .npy (int64), or .csv / "
                    ".csv.gz (node,predicted_class,probability)")

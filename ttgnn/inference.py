@@ -46,8 +46,10 @@ class FinishedRun:
         model (NodeClassifier): the best validation epoch's model, in eval mode, on the CPU.
         config (TrainConfig): the settings it was trained with (as the run settled them).
         dataset (NodeDataset): the graph it was trained on.
-        epoch (int): the best epoch (``0``: the compressed start of a ``--from-full`` run).
+        epoch (int): the epoch of the weights: the best one (``0``: the compressed start of a
+            ``--from-full`` run), or for a ``checkpoint.pt`` the last one it holds.
         graph: the graph as the model's layers take it.
+        best (bool): the weights are the best validation epoch's (``best_model.pt``).
     """
 
     model: torch.nn.Module
@@ -55,6 +57,7 @@ class FinishedRun:
     dataset: NodeDataset
     epoch: int
     graph: object
+    best: bool = True
 
 
 def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: Optional[PathLike] = None,
@@ -62,7 +65,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     """Rebuild the best model of the run in ``folder`` from its ``best_model.pt``.
 
     Args:
-        folder (str or Path): a run's ``--output-dir``.
+        folder (str or Path): a run's ``--output-dir`` (or a ``best_model.pt`` or ``checkpoint.pt``
+            file: the latter holds the last epoch's weights).
         dataset (NodeDataset, optional): the graph it was trained on; needed for a graph built in
             Python (``planted_partition``...). (default: loaded by the run's dataset name)
         root, cache_dir (str, optional): as for :func:`ttgnn.data.load_dataset`. (default: the
@@ -76,6 +80,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
 
     folder = Path(folder)
     path = folder / BEST_MODEL_NAME
+    if folder.is_file():  # the best model file itself, or a checkpoint.pt (its last epoch's weights)
+        path, folder = folder, folder.parent
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: {folder} holds no finished epoch of a ttgnn run "
                                 "(best_model.pt is written after the first epoch)")
@@ -108,7 +114,7 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     epoch = int(state.get("epoch", 0))
     log.info("loaded the best model of %s (epoch %d): %s + %s on %s", folder, epoch, config.model, config.embedding,
              dataset.name)
-    return FinishedRun(model, config, dataset, epoch, graph)
+    return FinishedRun(model, config, dataset, epoch, graph, best="optimizer" not in state)
 
 
 @torch.no_grad()
