@@ -367,9 +367,11 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
 
 
 def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> None:
-    """Node ids in range and each listed once, a non-empty training split, and no node in two
-    splits. Errors name the split files (``files``: split name -> path; lines count from 1), or
-    without ``files`` the entries of the ``split`` dict (positions count from 0)."""
+    """Node ids in range and each listed once, and no node in two splits; a dataset read from
+    ``files`` also needs a non-empty training split (one built in Python may hold a split of
+    evaluation nodes only; :func:`ttgnn.train.setup_run` refuses it for training). Errors name the
+    split files (``files``: split name -> path; lines count from 1), or without ``files`` the
+    entries of the ``split`` dict (positions count from 0)."""
     def where(key):
         return f"corrupted split file {files[key]}" if files else f"split[{key!r}]"
 
@@ -391,7 +393,7 @@ def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> N
             places = (np.flatnonzero(ids.numpy() == node) + first_at).tolist()
             raise ValueError(f"{where(key)}: node {node} is listed more than once ({unit}s "
                              f"{', '.join(map(str, places[:5]))}); {int((counts - 1).sum())} repeated entries in all")
-    if split["train"].numel() == 0:
+    if files and split["train"].numel() == 0:
         raise ValueError(f"the training split {name('train')} is empty")
     for i, first in enumerate(SPLIT_NAMES):
         for second in SPLIT_NAMES[i + 1:]:

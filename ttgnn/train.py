@@ -375,6 +375,8 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         dataset = load_dataset(config.dataset, config.root, config.cache_dir)
     if config.embedding != "tt" and config.order != "identity":
         log.info("order %r applies to TT embeddings only; ignored for %r", config.order, config.embedding)
+    if dataset.split["train"].numel() == 0:
+        raise ValueError(f"{dataset.name} has no training nodes (its training split is empty)")
     for key, name in (("train", "training"), ("valid", "validation"), ("test", "test")):
         # every node of a split is trained on or scored: one without a label has nothing to compare with
         unlabeled = int((dataset.labels[dataset.split[key]] < 0).sum())
