@@ -136,6 +136,20 @@ def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 
+def test_version_names_ttgnn_torch_and_python(capsys):
+    import platform
+
+    import torch
+
+    import ttgnn
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == (f"ttgnn {ttgnn.__version__} (torch {torch.__version__}, "
+                                               f"Python {platform.python_version()})")
+
+
 def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(capsys):
     from ttgnn.cli import report_errors
 

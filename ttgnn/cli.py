@@ -446,7 +446,7 @@ def _add_predict_parser(sub) -> None:
                    "file (the latter: the last epoch's weights)")
     _add_data_location(p)
     p.add_argument("--output", default=None, help="write every node's predicted class: .npy (int64), or .csv / "
-                   ".csv.gz (node,predicted_class,probability)")
+                   ".csv.gz (node,predicted_class,probability; without the probability after --correct-smooth)")
     p.add_argument("--correct-smooth", action="store_true",
                    help="predict after Correct and Smooth (strengths tuned on validation), as train reports it")
     p.add_argument("--embeddings", default=None,
@@ -539,9 +539,20 @@ def _add_plan_parser(sub) -> None:
     p.set_defaults(func=_cmd_plan)
 
 
+def _version() -> str:
+    import platform
+
+    import torch
+
+    from . import __version__
+
+    return f"ttgnn {__version__} (torch {torch.__version__}, Python {platform.python_version()})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ttgnn", description=__doc__.splitlines()[0], formatter_class=HelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     _add_info_parser(sub)
     _add_train_parser(sub)
