@@ -666,6 +666,8 @@ def _final_correct_smooth(run: RunState) -> dict:
     else:  # a run resumed from a checkpoint written before best_model.pt existed
         log.warning("best model weights not found; Correct and Smooth uses the last epoch's model")
         epoch = run.metrics["epochs"][-1]["epoch"]
+    log.info("correct and smooth on the epoch %s model: tuning its two strengths on validation "
+             "(--no-correct-smooth to skip)", epoch)
     result = correct_and_smooth_metrics(evaluated, run.graph, run.dataset, run.config.mode,
                                         run.config.eval_batch_size, run.accuracy)
     result["epoch"] = epoch
