@@ -413,10 +413,11 @@ def _add_upgrade_parser(sub) -> None:
 # ---------------------------------------------------------------------- predict
 def _cmd_predict(args: argparse.Namespace) -> int:
     from .evaluation import Accuracy
-    from .inference import class_probabilities, load_run, predict, write_embeddings, write_predictions
+    from .inference import (EMBEDDING_SUFFIXES, PREDICTION_SUFFIXES, class_probabilities, load_run, predict,
+                            write_embeddings, write_predictions)
 
-    for option, path, suffixes in (("--output", args.output, (".npy", ".csv", ".csv.gz")),
-                                   ("--embeddings", args.embeddings, (".npy",))):
+    for option, path, suffixes in (("--output", args.output, PREDICTION_SUFFIXES),
+                                   ("--embeddings", args.embeddings, EMBEDDING_SUFFIXES)):
         if path is not None and not path.lower().endswith(suffixes):
             raise ValueError(f"{option} must name a {' / '.join(suffixes)} file, got {path}")
     run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)

@@ -110,6 +110,10 @@ class NodeDataset:
         num_classes (int): number of classes.
         features (Tensor, optional): ``(N, F)`` float node features, ``None`` when absent.
         evaluator_name (str, optional): the ``ogb.nodeproppred.Evaluator`` name for OGB datasets.
+        split_files (dict, optional): split name -> the file it was read from. The constructor
+            checks the split (:func:`_check_split`): its errors name these files and lines, and a
+            dataset read from files needs training nodes; without them (a graph built in Python)
+            they name the ``split`` entries.
     """
 
     name: str
@@ -122,6 +126,7 @@ class NodeDataset:
     evaluator_name: Optional[str] = None
     _csr: Optional[tuple] = field(default=None, repr=False, compare=False)
     _adjacency: dict = field(default_factory=dict, repr=False, compare=False)  # device -> tensor
+    split_files: Optional[dict] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, (int, np.integer)) or self.num_nodes < 1:
@@ -151,7 +156,7 @@ class NodeDataset:
             if key not in self.split:
                 raise ValueError(f"split is missing {key!r} (has {sorted(self.split)})")
         self.split = {key: _integer_tensor(ids, f"split[{key!r}]") for key, ids in self.split.items()}
-        _check_split(self.split, self.num_nodes)
+        _check_split(self.split, self.num_nodes, self.split_files)
 
     @property
     def num_edges(self) -> int:
@@ -433,9 +438,8 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
     feats = _read_csv(raw / "node-feat.csv.gz", np.float32, required=False)
     features = None if feats is None else torch.from_numpy(feats)
     split, files = _read_split(folder, split_kind)
-    _check_split(split, num_nodes, files)
     num_classes = int(labels.max()) + 1
-    return NodeDataset(name, num_nodes, edge_index, labels, split, num_classes, features)
+    return NodeDataset(name, num_nodes, edge_index, labels, split, num_classes, features, split_files=files)
 
 
 # ---------------------------------------------------------------------- OGB binary (papers100M) layout
@@ -533,11 +537,10 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
     csr = csr_from_edge_chunks(checked, num_nodes)
     labels = _labels_from(label_values, label_path, num_nodes)
     split, files = _read_split(folder, None)
-    _check_split(split, num_nodes, files)
     log.info("%s: %d nodes, %d stored edges read from %s (features not loaded)", name, num_nodes, num_edges,
              data_path)
     return NodeDataset(name, num_nodes, None, labels, split, int(labels.max()) + 1, None,
-                       evaluator_name=name, _csr=csr)
+                       evaluator_name=name, _csr=csr, split_files=files)
 
 
 # ---------------------------------------------------------------------- ogb
@@ -668,9 +671,9 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     features = None if feats is None else torch.from_numpy(np.asarray(feats, dtype=np.float32))
     split_t = {k: torch.from_numpy(np.array(split[k], dtype=np.int64).reshape(-1)) for k in SPLIT_NAMES}
     split_dir = (source if source.is_dir() else target) / "split"
-    _check_split(split_t, num_nodes, {k: split_dir / f"{k} (as read by ogb)" for k in SPLIT_NAMES})
+    files = {k: split_dir / f"{k} (as read by ogb)" for k in SPLIT_NAMES}
     return NodeDataset(name, num_nodes, edge_index, label_tensor, split_t, int(dataset.num_classes),
-                       features, evaluator_name=name)
+                       features, evaluator_name=name, split_files=files)
 
 
 def load_dataset(

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 
 PathLike = Union[str, Path]
 
+#: The files :func:`write_predictions` writes (by suffix, any case) and :func:`write_embeddings` writes.
+PREDICTION_SUFFIXES = (".npy", ".csv", ".csv.gz")
+EMBEDDING_SUFFIXES = (".npy",)
+
 
 @dataclass
 class FinishedRun:
@@ -167,7 +171,7 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
     classes = classes.cpu().numpy().astype(np.int64)
     if name.endswith(".npy"):
         return atomic_write(path, lambda fh: np.save(fh, classes))
-    if not name.endswith((".csv", ".csv.gz")):
+    if not name.endswith(PREDICTION_SUFFIXES):
         raise ValueError(f"predictions go to a .npy, .csv or .csv.gz file, got {path}")
     columns, header, fmt = [np.arange(classes.size), classes], "node,predicted_class", "%d,%d"
     if probs is not None:
@@ -198,7 +202,7 @@ def write_embeddings(run: FinishedRun, path: PathLike, chunk_rows: int = 65536, 
     if table is None:
         raise ValueError(f"the run's input is the node features ({run.config.embedding!r}): there is no learned table")
     path = Path(path)
-    if not path.name.lower().endswith(".npy"):
+    if not path.name.lower().endswith(EMBEDDING_SUFFIXES):
         raise ValueError(f"embeddings go to a .npy file, got {path}")
     num_nodes, dim = run.dataset.num_nodes, run.config.dim
 
