@@ -18,7 +18,7 @@ __all__ = ["CSRGraph", "GraphInput", "canonical_csr", "csr_from_edge_chunks"]
 
 log = logging.getLogger(__name__)
 
-# CSR arrays, an edge index (numpy, list or torch tensor), a scipy sparse adjacency or a CSRGraph.
+# CSR arrays, an edge index (numpy, list or torch tensor), a scipy sparse adjacency, a DGLGraph or a CSRGraph.
 GraphInput = Union[Tuple[np.ndarray, np.ndarray], np.ndarray, "sp.sparray", "sp.spmatrix", "CSRGraph"]
 
 
@@ -202,8 +202,9 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
     Args:
         graph (tuple, scipy.sparse or array): a CSR tuple ``(indptr, indices)`` of integer
             arrays, a square scipy sparse adjacency (its nonzero pattern; values are ignored), or
-            an edge index of shape ``(2, E)`` (numpy array, list or torch tensor). Directed input
-            is symmetrised; self-loops and duplicate edges are dropped.
+            an edge index of shape ``(2, E)`` (numpy array, list or torch tensor), or a
+            homogeneous ``dgl.DGLGraph`` (its edges and node count). Directed input is
+            symmetrised; self-loops and duplicate edges are dropped.
         num_nodes (int, optional): the node count. Required for an edge index whose largest
             ids are isolated nodes; defaults to ``max id + 1``. For CSR input it must equal
             ``len(indptr) - 1`` when given.
@@ -233,6 +234,18 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         csr = sp.csr_array(graph)
         csr.eliminate_zeros()  # stored zeros are not edges
         graph = (csr.indptr, csr.indices)
+    elif type(graph).__module__.split(".")[0] == "dgl" and hasattr(graph, "edges"):
+        # a DGLGraph, ttgnn's graph container (told by its module: partition does not import dgl)
+        if len(graph.ntypes) != 1 or len(graph.canonical_etypes) != 1:
+            raise ValueError(f"a DGL graph must be homogeneous (one node and one edge type), got node "
+                             f"types {graph.ntypes} and edge types {graph.etypes}")
+        if num_nodes is not None and num_nodes != graph.num_nodes():
+            raise ValueError(f"num_nodes={num_nodes} does not match the DGL graph's {graph.num_nodes()} nodes")
+        num_nodes = int(graph.num_nodes())
+        if num_nodes < 1:
+            raise ValueError("a graph needs at least one node, got a DGL graph with none")
+        src, dst = graph.edges()
+        graph = np.stack([src.cpu().numpy(), dst.cpu().numpy()])
     elif type(graph).__module__.split(".")[0] == "torch" and hasattr(graph, "numpy"):
         # a torch edge index, as PyTorch Geometric keeps it (told by its module: partition does not import torch)
         graph = graph.detach().cpu().numpy()
@@ -267,5 +280,5 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         _check_ids("edge_index", edge_index, num_nodes)
         return _symmetric_from_edges(edge_index[0], edge_index[1], num_nodes)
 
-    raise TypeError("graph must be a CSR tuple (indptr, indices), a scipy sparse adjacency or an edge "
+    raise TypeError("graph must be a CSR tuple (indptr, indices), a scipy sparse adjacency, a DGLGraph or an edge "
                     f"index (numpy array or torch tensor) of shape (2, E), got {type(graph).__name__}")

@@ -288,10 +288,10 @@ def hierarchical_order(
     their id order, as in the TT-GNN research code, with its faults fixed).
 
     Args:
-        graph (tuple, scipy.sparse or array): a CSR tuple ``(indptr, indices)`` of integer
-            arrays, a square scipy sparse adjacency, or an edge index of shape ``(2, E)`` (numpy
-            array or torch tensor). Directed input is symmetrised; self-loops and duplicate edges
-            are ignored.
+        graph (tuple, scipy.sparse, array or DGLGraph): a CSR tuple ``(indptr, indices)`` of
+            integer arrays, a square scipy sparse adjacency, an edge index of shape ``(2, E)``
+            (numpy array or torch tensor), or a homogeneous ``dgl.DGLGraph``. Directed input is
+            symmetrised; self-loops and duplicate edges are ignored.
         row_shape (sequence of int): ``(n_1, ..., n_K)`` with product ``>= N``.
         method (str): one of :data:`METHODS`; ``hierarchical-kaminpar`` kept more edges inside
             parts than ``hierarchical-metis`` on ogbn-arxiv, in less time (docs/scale.md), and

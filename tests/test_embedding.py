@@ -1,5 +1,6 @@
 import io
 import math
+import numpy as np
 import os
 import resource
 
@@ -410,3 +411,28 @@ def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(cap
 def test_from_pretrained_refuses_what_is_not_a_table(weight, match):
     with pytest.raises(ValueError, match=match):
         TTNodeEmbedding.from_pretrained(weight)
+
+
+def test_integer_like_sizes_are_taken_as_nn_embedding_takes_them():
+    # nn.Embedding(np.int64(100), 8) works, so sizes computed with NumPy or torch
+    # (labels.max() + 1, len of an array as np.int64) must too; before, only a Python int was taken
+    reference = TTNodeEmbedding(1000, 16, ranks=4)
+    for num_rows, dim, ranks in [(np.int64(1000), np.int32(16), np.int64(4)),
+                                 (torch.tensor(1000), torch.tensor(16), torch.tensor(4))]:
+        emb = TTNodeEmbedding(num_rows, dim, ranks=ranks, row_shape=[np.int64(10)] * 3)
+        assert type(emb.num_embeddings) is int and type(emb.embedding_dim) is int
+        assert emb.num_embeddings == 1000 and emb.embedding_dim == 16
+        assert emb.row_shape == reference.row_shape and emb.ranks == reference.ranks
+        assert all(type(v) is int for v in (*emb.row_shape, *emb.col_shape, *emb.ranks))
+    assert TTNodeEmbedding(100, 8, ranks=2, num_cores=np.int8(3)).shape.num_cores == 3
+
+
+@pytest.mark.parametrize("bad", [True, np.bool_(True), torch.tensor(True), 100.0,
+                                 torch.tensor(100.0), np.float64(100), "100", torch.tensor([100, 8])])
+def test_non_integer_sizes_are_refused_by_name(bad):
+    with pytest.raises(TypeError, match=r"^num_embeddings must be an int, got "):
+        TTNodeEmbedding(bad, 8)
+    with pytest.raises(TypeError, match=r"^embedding_dim must be an int, got "):
+        TTNodeEmbedding(100, bad)
+    with pytest.raises(TypeError, match=r"^ranks must be an int or a sequence of ints"):
+        TTNodeEmbedding(100, 8, ranks=bad)

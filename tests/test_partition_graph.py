@@ -183,7 +183,7 @@ def test_canonical_csr_passes_a_csr_graph_through_and_checks_num_nodes():
     ((np.array([0, 2, 1, 2]), np.array([1, 0])), None, ValueError, r"^indptr must be non-decreasing$"),
     (np.zeros((2, 0), dtype=np.int64), None, ValueError, r"^num_nodes is required for an edge index without edges$"),
     ("edges", None, TypeError,
-     r"^graph must be a CSR tuple \(indptr, indices\), a scipy sparse adjacency or an edge index \(numpy "
+     r"^graph must be a CSR tuple \(indptr, indices\), a scipy sparse adjacency, a DGLGraph or an edge index \(numpy "
      r"array or torch tensor\) of shape \(2, E\), got str$"),
     (sp.csr_matrix((3, 4)), None, ValueError, r"^a sparse adjacency must be square, got shape \(3, 4\)$"),
     (sp.csr_array((0, 0)), None, ValueError, "at least one node"),
@@ -253,6 +253,26 @@ def test_canonical_csr_of_a_torch_edge_index_equals_numpys():
     np.testing.assert_array_equal(got.indices, expected.indices)
     with pytest.raises(TypeError, match="integers"):
         canonical_csr(torch.zeros(2, 3), 4)
+
+
+def test_canonical_csr_of_a_dgl_graph_equals_its_edge_index_and_keeps_isolated_nodes():
+    # DGL is ttgnn's graph container, so its graphs go in as they are (before: a TypeError)
+    import dgl  # ttgnn (imported above) has set DGLBACKEND
+
+    edge_index, _ = sbm_edges(3, 20, 150, 0.8, seed=6)
+    g = dgl.graph((torch.from_numpy(edge_index[0]), torch.from_numpy(edge_index[1])), num_nodes=64)
+    expected = canonical_csr(edge_index, 64)  # nodes 60-63 have no edges
+    got = canonical_csr(g)
+    assert got.num_nodes == 64
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_array_equal(hierarchical_order(g, (4, 4, 4)).perm,
+                                  hierarchical_order(edge_index, (4, 4, 4), num_nodes=64).perm)
+    with pytest.raises(ValueError, match="num_nodes=60 does not match the DGL graph's 64 nodes"):
+        canonical_csr(g, 60)
+    hetero = dgl.heterograph({("a", "x", "b"): ([0], [1]), ("b", "y", "a"): ([1], [0])})
+    with pytest.raises(ValueError, match="must be homogeneous"):
+        canonical_csr(hetero)
 
 
 def test_content_hash_is_stable_and_covers_nodes_and_edges():

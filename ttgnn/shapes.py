@@ -26,6 +26,7 @@ reordering in :mod:`ttgnn.partition` puts graph neighbours on such rows.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Sequence, Union
 
@@ -51,18 +52,31 @@ MAX_CORES = 8
 AUTO_MAX_ROW_FACTOR = 256
 
 
-def _check_num_cores(num_cores: int) -> None:
-    if not isinstance(num_cores, int) or isinstance(num_cores, bool):
-        raise TypeError(f"num_cores must be an int, got {type(num_cores).__name__}")
+def _as_int(name: str, value) -> int:
+    """``value`` as a Python int: ints, NumPy integers and 0-d integer tensors are taken (as
+    ``nn.Embedding`` takes them, e.g. ``labels.max() + 1``); bools, floats and the rest are refused."""
+    is_bool = isinstance(value, bool) or type(value).__name__ == "bool_" or (
+        isinstance(value, torch.Tensor) and value.dtype == torch.bool)
+    if not is_bool:
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+
+
+def _check_num_cores(num_cores: int) -> int:
+    num_cores = _as_int("num_cores", num_cores)
     if not MIN_CORES <= num_cores <= MAX_CORES:
         raise ValueError(f"num_cores must be in [{MIN_CORES}, {MAX_CORES}], got {num_cores}")
+    return num_cores
 
 
-def _check_positive_int(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+def _check_positive_int(name: str, value: int) -> int:
+    value = _as_int(name, value)
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
 
 
 def factor_rows(num_rows: int, num_cores: int) -> list[int]:
@@ -77,8 +91,8 @@ def factor_rows(num_rows: int, num_cores: int) -> list[int]:
         num_rows (int): number of embedding rows ``N``.
         num_cores (int): number of TT cores ``K`` (2 to 8).
     """
-    _check_positive_int("num_rows", num_rows)
-    _check_num_cores(num_cores)
+    num_rows = _check_positive_int("num_rows", num_rows)
+    num_cores = _check_num_cores(num_cores)
     base = max(1, int(round(num_rows ** (1.0 / num_cores))))
     while base**num_cores < num_rows:
         base += 1
@@ -107,7 +121,7 @@ def auto_num_cores(num_rows: int) -> int:
     lifted both models without label input, six did not, and with label input (the command line's
     defaults) five did not lift GAT, so the automatic count stays three there (docs/results.md).
     """
-    _check_positive_int("num_rows", num_rows)
+    num_rows = _check_positive_int("num_rows", num_rows)
     for num_cores in range(3, MAX_CORES):
         if max(factor_rows(num_rows, num_cores)) <= AUTO_MAX_ROW_FACTOR:
             return num_cores
@@ -137,8 +151,8 @@ def factor_dim(dim: int, num_cores: int) -> list[int]:
         dim (int): embedding dimension ``D``.
         num_cores (int): number of TT cores ``K`` (2 to 8).
     """
-    _check_positive_int("dim", dim)
-    _check_num_cores(num_cores)
+    dim = _check_positive_int("dim", dim)
+    num_cores = _check_num_cores(num_cores)
     shape = [1] * num_cores
     for p in sorted(_prime_factors(dim), reverse=True):
         shape[shape.index(min(shape))] *= p
@@ -155,9 +169,11 @@ def normalize_ranks(
     largest rank a TT of this shape can use (a larger one adds parameters, not expressiveness).
     """
     num_cores = len(row_shape)
-    if isinstance(ranks, bool) or not isinstance(ranks, (int, Sequence)):
-        raise TypeError(f"ranks must be an int or a sequence of ints, got {type(ranks).__name__}")
-    if isinstance(ranks, int):
+    if isinstance(ranks, str) or not isinstance(ranks, Sequence):
+        try:
+            ranks = _as_int("ranks", ranks)
+        except TypeError:
+            raise TypeError(f"ranks must be an int or a sequence of ints, got {type(ranks).__name__}") from None
         inner = [ranks] * (num_cores - 1)
     else:
         ranks = list(ranks)
@@ -172,8 +188,7 @@ def normalize_ranks(
                 f"ranks must have {num_cores - 1} inner values (or {num_cores + 1} with ends of 1) "
                 f"for {num_cores} cores, got {len(ranks)}: {ranks}"
             )
-    for r in inner:
-        _check_positive_int("each rank", r)
+    inner = [_check_positive_int("each rank", r) for r in inner]
     sizes = [n * m for n, m in zip(row_shape, col_shape)]
     capped = []
     for k, r in enumerate(inner, start=1):
@@ -214,8 +229,8 @@ class TTShape:
 
         ``num_cores`` is ignored when a shape is given, and picked by :func:`auto_num_cores` when ``None``.
         """
-        _check_positive_int("num_embeddings", num_rows)
-        _check_positive_int("embedding_dim", dim)
+        num_rows = _check_positive_int("num_embeddings", num_rows)
+        dim = _check_positive_int("embedding_dim", dim)
         if row_shape is not None:
             row_shape = _as_int_list("row_shape", row_shape)
             num_cores_given = len(row_shape)
@@ -223,7 +238,7 @@ class TTShape:
             num_cores_given = len(_as_int_list("col_shape", col_shape))
         else:
             num_cores_given = auto_num_cores(num_rows) if num_cores is None else num_cores
-        _check_num_cores(num_cores_given)
+        num_cores_given = _check_num_cores(num_cores_given)
         if row_shape is None:
             row_shape = factor_rows(num_rows, num_cores_given)
         elif math.prod(row_shape) < num_rows:
@@ -283,11 +298,12 @@ def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
         values = [v for v in values]
     except TypeError:
         raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}") from None
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must contain ints, got {values}")
-        if v < 1:
-            raise ValueError(f"{name} factors must be >= 1, got {values}")
+    try:
+        values = [_as_int(name, v) for v in values]
+    except TypeError:
+        raise TypeError(f"{name} must contain ints, got {values}") from None
+    if any(v < 1 for v in values):
+        raise ValueError(f"{name} factors must be >= 1, got {values}")
     return values
 
 
@@ -346,9 +362,13 @@ def shape_for_budget(
             raise ValueError(f"compression must be > 0, got {compression}")
         budget = num_rows * dim / compression
     else:
-        if isinstance(max_params, bool) or not isinstance(max_params, int) or max_params < 1:
+        try:
+            budget = _as_int("max_params", max_params)
+        except TypeError:
+            budget = 0
+        if budget < 1:
             raise ValueError(f"max_params must be an integer >= 1, got {max_params!r}")
-        budget = max_params
+        max_params = budget
     best, rank = None, 1
     while True:
         shape = TTShape.build(num_rows, dim, rank, num_cores, row_shape, col_shape)
