@@ -1,3 +1,5 @@
+import pytest
+
 from ttgnn.cli import build_parser, config_from_args, main
 
 
@@ -25,6 +27,31 @@ def test_info_bad_rank_prints_no_half_table(capsys):
     assert main(["info", "--rows", "1000", "--dim", "16", "--rank", "8", "-1"]) == 2
     out = capsys.readouterr()
     assert out.out == "" and "each rank must be >= 1, got -1" in out.err
+
+
+def test_info_sizes_a_table_by_budget_as_train_does(capsys):
+    # the rank train --compression / --max-params would pick, shown before training
+    assert main(["info", "--rows", "169343", "--dim", "128", "--compression", "1000"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.split()[0] == "8" and "19,392" in line and "1,117.8x" in line
+    assert main(["info", "--rows", "169343", "--dim", "128", "--compression", "1000", "--num-cores", "5"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.split()[0] == "15" and "20,820" in line and "1,041.1x" in line
+    assert main(["info", "--rows", "169343", "--dim", "128", "--max-params", "19391"]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line.split()[0] == "7" and "15,428" in line  # rank 8 has 19,392
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--compression", "100", "--rank", "4"], "give --rank or a budget"),
+    (["--compression", "100", "--max-params", "400"], "at most one of --compression and --max-params"),
+    (["--max-params", "10"], "at rank 1 has 884 parameters, more than the budget of 10 parameters"),
+    (["--compression", "0"], "compression must be > 0"),
+])
+def test_info_budget_errors_print_no_table(capsys, extra, message):
+    assert main(["info", "--rows", "169343", "--dim", "128", *extra]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and message in out.err
 
 
 # ---------------------------------------------------------------------- errors, exit codes, help

@@ -3,10 +3,12 @@
 Sub-commands::
 
     ttgnn info --rows N --dim D --rank R            shapes, parameters, memory, compression of a TT table
+                                                    (or --compression X / --max-params P: the rank they pick)
     ttgnn partition --dataset ogbn-arxiv ...        node order onto TT rows: quality and time
     ttgnn train --dataset ogbn-arxiv ...            train a featureless GNN (GraphSAGE/GAT, TT or full table)
     ttgnn upgrade-checkpoint PATH                   convert a trusted checkpoint of an older ttgnn
     ttgnn plan --nodes N | --dataset NAME ...       memory per rank, all-reduce bytes, FLOPs: TT vs full
+    ttgnn predict RUN                               a finished run's predictions and learned node table
 
 Errors a user can cause (bad values, missing or malformed files, paths that are not what they
 should be) end with one line on stderr and exit code 2; Ctrl-C with one line (and, for ``train``,
@@ -93,15 +95,27 @@ def _format_bytes(num: float) -> str:
 
 # ---------------------------------------------------------------------- info
 def _cmd_info(args: argparse.Namespace) -> int:
-    from .shapes import TTShape
+    from .shapes import TTShape, shape_for_budget
 
     bytes_per = 8 if args.dtype == "float64" else 4
+    if args.compression is not None and args.max_params is not None:
+        raise ValueError("give at most one of --compression and --max-params")
+    budget = args.compression is not None or args.max_params is not None
+    if budget and args.rank is not None:
+        raise ValueError("give --rank or a budget (--compression / --max-params), not both: "
+                         "a budget picks the rank")
     # every shape is built before anything is printed, so a bad argument leaves no half table
-    shapes = [TTShape.build(args.rows, args.dim, rank, args.num_cores, args.row_shape, args.col_shape)
-              for rank in args.rank]
+    if budget:
+        shapes = [shape_for_budget(args.rows, args.dim, max_params=args.max_params, compression=args.compression,
+                                   num_cores=args.num_cores, row_shape=args.row_shape, col_shape=args.col_shape)]
+        ranks = [max(shapes[0].ranks)]
+    else:
+        ranks = args.rank or [16]
+        shapes = [TTShape.build(args.rows, args.dim, rank, args.num_cores, args.row_shape, args.col_shape)
+                  for rank in ranks]
     print(f"{'rank':>6} {'row shape':>20} {'col shape':>12} {'ranks':>20} {'params':>12} "
           f"{'TT memory':>11} {'dense memory':>13} {'compression':>12}")
-    for rank, shape in zip(args.rank, shapes):
+    for rank, shape in zip(ranks, shapes):
         dense = shape.num_rows * shape.dim * bytes_per
         print(f"{rank:>6} {str(list(shape.row_shape)):>20} {str(list(shape.col_shape)):>12} "
               f"{str(list(shape.ranks)):>20} {shape.num_parameters:>12,} "
@@ -115,7 +129,11 @@ def _add_info_parser(sub) -> None:
                        formatter_class=HelpFormatter)
     p.add_argument("--rows", type=int, required=True, help="number of embedding rows N")
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
-    p.add_argument("--rank", type=int, nargs="+", default=[16], help="one or more TT ranks")
+    p.add_argument("--rank", type=int, nargs="+", default=None, help="one or more TT ranks (default: 16)")
+    p.add_argument("--compression", type=float, default=None, help="instead of --rank: the largest rank with at "
+                   "least this compression, as ttgnn train --compression picks it")
+    p.add_argument("--max-params", type=int, default=None, help="instead of --rank: the largest rank with at "
+                   "most this many parameters")
     p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-8 (default: from N)")
     p.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
     p.add_argument("--col-shape", type=_int_list, default=None, help="e.g. 8,4,4 (default: automatic)")
