@@ -57,6 +57,8 @@ MODULES = {
     "init": (["ttgnn/init.py"], ["tests/test_init.py"]),
     "smoothing": (["ttgnn/smoothing.py"], ["tests/test_smoothing.py"]),
     "distributed": (["ttgnn/distributed.py"], ["tests/test_distributed.py", "tests/test_distributed_group.py"]),
+    "shapes": (["ttgnn/shapes.py"], ["tests/test_shapes.py", "tests/test_embedding.py"]),
+    "inference": (["ttgnn/inference.py"], ["tests/test_inference.py"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
                                    "tests/test_distributed.py", "tests/test_cli.py", "tests/test_gpu_path.py"]),
 }
