@@ -167,3 +167,69 @@ def test_shape_for_budget_errors(kwargs, message):
 
     with pytest.raises(ValueError, match=message):
         shape_for_budget(169_343, 128, **kwargs)
+
+
+def test_digits_of_an_index_batch_of_any_shape():
+    # (*) indices -> (*, K) digits and back, for a 3-D batch (the lookup takes any index shape)
+    index = torch.arange(24).reshape(2, 3, 4)
+    digits = index_to_digits(index, [2, 3, 4])
+    assert digits.shape == (2, 3, 4, 3)
+    assert digits[1, 2, 3].tolist() == [1, 2, 3]  # 23 = 1*12 + 2*4 + 3
+    back = digits_to_index(digits, [2, 3, 4])
+    assert back.dtype == torch.long and torch.equal(back, index)
+    with pytest.raises(ValueError, match=r"^digits have 3 columns, row_shape has 2 factors$"):
+        digits_to_index(digits, [6, 4])
+
+
+def test_shape_for_budget_uses_the_given_shapes_and_rank_one_when_only_it_fits():
+    from ttgnn.shapes import TTShape, shape_for_budget
+
+    # shapes unlike the automatic ones ([6, 6, 6] and [4, 2, 2]) are kept
+    shape = shape_for_budget(200, 16, compression=2.0, row_shape=[5, 5, 8], col_shape=[2, 2, 4])
+    assert shape.row_shape == (5, 5, 8) and shape.col_shape == (2, 2, 4)
+    # a budget that rank 1 fits and rank 2 does not
+    one, two = TTShape.build(169_343, 128, 1), TTShape.build(169_343, 128, 2)
+    assert shape_for_budget(169_343, 128, max_params=two.num_parameters - 1) == one
+    # a compression below 1 is a budget larger than the dense table: the rank stops at its cap
+    assert shape_for_budget(27, 8, compression=0.5, row_shape=[3, 3, 3], col_shape=[2, 2, 2]).ranks == (1, 6, 6, 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_params=1), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of 1 parameters$"),
+    (dict(compression=10**6), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of "
+                              r"1,000,000.0x compression$"),
+    (dict(max_params=2.5), r"^max_params must be an integer >= 1, got 2.5$"),
+])
+def test_shape_for_budget_messages_name_the_budget(kwargs, message):
+    from ttgnn.shapes import shape_for_budget
+
+    with pytest.raises(ValueError, match=message):
+        shape_for_budget(169_343, 128, **kwargs)
+
+
+def test_ttshape_default_rank_is_16_and_rank_messages_count_the_cores():
+    assert TTShape.build(169_343, 128).ranks == (1, 16, 16, 1)
+    with pytest.raises(ValueError, match=r"^ranks must have 2 inner values \(or 4 with ends of 1\) for 3 cores"):
+        normalize_ranks([4, 4, 4], [55, 55, 56], [8, 4, 4])
+    with pytest.raises(ValueError, match=r"^with 4 ranks the first and last must be 1, got \[2, 4, 8, 1\]$"):
+        normalize_ranks([2, 4, 8, 1], [55, 55, 56], [8, 4, 4])
+    with pytest.raises(TypeError, match=r"^ranks must be an int or a sequence of ints, got float$"):
+        normalize_ranks(2.5, [55, 55, 56], [8, 4, 4])
+    with pytest.raises(ValueError, match=r"^each rank must be >= 1, got 0$"):
+        normalize_ranks([4, 0], [55, 55, 56], [8, 4, 4])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: factor_rows(0, 3), r"^num_rows must be >= 1, got 0$"),
+    (lambda: factor_rows(10, 3.0), r"^num_cores must be an int, got float$"),
+    (lambda: factor_dim(-2, 3), r"^dim must be >= 1, got -2$"),
+    (lambda: TTShape.build(100, 8, 4, row_shape=[5, "5", 4]), r"^row_shape must contain ints, got \[5, '5', 4\]$"),
+    (lambda: TTShape.build(100, 8, 4, col_shape=7), r"^col_shape must be a sequence of ints, got int$"),
+])
+def test_shape_helpers_name_the_argument(call, message):
+    from ttgnn.shapes import auto_num_cores
+
+    with pytest.raises((TypeError, ValueError), match=message):
+        call()
+    with pytest.raises(ValueError, match=r"^num_rows must be >= 1, got 0$"):
+        auto_num_cores(0)
