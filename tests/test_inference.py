@@ -79,6 +79,20 @@ def test_embeddings_are_the_tables_rows_in_node_id_order(tmp_path, planted, embe
         write_embeddings(run, tmp_path / "emb.csv")
 
 
+def test_a_run_on_node_features_has_no_table_to_write(tmp_path, planted):
+    import dataclasses
+
+    features = torch.nn.functional.one_hot(planted.labels, planted.num_classes).float()
+    dataset = dataclasses.replace(planted, features=features)
+    train(small_config(tmp_path / "run", epochs=1, embedding="features", correct_smooth=False), dataset)
+    run = load_run(tmp_path / "run", dataset)
+    assert predict(run).shape == (planted.num_nodes,)
+    with pytest.raises(ValueError, match=r"^the run's input is the node features \('features'\): there is no "
+                                         r"learned table$"):
+        write_embeddings(run, tmp_path / "emb.npy")
+    assert not (tmp_path / "emb.npy").exists()
+
+
 def test_predictions_are_written_as_npy_and_csv(tmp_path):
     classes = torch.tensor([2, 0, 1])
     probs = torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [0.0, 1.0, 0.0]])
@@ -86,6 +100,7 @@ def test_predictions_are_written_as_npy_and_csv(tmp_path):
     with gzip.open(write_predictions(tmp_path / "p.csv.gz", classes, probs), "rt") as fh:
         assert fh.read().splitlines() == ["node,predicted_class,probability", "0,2,0.700000", "1,0,0.500000",
                                           "2,1,1.000000"]
+    assert (tmp_path / "p.csv.gz").read_bytes()[4:8] == bytes(4)  # gzip's mtime 0: the same bytes every time
     assert (write_predictions(tmp_path / "p.csv", classes).read_text().splitlines()
             == ["node,predicted_class", "0,2", "1,0", "2,1"])
     with pytest.raises(ValueError, match="a .npy, .csv or .csv.gz file"):
