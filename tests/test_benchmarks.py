@@ -422,3 +422,19 @@ def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script)
     table = subprocess.run(cmd + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True, text=True,
                            timeout=120)
     assert table.returncode == 0 and "within their first 2 epochs (seeds 0;" in table.stdout, table.stderr[-2000:]
+
+
+def test_arxiv_subgraphs_cut_keeps_the_years_edges_and_labels_and_splits_by_time(load_script):
+    cut = load_script("benchmarks/arxiv_subgraphs.py").cut_by_year
+    import numpy as np
+    years = np.array([2010, 2014, 2011, 2012, 2013, 2009, 2012])
+    labels = np.array([0, 1, 2, 3, 4, 5, 6])
+    edge_index = np.array([[0, 1, 2, 3, 4, 5, 6, 6],
+                           [2, 0, 3, 4, 1, 6, 5, 0]])
+    edges, kept_labels, split = cut(edge_index, labels, years, 2012)
+    # kept: old 0, 2, 3, 5, 6 (years <= 2012) -> new 0, 1, 2, 3, 4
+    np.testing.assert_array_equal(kept_labels, [0, 2, 3, 5, 6])
+    np.testing.assert_array_equal(edges, [[0, 1], [1, 2], [3, 4], [4, 3], [4, 0]])
+    np.testing.assert_array_equal(split["train"], [0, 3])   # 2010, 2009
+    np.testing.assert_array_equal(split["valid"], [1])      # 2011
+    np.testing.assert_array_equal(split["test"], [2, 4])    # 2012
