@@ -9,7 +9,7 @@ nodes; 2015: 53,160; 2017: 90,941). The graphs are written once in OGB's raw lay
 ``--data-dir`` (default: ``<cache>/arxiv-subgraphs``; never into the dataset root) and trained
 there with ``ttgnn train --dataset arxiv-to-Y --seed S`` and the same with ``--embedding full``,
 nothing else, one thread per run, ``--jobs`` at a time. A finished run is reused, an interrupted
-one resumed. Printed per graph: mean ± std of the best validation accuracy and the test accuracy
+one resumed; a failed run does not stop the others, and the script then exits with 1. Printed per graph: mean ± std of the best validation accuracy and the test accuracy
 at that epoch for both tables, and TT - full paired by seed (mean ± standard error), also after
 Correct and Smooth.
 
@@ -188,10 +188,16 @@ def main(argv=None) -> int:
             folder = make_subgraph(args.root, last_year, Path(args.data_dir))
             print((folder / "PROVENANCE.txt").read_text().strip(), flush=True)
         jobs = [(y, e, s) for s in range(args.first_seed, args.seeds) for y in args.years for e in EMBEDDINGS]
+        failed = []
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for line in pool.map(lambda job: train_one(args, *job), jobs):
                 print(line, flush=True)
+                if "FAILED" in line:
+                    failed.append(line)
     report(args)
+    if not args.report and failed:
+        print(f"\n{len(failed)} run(s) failed (the same command resumes them):\n" + "\n".join(failed))
+        return 1
     return 0
 
 
