@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from summary import mean_std, paired  # (benchmarks/summary.py)
+from train_arxiv import complete  # (benchmarks/train_arxiv.py: what counts as a finished run)
 
 EMBEDDINGS = ("tt", "full")
 
@@ -115,11 +116,8 @@ def run_command(data_dir: Path, last_year: int, embedding: str, seed: int, folde
 
 
 def finished(folder: Path) -> bool:
-    path = folder / "metrics.json"
-    if not path.is_file():
-        return False
-    metrics = json.loads(path.read_text())
-    return len(metrics.get("epochs", [])) >= metrics["settings"]["epochs"]
+    """Whether the run in ``folder`` reached its last epoch (both stages of a ``--from-full`` run)."""
+    return complete(folder / "metrics.json")
 
 
 def train_one(args, last_year: int, embedding: str, seed: int) -> str:

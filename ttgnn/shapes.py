@@ -52,17 +52,25 @@ MAX_CORES = 8
 AUTO_MAX_ROW_FACTOR = 256
 
 
+def _int_or_none(value) -> int | None:
+    """``value`` as a Python int, or ``None`` when it is not an integer: ints, NumPy integers and
+    integer tensors of one element are taken (as ``nn.Embedding`` takes them, e.g.
+    ``labels.max() + 1``); bools, floats and the rest are not. Callers word the error."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_" or (
+            isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def _as_int(name: str, value) -> int:
-    """``value`` as a Python int: ints, NumPy integers and 0-d integer tensors are taken (as
-    ``nn.Embedding`` takes them, e.g. ``labels.max() + 1``); bools, floats and the rest are refused."""
-    is_bool = isinstance(value, bool) or type(value).__name__ == "bool_" or (
-        isinstance(value, torch.Tensor) and value.dtype == torch.bool)
-    if not is_bool:
-        try:
-            return operator.index(value)
-        except TypeError:
-            pass
-    raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    """``value`` as a Python int (:func:`_int_or_none`), else ``TypeError`` naming ``name``."""
+    as_int = _int_or_none(value)
+    if as_int is None:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return as_int
 
 
 def _check_num_cores(num_cores: int) -> int:
@@ -170,11 +178,10 @@ def normalize_ranks(
     """
     num_cores = len(row_shape)
     if isinstance(ranks, str) or not isinstance(ranks, Sequence):
-        try:
-            ranks = _as_int("ranks", ranks)
-        except TypeError:
-            raise TypeError(f"ranks must be an int or a sequence of ints, got {type(ranks).__name__}") from None
-        inner = [ranks] * (num_cores - 1)
+        rank = _int_or_none(ranks)
+        if rank is None:
+            raise TypeError(f"ranks must be an int or a sequence of ints, got {type(ranks).__name__}")
+        inner = [rank] * (num_cores - 1)
     else:
         ranks = list(ranks)
         if len(ranks) == num_cores + 1:
@@ -298,10 +305,10 @@ def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
         values = [v for v in values]
     except TypeError:
         raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__}") from None
-    try:
-        values = [_as_int(name, v) for v in values]
-    except TypeError:
-        raise TypeError(f"{name} must contain ints, got {values}") from None
+    ints = [_int_or_none(v) for v in values]
+    if None in ints:
+        raise TypeError(f"{name} must contain ints, got {values}")
+    values = ints
     if any(v < 1 for v in values):
         raise ValueError(f"{name} factors must be >= 1, got {values}")
     return values
@@ -362,11 +369,8 @@ def shape_for_budget(
             raise ValueError(f"compression must be > 0, got {compression}")
         budget = num_rows * dim / compression
     else:
-        try:
-            budget = _as_int("max_params", max_params)
-        except TypeError:
-            budget = 0
-        if budget < 1:
+        budget = _int_or_none(max_params)
+        if budget is None or budget < 1:
             raise ValueError(f"max_params must be an integer >= 1, got {max_params!r}")
         max_params = budget
     best, rank = None, 1
