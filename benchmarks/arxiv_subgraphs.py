@@ -8,13 +8,18 @@ them, trains on papers up to ``Y - 2``, validates on ``Y - 1`` and tests on ``Y`
 nodes; 2015: 53,160; 2017: 90,941). The graphs are written once in OGB's raw layout to
 ``--data-dir`` (default: ``<cache>/arxiv-subgraphs``; never into the dataset root) and trained
 there with ``ttgnn train --dataset arxiv-to-Y --seed S`` and the same with ``--embedding full``,
-nothing else, one thread per run, ``--jobs`` at a time. A finished run is reused, an interrupted
-one resumed; a failed run does not stop the others, and the script then exits with 1. Printed per graph: mean ± std of the best validation accuracy and the test accuracy
-at that epoch for both tables, and TT - full paired by seed (mean ± standard error), also after
-Correct and Smooth.
+nothing else (flags after ``--`` go to both), one thread per run, ``--jobs`` at a time. A finished
+run is reused when it recorded the settings the command gives today (the graph's defaults settled
+as ``ttgnn train`` settles them), an interrupted one is resumed, and one made with other settings
+(a default changed since, other flags after ``--``) is refused with a message and left out of the
+table: delete its folder or use another ``--out``. A failed or refused run does not stop the others,
+and the script then exits with 1. Printed per graph: mean ± std of the best validation accuracy and
+the test accuracy at that epoch for both tables, and TT - full paired by seed (mean ± standard
+error), also after Correct and Smooth.
 
     python benchmarks/arxiv_subgraphs.py --root $TTGNN_DATA --years 2013 2015 2017 --seeds 5 --jobs 2
-    python benchmarks/arxiv_subgraphs.py --years 2013 2015 2017 --report      # while runs go on
+    python benchmarks/arxiv_subgraphs.py --root $TTGNN_DATA --years 2013 2015 2017 --report   # while runs go on
+    python benchmarks/arxiv_subgraphs.py --root $TTGNN_DATA --years 2013 --out runs/r4 -- --rank 4
 """
 import argparse
 import gzip
@@ -28,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from compression_sweep import finished_run  # (benchmarks/compression_sweep.py)
+from small_graphs_from_full import finished as finished_from_full, parse_command, stage_configs
 from summary import mean_std, paired  # (benchmarks/summary.py)
 from train_arxiv import complete  # (benchmarks/train_arxiv.py: what counts as a finished run)
 
@@ -106,10 +113,10 @@ def run_folder(out: Path, last_year: int, embedding: str, seed: int) -> Path:
     return out / f"arxiv-to-{last_year}" / embedding / f"seed{seed}"
 
 
-def run_command(data_dir: Path, last_year: int, embedding: str, seed: int, folder: Path) -> list:
+def run_command(data_dir: Path, last_year: int, embedding: str, seed: int, folder: Path, train_args=()) -> list:
     command = [sys.executable, "-m", "ttgnn", "train", "--dataset", f"arxiv-to-{last_year}", "--root",
                str(data_dir), "--seed", str(seed), "--no-progress", "--num-threads", "1",
-               "--output-dir", str(folder)]
+               "--output-dir", str(folder), *train_args]
     if embedding != "tt":
         command += ["--embedding", embedding]
     return command
@@ -120,11 +127,25 @@ def finished(folder: Path) -> bool:
     return complete(folder / "metrics.json")
 
 
-def train_one(args, last_year: int, embedding: str, seed: int) -> str:
+def recorded_as_given(folder: Path, command: list, data) -> bool:
+    """Whether the finished run in ``folder`` (:func:`finished`) recorded the settings ``command``
+    (a :func:`run_command`) gives on ``data`` today, settled by the graph as ``ttgnn train``
+    settles them (with ``--from-full``, both stages')."""
+    from ttgnn.train import settle_by_graph, settle_from_full
+
+    config = settle_from_full(parse_command(command), data)
+    if config.from_full:
+        return bool(finished_from_full(folder, stage_configs(command, data)))
+    return finished_run(folder, settle_by_graph(config, data)) is not None
+
+
+def train_one(args, last_year: int, embedding: str, seed: int, data) -> str:
     folder = run_folder(Path(args.out), last_year, embedding, seed)
+    command = run_command(Path(args.data_dir), last_year, embedding, seed, folder, args.train_args)
     if finished(folder):
-        return f"{folder}: finished before, reused"
-    command = run_command(Path(args.data_dir), last_year, embedding, seed, folder)
+        if recorded_as_given(folder, command, data):
+            return f"{folder}: finished before, reused"
+        return f"{folder}: REFUSED, made with other settings than this command gives (delete it or use another --out)"
     if (folder / "checkpoint.pt").is_file():
         command.append("--resume")
     folder.mkdir(parents=True, exist_ok=True)
@@ -133,16 +154,26 @@ def train_one(args, last_year: int, embedding: str, seed: int) -> str:
     return f"{folder}: {'done' if code == 0 else f'FAILED (exit {code}, see train.log)'}"
 
 
-def report(args) -> None:
+def report(args, graphs: dict) -> None:
+    """Print each graph's table from the runs in ``args.out`` that finished with the settings the
+    command gives today (:func:`recorded_as_given`; ``graphs``: year -> its dataset)."""
     for last_year in args.years:
-        runs = {}
+        runs, other = {}, []
         for embedding in EMBEDDINGS:
             for seed in range(args.first_seed, args.seeds):
                 folder = run_folder(Path(args.out), last_year, embedding, seed)
-                if finished(folder):
+                command = run_command(Path(args.data_dir), last_year, embedding, seed, folder, args.train_args)
+                if not finished(folder):
+                    continue
+                if recorded_as_given(folder, command, graphs[last_year]):
                     runs[embedding, seed] = json.loads((folder / "metrics.json").read_text())
+                else:
+                    other.append(f"{embedding}/seed{seed}")
         seeds = [s for s in range(args.first_seed, args.seeds) if all((e, s) in runs for e in EMBEDDINGS)]
-        print(f"\narxiv-to-{last_year}: {len(seeds)} seed(s) with both tables finished {seeds}")
+        print(f"\narxiv-to-{last_year}: {len(seeds)} seed(s) with both tables finished with this command's "
+              f"settings {seeds}")
+        if other:
+            print(f"  left out, finished with other settings: {', '.join(other)}")
         if not seeds:
             continue
         tt0 = runs["tt", seeds[0]]
@@ -165,7 +196,7 @@ def report(args) -> None:
 
 
 def main(argv=None) -> int:
-    from ttgnn.data import default_cache_dir
+    from ttgnn.data import default_cache_dir, load_dataset
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -179,22 +210,26 @@ def main(argv=None) -> int:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
     parser.add_argument("--report", action="store_true", help="print the finished runs' table; train nothing")
+    parser.add_argument("train_args", nargs="*", help="after --: more flags of `ttgnn train`, for both tables")
     args = parser.parse_args(argv)
     args.data_dir = str(Path(args.data_dir) if args.data_dir else default_cache_dir() / "arxiv-subgraphs")
+    graphs = {}  # loaded once here, for the settings each run must have recorded
+    for last_year in args.years:
+        folder = make_subgraph(args.root, last_year, Path(args.data_dir))
+        print((folder / "PROVENANCE.txt").read_text().strip(), flush=True)
+        where = parse_command(run_command(Path(args.data_dir), last_year, "tt", 0, folder, args.train_args))
+        graphs[last_year] = load_dataset(f"arxiv-to-{last_year}", args.data_dir, where.cache_dir)
+    failed = []
     if not args.report:
-        for last_year in args.years:
-            folder = make_subgraph(args.root, last_year, Path(args.data_dir))
-            print((folder / "PROVENANCE.txt").read_text().strip(), flush=True)
         jobs = [(y, e, s) for s in range(args.first_seed, args.seeds) for y in args.years for e in EMBEDDINGS]
-        failed = []
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for line in pool.map(lambda job: train_one(args, *job), jobs):
+            for line in pool.map(lambda job: train_one(args, *job, graphs[job[0]]), jobs):
                 print(line, flush=True)
-                if "FAILED" in line:
+                if "FAILED" in line or "REFUSED" in line:
                     failed.append(line)
-    report(args)
-    if not args.report and failed:
-        print(f"\n{len(failed)} run(s) failed (the same command resumes them):\n" + "\n".join(failed))
+    report(args, graphs)
+    if failed:
+        print(f"\n{len(failed)} run(s) failed or refused (the same command resumes a failed one):\n" + "\n".join(failed))
         return 1
     return 0
 

@@ -438,3 +438,31 @@ def test_arxiv_subgraphs_cut_keeps_the_years_edges_and_labels_and_splits_by_time
     np.testing.assert_array_equal(split["train"], [0, 3])   # 2010, 2009
     np.testing.assert_array_equal(split["valid"], [1])      # 2011
     np.testing.assert_array_equal(split["test"], [2, 4])    # 2012
+
+
+@pytest.mark.data
+def test_arxiv_subgraphs_trains_both_tables_and_reuses_only_runs_with_the_commands_settings(data_root, tmp_path):
+    out, data_dir = tmp_path / "runs", tmp_path / "graphs"
+    # ogbn-arxiv cut at 2001: 924 papers (train <= 1999, valid 2000, test 2001), 2 epochs a run
+    cmd = [sys.executable, str(REPO / "benchmarks" / "arxiv_subgraphs.py"), "--root", str(data_root), "--years",
+           "2001", "--seeds", "1", "--jobs", "2", "--out", str(out), "--data-dir", str(data_dir), "--",
+           "--epochs", "2", "--cache-dir", str(tmp_path / "cache")]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "924 papers of year <= 2001" in (data_dir / "arxiv-to-2001" / "PROVENANCE.txt").read_text()
+    tt, full = (json.loads((out / "arxiv-to-2001" / e / "seed0" / "metrics.json").read_text()) for e in ("tt", "full"))
+    assert (tt["embedding"], full["embedding"]) == ("tt", "full") and len(tt["epochs"]) == 2
+    assert "arxiv-to-2001: 1 seed(s) with both tables finished with this command's settings [0]" in first.stdout
+    assert f"TT - full, test: {100 * (tt['test_acc'] - full['test_acc']):+.2f}" in first.stdout
+    # finished runs with the command's settings are reused, not trained again
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and again.stdout.count("finished before, reused") == 2, again.stdout[-2000:]
+    assert json.loads((out / "arxiv-to-2001" / "tt" / "seed0" / "metrics.json").read_text()) == tt
+    # runs made with other settings (here another learning rate) are refused and left out, not reused or trained
+    other = subprocess.run(cmd + ["--lr", "0.005"], capture_output=True, text=True, timeout=600)
+    assert other.returncode == 1, other.stdout[-2000:]
+    for embedding in ("tt", "full"):
+        assert f"{out / 'arxiv-to-2001' / embedding / 'seed0'}: REFUSED, made with other settings" in other.stdout
+    assert "left out, finished with other settings: tt/seed0, full/seed0" in other.stdout
+    assert "TT - full" not in other.stdout
+    assert json.loads((out / "arxiv-to-2001" / "tt" / "seed0" / "metrics.json").read_text()) == tt
