@@ -404,12 +404,15 @@ def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(cap
     assert TTNodeEmbedding.from_pretrained(torch.randn(4096, 64)).ranks == (1, 16, 16, 1)  # ranks=16
 
 
-@pytest.mark.parametrize("weight,match", [
-    (torch.zeros(10), r"^weight must be a 2-D tensor, got torch.Size\(\[10\]\)$"),
-    ([[0.0, 1.0]], r"^weight must be a 2-D tensor, got <class 'list'>$"),
+@pytest.mark.parametrize("weight,error,match", [
+    (torch.zeros(10), ValueError, r"^weight must be a 2-D tensor, got torch.Size\(\[10\]\)$"),
+    (torch.zeros(2, 3, 4), ValueError, r"^weight must be a 2-D tensor, got torch.Size\(\[2, 3, 4\]\)$"),
+    # not a tensor: said so by type (an array's message named its 2-D shape as if that were wrong)
+    ([[0.0, 1.0]], TypeError, r"^weight must be a torch.Tensor \(torch.as_tensor makes one of an array\), got list$"),
+    (np.ones((10, 4)), TypeError, r"^weight must be a torch.Tensor .*, got ndarray$"),
 ])
-def test_from_pretrained_refuses_what_is_not_a_table(weight, match):
-    with pytest.raises(ValueError, match=match):
+def test_from_pretrained_refuses_what_is_not_a_table(weight, error, match):
+    with pytest.raises(error, match=match):
         TTNodeEmbedding.from_pretrained(weight)
 
 

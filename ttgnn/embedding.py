@@ -192,8 +192,11 @@ class TTNodeEmbedding(nn.Module):
             ranks, num_cores, row_shape, col_shape, node_order: as in the constructor.
             freeze (bool, optional): set ``requires_grad=False`` on the cores. (default: ``True``)
         """
-        if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
-            raise ValueError(f"weight must be a 2-D tensor, got {getattr(weight, 'shape', type(weight))}")
+        if not isinstance(weight, torch.Tensor):
+            raise TypeError(f"weight must be a torch.Tensor (torch.as_tensor makes one of an array), "
+                            f"got {type(weight).__name__}")
+        if weight.dim() != 2:
+            raise ValueError(f"weight must be a 2-D tensor, got {weight.shape}")
         num_rows, dim = weight.shape
         module = cls(
             num_rows, dim, ranks=ranks, num_cores=num_cores, row_shape=row_shape, col_shape=col_shape,
