@@ -321,12 +321,17 @@ def pooled_runs(out: Path, names: str, epochs: int = None) -> dict:
     return pool
 
 
-def paired_report(out: Path, a: str, b: str, epochs: int = None) -> str:
-    """``a`` - ``b`` (each as :func:`pooled_runs` takes it, with ``epochs``) over the seeds both have:
-    each side's mean ± std and the difference seed by seed, in points, mean ± standard error."""
-    runs_a, runs_b = pooled_runs(out, a, epochs), pooled_runs(out, b, epochs)
+def paired_report(out: Path, a: str, b: str, epochs: int = None, epochs_b: int = None) -> str:
+    """``a`` - ``b`` (each as :func:`pooled_runs` takes it: ``a`` with ``epochs``, ``b`` with
+    ``epochs_b``, by default the same) over the seeds both have: each side's mean ± std and the
+    difference seed by seed, in points, mean ± standard error."""
+    epochs_b = epochs if epochs_b is None else epochs_b
+    runs_a, runs_b = pooled_runs(out, a, epochs), pooled_runs(out, b, epochs_b)
     seeds = sorted(runs_a.keys() & runs_b.keys())
-    within = f" within their first {epochs} epochs" if epochs else ""
+    if epochs_b == epochs:
+        within = f" within their first {epochs} epochs" if epochs else ""
+    else:
+        within = (f" within their first {epochs or 'all'} epochs ({a}) and {epochs_b or 'all'} ({b})")
     if not seeds:
         return f"{a} - {b}: no seed finished in both{within}"
     pairs = [(runs_a[s], runs_b[s]) for s in seeds]
@@ -474,9 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--paired", nargs=2, metavar=("A", "B"),
                         help="also print A - B seed by seed (each a configuration, or several joined by commas "
                              "whose seeds are pooled; a --weight-average run counts by its weights as trained)")
-    parser.add_argument("--paired-epochs", type=int, default=None, metavar="K",
+    parser.add_argument("--paired-epochs", type=int, nargs="+", default=None, metavar="K",
                         help="--paired counts each run by its best validation epoch among its first K, which is "
-                             "the run --epochs K makes (constant learning rate; runs shorter than K are left out)")
+                             "the run --epochs K makes (constant learning rate; runs shorter than K are left out); "
+                             "two counts: K for A's runs, the second for B's")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="where every run trains (cuda: all runs share the first GPU; --jobs of them at a time)")
     return parser
@@ -488,8 +494,10 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 0 <= args.first_seed < args.seeds:
         parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
-    if args.paired_epochs is not None and (args.paired_epochs < 1 or not args.paired):
-        parser.error(f"--paired-epochs needs --paired and a count >= 1, got {args.paired_epochs}")
+    if args.paired_epochs is not None and (len(args.paired_epochs) > 2 or min(args.paired_epochs) < 1
+                                           or not args.paired):
+        parser.error(f"--paired-epochs needs --paired and one or two counts >= 1, got "
+                     f"{' '.join(map(str, args.paired_epochs))}")
     for names in args.paired or ():
         unknown = [n for n in names.split(",") if n not in CONFIGS]
         if unknown:
@@ -560,9 +568,9 @@ def main(argv=None) -> int:
             print(f"not counted, not finished: {', '.join(unfinished)}")
     if args.paired:
         try:
-            print("\n" + paired_report(out, *args.paired, epochs=args.paired_epochs))
+            print("\n" + paired_report(out, *args.paired, *(args.paired_epochs or ())))
         except ValueError as err:  # --paired-epochs on a run whose learning rate was not constant
-            print(f"error: --paired-epochs {args.paired_epochs}: {err}", file=sys.stderr)
+            print(f"error: --paired-epochs {' '.join(map(str, args.paired_epochs))}: {err}", file=sys.stderr)
             return 2
     # With --table-only, a configuration's command is the one its finished runs ran (their epochs and
     # threads), not what this invocation's defaults would start.

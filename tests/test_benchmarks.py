@@ -422,6 +422,19 @@ def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script)
     table = subprocess.run(cmd + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True, text=True,
                            timeout=120)
     assert table.returncode == 0 and "within their first 2 epochs (seeds 0;" in table.stdout, table.stderr[-2000:]
+    # a count for each side: TT by its first 3 epochs (seed 1 has 1: left out), the full table by its first 1
+    both = arxiv.paired_report(out, "now-gat-tt", "now-gat-full", 3, 1)
+    assert "within their first 3 epochs (now-gat-tt) and 1 (now-gat-full) (seeds 0;" in both
+    assert "difference: test +1.00 ± 0.00 (ahead on 1 of 1), valid +1.00 ± 0.00 (ahead on 1 of 1)" in both
+    assert "(seeds 0, 1;" in arxiv.paired_report(out, "now-gat-tt", "now-gat-full", None, 2)  # TT whole
+    table = subprocess.run(cmd[:-1] + ["3", "1", "--paired", "now-gat-tt", "now-gat-full"], capture_output=True,
+                           text=True, timeout=120)
+    assert table.returncode == 0 and "first 3 epochs (now-gat-tt) and 1 (now-gat-full)" in table.stdout
+    for counts in (["1", "2", "3"], ["0"], ["2", "0"]):
+        refused = subprocess.run(cmd[:-1] + counts + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True,
+                                 text=True, timeout=120)
+        assert refused.returncode == 2 and "--paired-epochs needs --paired and one or two counts >= 1, got " + \
+            " ".join(counts) in refused.stderr, counts
 
 
 def test_arxiv_subgraphs_cut_keeps_the_years_edges_and_labels_and_splits_by_time(load_script):
