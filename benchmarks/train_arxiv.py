@@ -331,7 +331,8 @@ def paired_report(out: Path, a: str, b: str, epochs: int = None, epochs_b: int =
     if epochs_b == epochs:
         within = f" within their first {epochs} epochs" if epochs else ""
     else:
-        within = (f" within their first {epochs or 'all'} epochs ({a}) and {epochs_b or 'all'} ({b})")
+        spans = [f"the first {k} epochs" if k else "all epochs" for k in (epochs, epochs_b)]
+        within = f" within {spans[0]} ({a}) and {spans[1]} ({b})"
     if not seeds:
         return f"{a} - {b}: no seed finished in both{within}"
     pairs = [(runs_a[s], runs_b[s]) for s in seeds]

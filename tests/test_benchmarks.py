@@ -424,12 +424,13 @@ def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script)
     assert table.returncode == 0 and "within their first 2 epochs (seeds 0;" in table.stdout, table.stderr[-2000:]
     # a count for each side: TT by its first 3 epochs (seed 1 has 1: left out), the full table by its first 1
     both = arxiv.paired_report(out, "now-gat-tt", "now-gat-full", 3, 1)
-    assert "within their first 3 epochs (now-gat-tt) and 1 (now-gat-full) (seeds 0;" in both
+    assert "within the first 3 epochs (now-gat-tt) and the first 1 epochs (now-gat-full) (seeds 0;" in both
     assert "difference: test +1.00 ± 0.00 (ahead on 1 of 1), valid +1.00 ± 0.00 (ahead on 1 of 1)" in both
-    assert "(seeds 0, 1;" in arxiv.paired_report(out, "now-gat-tt", "now-gat-full", None, 2)  # TT whole
+    whole_tt = arxiv.paired_report(out, "now-gat-tt", "now-gat-full", None, 2)
+    assert "within all epochs (now-gat-tt) and the first 2 epochs (now-gat-full) (seeds 0, 1;" in whole_tt
     table = subprocess.run(cmd[:-1] + ["3", "1", "--paired", "now-gat-tt", "now-gat-full"], capture_output=True,
                            text=True, timeout=120)
-    assert table.returncode == 0 and "first 3 epochs (now-gat-tt) and 1 (now-gat-full)" in table.stdout
+    assert table.returncode == 0 and "first 3 epochs (now-gat-tt) and the first 1 epochs (now-gat-full)" in table.stdout
     for counts in (["1", "2", "3"], ["0"], ["2", "0"]):
         refused = subprocess.run(cmd[:-1] + counts + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True,
                                  text=True, timeout=120)
