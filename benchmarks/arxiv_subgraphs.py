@@ -215,10 +215,13 @@ def main(argv=None) -> int:
     args.data_dir = str(Path(args.data_dir) if args.data_dir else default_cache_dir() / "arxiv-subgraphs")
     graphs = {}  # loaded once here, for the settings each run must have recorded
     for last_year in args.years:
-        folder = make_subgraph(args.root, last_year, Path(args.data_dir))
-        print((folder / "PROVENANCE.txt").read_text().strip(), flush=True)
-        where = parse_command(run_command(Path(args.data_dir), last_year, "tt", 0, folder, args.train_args))
-        graphs[last_year] = load_dataset(f"arxiv-to-{last_year}", args.data_dir, where.cache_dir)
+        graph_folder = make_subgraph(args.root, last_year, Path(args.data_dir))
+        print((graph_folder / "PROVENANCE.txt").read_text().strip(), flush=True)
+        # The runs' own command settles the cache folder (a --cache-dir after -- included).
+        seed = args.first_seed
+        first_run = run_command(Path(args.data_dir), last_year, "tt", seed,
+                                run_folder(Path(args.out), last_year, "tt", seed), args.train_args)
+        graphs[last_year] = load_dataset(f"arxiv-to-{last_year}", args.data_dir, parse_command(first_run).cache_dir)
     failed = []
     if not args.report:
         jobs = [(y, e, s) for s in range(args.first_seed, args.seeds) for y in args.years for e in EMBEDDINGS]

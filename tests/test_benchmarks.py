@@ -148,15 +148,17 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(l
                 bare.append("--from-full")
             if name.endswith("-wa10"):
                 bare += ["--weight-average", "10"]
-            if name.endswith("-ce"):
+            suffixes = name.split("-")[3:]
+            if "ce" in suffixes:
                 bare += ["--loss", "ce"]
+            bare += [arg for s in suffixes if s.startswith("emblr") for arg in ("--emb-lr", s[len("emblr"):])]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
                           "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank", "row_shape",
                           "col_shape", "weight_average", "embedding"):
                 assert getattr(config, field) == getattr(expected, field), (name, field)
             assert config.label_spread is None and config.label_reuse is None, name
-            assert config.loss == ("ce" if name.endswith("-ce") else None), name
+            assert config.loss == ("ce" if "ce" in suffixes else None), name
             continue
         assert config.label_spread == (10 if "-spread10" in name else 0), name
         assert config.label_reuse == (1 if "-reuse1" in name else 0), name
