@@ -233,3 +233,23 @@ def test_shape_helpers_name_the_argument(call, message):
         call()
     with pytest.raises(ValueError, match=r"^num_rows must be >= 1, got 0$"):
         auto_num_cores(0)
+
+
+def test_ttshape_refuses_tables_past_int64_rows_and_int32_columns():
+    # Row indices are int64 and the kernels count columns in int32: a larger table is refused when
+    # it is built, not by the first lookup.
+    big = 2**63 - 1
+    with pytest.raises(ValueError, match=r"^num_embeddings must be at most 9,223,372,036,854,775,807 "
+                                         r"\(row indices are int64\), got 9,223,372,036,854,775,808$"):
+        TTShape.build(big + 1, 8)
+    # The automatic shape of 2**63 - 1 rows pads past int64; a given shape whose product fits is kept.
+    with pytest.raises(ValueError, match=r"^row_shape \[234, 235, .*\] covers 9,261,703,920,964,218,750 rows, "
+                                         r"more than int64 row indices reach"):
+        TTShape.build(big, 8, ranks=2)
+    exact = [7, 7, 73, 127, 337, 92737, 649657]  # 2**63 - 1 = 7^2 * 73 * 127 * 337 * 92737 * 649657
+    assert math.prod(exact) == big
+    assert TTShape.build(big, 7, ranks=1, row_shape=exact, col_shape=[7, 1, 1, 1, 1, 1, 1]).num_rows_padded == big
+    with pytest.raises(ValueError, match=r"covers 9,223,372,036,854,775,808 rows, more than int64"):
+        TTShape.build(2**62, 8, ranks=1, row_shape=[512] * 7, col_shape=[8] + [1] * 6)
+    with pytest.raises(ValueError, match=r"^embedding_dim must be at most 2,147,483,647 .*, got 2,147,483,648$"):
+        TTShape.build(10, 2**31, ranks=1)

@@ -48,6 +48,9 @@ __all__ = [
 MIN_CORES = 2
 #: At most this many cores: ``kMaxCores`` of the compiled kernels (``kernels/tt_lookup_math.h``).
 MAX_CORES = 8
+#: Row indices are int64 and the kernels count columns in int32: the most rows and columns a table has.
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
 #: :func:`auto_num_cores` adds cores until every row factor is at most this.
 AUTO_MAX_ROW_FACTOR = 256
 
@@ -235,9 +238,15 @@ class TTShape:
         """Factor ``num_rows x dim`` into a TT shape, validating any explicit shapes.
 
         ``num_cores`` is ignored when a shape is given, and picked by :func:`auto_num_cores` when ``None``.
+
+        Raises:
+            ValueError: a size below 1; more than ``2**63 - 1`` rows (also after padding to the row
+                shape's product) or ``2**31 - 1`` columns; shapes that do not cover the table.
         """
         num_rows = _check_positive_int("num_embeddings", num_rows)
         dim = _check_positive_int("embedding_dim", dim)
+        if num_rows > INT64_MAX:
+            raise ValueError(f"num_embeddings must be at most {INT64_MAX:,} (row indices are int64), got {num_rows:,}")
         if row_shape is not None:
             row_shape = _as_int_list("row_shape", row_shape)
             num_cores_given = len(row_shape)
@@ -267,6 +276,14 @@ class TTShape:
                     f"col_shape {col_shape} multiplies to {math.prod(col_shape)}, "
                     f"but embedding_dim is {dim}; the product must equal embedding_dim"
                 )
+        if math.prod(row_shape) > INT64_MAX:
+            raise ValueError(
+                f"row_shape {row_shape} covers {math.prod(row_shape):,} rows, more than int64 row indices "
+                f"reach ({INT64_MAX:,}); give a row_shape whose product lies between num_embeddings and that"
+            )
+        if dim > INT32_MAX:
+            raise ValueError(f"embedding_dim must be at most {INT32_MAX:,} (the lookup kernels count columns "
+                             f"in int32), got {dim:,}")
         full_ranks = normalize_ranks(ranks, row_shape, col_shape)
         return cls(num_rows, tuple(row_shape), tuple(col_shape), tuple(full_ranks))
 
