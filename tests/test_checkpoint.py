@@ -77,11 +77,18 @@ def test_checkpoint_round_trip_and_bad_files(tmp_path):
     state = load_checkpoint(path)
     assert state["epoch"] == 3 and torch.equal(state["model"]["w"], torch.arange(3.0))
     assert state["settings"]["fanouts"] == [5, 5]
-    path.write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="corrupted checkpoint") as err:
+    path.write_bytes(b"garbage")  # neither of torch.save's formats
+    with pytest.raises(ValueError, match=r"^.*ckpt.pt is not a checkpoint: torch.save writes a zip archive or a "
+                                         r"pickle, and this file is neither \(it starts with b'garbage'\)$"):
+        load_checkpoint(path)
+    path.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"^corrupted checkpoint .*ckpt.pt: the file is empty$"):
+        load_checkpoint(path)
+    path.write_bytes(b"PK\x03\x04garbage")  # a damaged zip archive: torch's message runs to a paragraph
+    with pytest.raises(ValueError, match="corrupted checkpoint .*: RuntimeError: PytorchStreamReader") as err:
         load_checkpoint(path)
     assert "\n" not in str(err.value) and len(str(err.value)) < 400  # one line, not torch's paragraphs
-    path.write_bytes(b"garbage\n")  # torch's message: "Weights only load failed ..." over several lines
+    path.write_bytes(b"\x80\x02garbage\n")  # torch's message: "Weights only load failed ..." over several lines
     with pytest.raises(ValueError, match=r"corrupted checkpoint .*: UnpicklingError: Unsupported operand") as err:
         load_checkpoint(path)
     assert "\n" not in str(err.value)
@@ -110,6 +117,10 @@ def test_upgrade_checkpoint_command_names_a_folder_and_a_missing_file(tmp_path, 
     assert f"{tmp_path} is a folder: give the checkpoint file in it ({tmp_path / CHECKPOINT_NAME}" in capsys.readouterr().err
     assert main(["upgrade-checkpoint", str(tmp_path / "missing.pt")]) == 2
     assert "checkpoint not found" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("not a checkpoint\n")  # refused before anything is unpickled
+    assert main(["upgrade-checkpoint", str(tmp_path / "notes.txt")]) == 2
+    assert "notes.txt is not a checkpoint: torch.save writes a zip archive or a pickle" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text() == "not a checkpoint\n"
     torch.save(_state(version=1, rng={"numpy": np.random.get_state()}), tmp_path / CHECKPOINT_NAME)
     assert main(["upgrade-checkpoint", str(tmp_path / CHECKPOINT_NAME)]) == 0
     assert "converted to the current checkpoint format" in capsys.readouterr().out

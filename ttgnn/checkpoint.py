@@ -52,6 +52,22 @@ def _gist(err: Exception, most: int = 200) -> str:
     return line if len(line) <= most else line[:most - 3] + "..."
 
 
+def _head(path: Path, size: int = 8) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(size)
+
+
+def _check_torch_save_file(path: Path) -> None:
+    """Raise ``ValueError`` unless ``path`` starts as :func:`torch.save` files do: a zip archive (the
+    format since torch 1.6) or a pickle (the legacy one)."""
+    head = _head(path)
+    if not head:
+        raise ValueError(f"corrupted checkpoint {path}: the file is empty")
+    if not (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):
+        raise ValueError(f"{path} is not a checkpoint: torch.save writes a zip archive or a pickle, and this "
+                         f"file is neither (it starts with {head!r})")
+
+
 def load_checkpoint(path: PathLike) -> dict:
     """Read a checkpoint or best-model file written by :func:`ttgnn.train.train`, without unpickling code.
 
@@ -63,6 +79,7 @@ def load_checkpoint(path: PathLike) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    _check_torch_save_file(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
@@ -151,6 +168,7 @@ def upgrade_checkpoint(path: PathLike) -> Path:
                          f"{path / BEST_MODEL_NAME})")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    _check_torch_save_file(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001
