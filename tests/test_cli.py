@@ -228,6 +228,32 @@ def test_partition_by_default_caches_the_order_train_uses(graph_root, tmp_path, 
     assert any(r.getMessage().startswith(f"loaded the {TrainConfig.order} order from {cache}") for r in caplog.records)
 
 
+def test_partition_writes_one_npy_file_per_method(graph_root, tmp_path, capsys):
+    import numpy as np
+
+    for output, names in (("order.npy", ["order.identity.npy", "order.random.npy"]),
+                          ("order", ["order.identity.npy", "order.random.npy"]),
+                          ("run.v2.NPY", ["run.v2.identity.npy", "run.v2.random.npy"])):
+        folder = tmp_path / output
+        folder.mkdir()
+        assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "identity", "random",
+                     "--output", str(folder / output), "--no-cache"]) == 0
+        assert sorted(p.name for p in folder.iterdir()) == names
+        perms = [np.load(folder / name) for name in names]
+        assert np.array_equal(np.sort(perms[1]), perms[0])  # identity and a random bijection of the same nodes
+    capsys.readouterr()
+    # One method: the name as given.
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "identity",
+                 "--output", str(tmp_path / "plain"), "--no-cache"]) == 0
+    assert np.array_equal(np.load(tmp_path / "plain"), perms[0])
+
+
+def test_partition_refuses_a_bad_seed_before_loading_the_graph(graph_root, capsys):
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--seed", "-1"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "--seed must be in [0, 2**31), got -1" in out.err
+
+
 def test_partition_bad_row_shape_prints_no_half_table(graph_root, capsys):
     assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--row-shape", "2,2"]) == 2
     out = capsys.readouterr()

@@ -316,7 +316,7 @@ def test_cli_partition_prints_quality_and_uses_the_cache(tmp_path, capsys):
     expected = hierarchical_order(edge_index, (4, 8, 8), num_nodes=200).quality
     assert float(lines["hierarchical-metis"][1]) == pytest.approx(expected["shared_prefix_1"], abs=5e-5)
     assert float(lines["hierarchical-metis"][2]) == pytest.approx(expected["shared_prefix_2"], abs=5e-5)
-    perm = np.load(tmp_path / "perm.hierarchical-metis")
+    perm = np.load(tmp_path / "perm.hierarchical-metis.npy")
     np.testing.assert_array_equal(perm, hierarchical_order(edge_index, (4, 8, 8), num_nodes=200).perm)
     assert len(list((tmp_path / "cache").glob("order-*.npz"))) == 2
     # Bad input is an error message and exit status 2, not a traceback.

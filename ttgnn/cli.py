@@ -358,10 +358,12 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     from .partition.reorder import check_row_shape
     from .shapes import auto_num_cores, factor_rows
 
+    if not 0 <= args.seed < 2**31:  # refused before the graph loads
+        raise ValueError(f"--seed must be in [0, 2**31), got {args.seed}")
     outputs = {}
     if args.output:
         for method in args.method:
-            outputs[method] = Path(args.output if len(args.method) == 1 else f"{args.output}.{method}")
+            outputs[method] = Path(args.output if len(args.method) == 1 else _method_file(args.output, method))
             if outputs[method].is_dir():
                 raise ValueError(f"--output {outputs[method]} is a folder; give a file name such as order.npy")
     started = time.perf_counter()
@@ -391,6 +393,12 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     return 0
 
 
+def _method_file(output: str, method: str) -> str:
+    """``order.npy`` -> ``order.<method>.npy`` (``.npy`` added when ``output`` has another suffix or none)."""
+    stem = output[:-len(".npy")] if output.lower().endswith(".npy") else output
+    return f"{stem}.{method}.npy"
+
+
 def _add_partition_parser(sub) -> None:
     p = sub.add_parser("partition", help="order a graph's nodes onto TT rows (hierarchical METIS and baselines)",
                        formatter_class=HelpFormatter)
@@ -406,7 +414,8 @@ def _add_partition_parser(sub) -> None:
                    help=f"one or more node orders to compute and compare (default: {TrainConfig.order}, the one "
                    "`ttgnn train` uses, so that its cached order is ready for training)")
     p.add_argument("--seed", type=int, default=0, help="seed for METIS and the random order")
-    p.add_argument("--output", default=None, help="write perm as .npy to this file (suffixed by method when several)")
+    p.add_argument("--output", default=None, help="write perm as .npy to this file; with several methods, one file each: "
+                   "order.npy -> order.<method>.npy")
     p.add_argument("--progress", action="store_true", help="tqdm bars over the METIS calls")
     p.set_defaults(func=_cmd_partition)
 
