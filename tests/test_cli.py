@@ -46,7 +46,7 @@ def test_info_sizes_a_table_by_budget_as_train_does(capsys):
     (["--compression", "100", "--rank", "4"], "give --rank or a budget"),
     (["--compression", "100", "--max-params", "400"], "at most one of --compression and --max-params"),
     (["--max-params", "10"], "at rank 1 has 884 parameters, more than the budget of 10 parameters"),
-    (["--compression", "0"], "compression must be > 0"),
+    (["--compression", "0"], "compression must be a finite number > 0, got 0.0"),
 ])
 def test_info_budget_errors_print_no_table(capsys, extra, message):
     assert main(["info", "--rows", "169343", "--dim", "128", *extra]) == 2

@@ -158,7 +158,9 @@ def test_auto_num_cores_smallest_with_row_factors_at_most_256(num_rows, cores):
 @pytest.mark.parametrize("kwargs,message", [
     (dict(), "exactly one"),
     (dict(max_params=100, compression=10.0), "exactly one"),
-    (dict(compression=0.0), "compression must be > 0"),
+    (dict(compression=0.0), "compression must be a finite number > 0, got 0.0"),
+    (dict(compression=float("inf")), "compression must be a finite number > 0, got inf"),
+    (dict(compression=float("nan")), "compression must be a finite number > 0, got nan"),
     (dict(max_params=0), "max_params must be an integer >= 1"),
     (dict(max_params=10), "at rank 1 has"),
 ])

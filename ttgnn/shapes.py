@@ -382,8 +382,8 @@ def shape_for_budget(
     if (max_params is None) == (compression is None):
         raise ValueError("give exactly one of max_params and compression")
     if compression is not None:
-        if not compression > 0:
-            raise ValueError(f"compression must be > 0, got {compression}")
+        if not (compression > 0 and math.isfinite(compression)):
+            raise ValueError(f"compression must be a finite number > 0, got {compression}")
         budget = num_rows * dim / compression
     else:
         budget = _int_or_none(max_params)
