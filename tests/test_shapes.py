@@ -156,8 +156,8 @@ def test_auto_num_cores_smallest_with_row_factors_at_most_256(num_rows, cores):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(), "exactly one"),
-    (dict(max_params=100, compression=10.0), "exactly one"),
+    (dict(), "^give exactly one of max_params and compression$"),
+    (dict(max_params=100, compression=10.0), "^give exactly one of max_params and compression$"),
     (dict(compression=0.0), "compression must be a finite number > 0, got 0.0"),
     (dict(compression=float("inf")), "compression must be a finite number > 0, got inf"),
     (dict(compression=float("nan")), "compression must be a finite number > 0, got nan"),
@@ -173,14 +173,15 @@ def test_shape_for_budget_errors(kwargs, message):
 
 def test_digits_of_an_index_batch_of_any_shape():
     # (*) indices -> (*, K) digits and back, for a 3-D batch (the lookup takes any index shape)
-    index = torch.arange(24).reshape(2, 3, 4)
-    digits = index_to_digits(index, [2, 3, 4])
-    assert digits.shape == (2, 3, 4, 3)
-    assert digits[1, 2, 3].tolist() == [1, 2, 3]  # 23 = 1*12 + 2*4 + 3
-    back = digits_to_index(digits, [2, 3, 4])
+    # (no dimension of the batch has K entries, so only the last one can be taken for the digits)
+    index = torch.arange(40).reshape(2, 5, 4)
+    digits = index_to_digits(index, [2, 4, 5])
+    assert digits.shape == (2, 5, 4, 3)
+    assert digits[1, 4, 3].tolist() == [1, 3, 4]  # 39 = 1*20 + 3*5 + 4
+    back = digits_to_index(digits, [2, 4, 5])
     assert back.dtype == torch.long and torch.equal(back, index)
     with pytest.raises(ValueError, match=r"^digits have 3 columns, row_shape has 2 factors$"):
-        digits_to_index(digits, [6, 4])
+        digits_to_index(digits, [8, 5])
 
 
 def test_shape_for_budget_uses_the_given_shapes_and_rank_one_when_only_it_fits():
@@ -255,3 +256,11 @@ def test_ttshape_refuses_tables_past_int64_rows_and_int32_columns():
         TTShape.build(2**62, 8, ranks=1, row_shape=[512] * 7, col_shape=[8] + [1] * 6)
     with pytest.raises(ValueError, match=r"^embedding_dim must be at most 2,147,483,647 .*, got 2,147,483,648$"):
         TTShape.build(10, 2**31, ranks=1)
+    assert TTShape.build(10, 2**31 - 1, ranks=1).dim == 2**31 - 1  # the largest allowed
+
+
+def test_ttshape_names_a_bad_col_shape_given_with_a_row_shape():
+    with pytest.raises(ValueError, match=r"^col_shape factors must be >= 1, got \[2, 0\]$"):
+        TTShape.build(100, 8, row_shape=[10, 10], col_shape=[2, 0])
+    with pytest.raises(TypeError, match=r"^col_shape must contain ints"):
+        TTShape.build(100, 8, row_shape=[10, 10], col_shape=[2, 4.0])
