@@ -111,7 +111,8 @@ def test_a_run_evaluated_on_samples_is_not_predicted_exactly(tmp_path, planted):
     train(small_config(tmp_path / "run", epochs=1, mode="minibatch", eval_fanouts=[5, 5], correct_smooth=False),
           planted)
     run = load_run(tmp_path / "run", planted)
-    with pytest.raises(ValueError, match=r"sampled neighbourhoods \(eval_fanouts \[5, 5\]\).*400 nodes"):
+    with pytest.raises(ValueError, match=r"sampled neighbourhoods \(eval_fanouts \[5, 5\]\).*400 nodes.* which ttgnn "
+                                         r"predict does not attempt \(write_embeddings works\)$"):
         predict(run)
     assert np.load(write_embeddings(run, tmp_path / "emb.npy")).shape == (400, 16)  # the table is there
 
@@ -159,3 +160,63 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
     assert "--output must name a .npy / .csv / .csv.gz file" in capsys.readouterr().err
     assert main(["predict", str(tmp_path / "nothing")]) == 2
     assert "holds no finished epoch" in capsys.readouterr().err
+
+
+def test_load_run_messages_log_line_and_a_file_without_settings(tmp_path, planted, caplog):
+    import logging
+
+    from ttgnn.checkpoint import CHECKPOINT_VERSION
+
+    with pytest.raises(FileNotFoundError, match=r"^.*best_model.pt not found: .* holds no finished epoch of a ttgnn "
+                                                r"run \(best_model.pt is written after the first epoch\)$"):
+        load_run(tmp_path)
+    metrics = train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
+    with caplog.at_level(logging.INFO, logger="ttgnn.inference"):
+        load_run(tmp_path / "run", planted)
+    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.inference"] == [
+        f"loaded the best model of {tmp_path / 'run'} (epoch {metrics['best_epoch']}): sage + tt on planted-400"]
+    # weights without the settings they were trained with: not a model load_run can rebuild
+    torch.save({"version": CHECKPOINT_VERSION, "epoch": 1, "model": {"w": torch.zeros(1)}}, tmp_path / "bare.pt")
+    with pytest.raises(ValueError, match=r"^.*bare.pt is not a ttgnn best model \(it has no settings or no "
+                                         r"weights\)$"):
+        load_run(tmp_path / "bare.pt", planted)
+
+
+def test_load_run_finds_the_graph_where_asked_else_where_the_run_did(tmp_path, planted, monkeypatch):
+    import dataclasses
+
+    import ttgnn.inference
+
+    config = dataclasses.replace(small_config(tmp_path / "run", epochs=1, correct_smooth=False),
+                                 root=str(tmp_path / "run-root"), cache_dir=str(tmp_path / "run-cache"))
+    train(config, planted)
+    calls = []
+
+    def load_dataset(name, root=None, cache_dir=None):
+        calls.append((name, root, cache_dir))
+        return planted
+
+    monkeypatch.setattr(ttgnn.inference, "load_dataset", load_dataset)
+    load_run(tmp_path / "run")
+    load_run(tmp_path / "run", root=tmp_path / "other-root", cache_dir=tmp_path / "other-cache")
+    assert calls == [(config.dataset, str(tmp_path / "run-root"), str(tmp_path / "run-cache")),
+                     (config.dataset, tmp_path / "other-root", tmp_path / "other-cache")]
+
+
+def test_predict_takes_the_probabilities_it_is_given(tmp_path, planted):
+    train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
+    run = load_run(tmp_path / "run", planted)
+    probs = torch.zeros(planted.num_nodes, planted.num_classes)
+    probs[:, planted.num_classes - 1] = 1.0  # not the model's: every node in the last class
+    assert torch.equal(predict(run, probs=probs), torch.full((planted.num_nodes,), planted.num_classes - 1))
+
+
+def test_write_embeddings_shows_a_bar_over_chunks_only_when_asked(tmp_path, planted, capsys):
+    train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
+    run = load_run(tmp_path / "run", planted)
+    capsys.readouterr()
+    write_embeddings(run, tmp_path / "quiet.npy", chunk_rows=100)  # the default: no bar
+    assert capsys.readouterr().err == ""
+    write_embeddings(run, tmp_path / "bar.npy", chunk_rows=100, progress=True)
+    err = capsys.readouterr().err
+    assert "embeddings: 100%" in err and "4/4 [" in err and "chunk/s" in err
