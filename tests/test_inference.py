@@ -2,6 +2,7 @@
 accuracies the run recorded; its predictions and its node table are written as documented."""
 import gzip
 import json
+import re
 
 import numpy as np
 import pytest
@@ -219,4 +220,5 @@ def test_write_embeddings_shows_a_bar_over_chunks_only_when_asked(tmp_path, plan
     assert capsys.readouterr().err == ""
     write_embeddings(run, tmp_path / "bar.npy", chunk_rows=100, progress=True)
     err = capsys.readouterr().err
-    assert "embeddings: 100%" in err and "4/4 [" in err and "chunk/s" in err
+    assert "embeddings: 100%" in err and "4/4 [" in err
+    assert re.search(r"[0-9.]+(chunk/s|s/chunk)\]", err)  # the rate in chunks, however slow the machine
