@@ -52,15 +52,11 @@ def _gist(err: Exception, most: int = 200) -> str:
     return line if len(line) <= most else line[:most - 3] + "..."
 
 
-def _head(path: Path, size: int = 8) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(size)
-
-
 def _check_torch_save_file(path: Path) -> None:
     """Raise ``ValueError`` unless ``path`` starts as :func:`torch.save` files do: a zip archive (the
     format since torch 1.6) or a pickle (the legacy one)."""
-    head = _head(path)
+    with open(path, "rb") as fh:
+        head = fh.read(8)
     if not head:
         raise ValueError(f"corrupted checkpoint {path}: the file is empty")
     if not (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):

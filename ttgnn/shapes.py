@@ -247,6 +247,9 @@ class TTShape:
         dim = _check_positive_int("embedding_dim", dim)
         if num_rows > INT64_MAX:
             raise ValueError(f"num_embeddings must be at most {INT64_MAX:,} (row indices are int64), got {num_rows:,}")
+        if dim > INT32_MAX:
+            raise ValueError(f"embedding_dim must be at most {INT32_MAX:,} (the lookup kernels count columns "
+                             f"in int32), got {dim:,}")
         if row_shape is not None:
             row_shape = _as_int_list("row_shape", row_shape)
             num_cores_given = len(row_shape)
@@ -281,9 +284,6 @@ class TTShape:
                 f"row_shape {row_shape} covers {math.prod(row_shape):,} rows, more than int64 row indices "
                 f"reach ({INT64_MAX:,}); give a row_shape whose product lies between num_embeddings and that"
             )
-        if dim > INT32_MAX:
-            raise ValueError(f"embedding_dim must be at most {INT32_MAX:,} (the lookup kernels count columns "
-                             f"in int32), got {dim:,}")
         full_ranks = normalize_ranks(ranks, row_shape, col_shape)
         return cls(num_rows, tuple(row_shape), tuple(col_shape), tuple(full_ranks))
 
