@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -209,12 +210,47 @@ def test_gaussian_draws_from_its_generator_with_std_one_by_default():
     assert torch.equal(first[0], expected)
 
 
-@pytest.mark.parametrize("std", [0.0, -1.0])
-def test_gaussian_rejects_a_non_positive_std(std):
+@pytest.mark.parametrize("std", [0.0, -1.0, float("inf"), float("nan"), True, "1"])
+def test_gaussian_rejects_a_std_that_is_not_a_finite_positive_number(std):
     from ttgnn.init import gaussian_
 
-    with pytest.raises(ValueError, match=f"std must be > 0, got {std}"):
-        gaussian_([torch.empty(2, 1, 2, 1)], std=std)
+    core = torch.zeros(2, 1, 2, 1)
+    with pytest.raises(ValueError, match=re.escape(f"std must be a finite number > 0, got {std!r}")):
+        gaussian_([core], std=std)
+    assert not core.any()
+
+
+@pytest.mark.parametrize("gain", [0.0, -2.0, float("inf"), float("nan"), None])
+def test_orthogonal_rejects_a_gain_that_is_not_a_finite_positive_number(gain):
+    core = torch.zeros(4, 1, 2, 1)
+    with pytest.raises(ValueError, match=re.escape(f"gain must be a finite number > 0, got {gain!r}")):
+        orthogonal_([core], gain=gain)
+    assert not core.any()
+
+
+def test_gaussian_and_orthogonal_take_numpy_scalars_as_their_scale():
+    import numpy as np
+    from ttgnn.init import gaussian_
+
+    shape = TTShape.build(8 * 9 * 10, 16, 4, row_shape=[8, 9, 10], col_shape=[2, 4, 2])
+    cores = [torch.empty(s, dtype=torch.float64) for s in shape.core_shapes]
+    orthogonal_(cores, gain=np.float32(2.0), generator=torch.Generator().manual_seed(0))
+    weight = TTNodeEmbedding(8 * 9 * 10, 16, ranks=4, row_shape=[8, 9, 10], col_shape=[2, 4, 2], dtype=torch.float64)
+    with torch.no_grad():
+        for param, core in zip(weight.cores, cores):
+            param.copy_(core)
+        table = weight.full_weight()
+    torch.testing.assert_close(table.T @ table, 4.0 * torch.eye(16, dtype=torch.float64), rtol=0, atol=1e-10)
+    gaussian_(cores, std=np.float64(0.5))
+    assert all(core.abs().sum() > 0 for core in cores)
+
+
+@pytest.mark.parametrize("init", ["gaussian", "ortho"])
+@pytest.mark.parametrize("scale", [float("inf"), float("nan"), 0.0, -0.1])
+def test_embedding_names_init_scale_when_it_is_not_a_finite_positive_number(init, scale):
+    # An infinite scale used to build a table of inf cores whose every lookup was NaN.
+    with pytest.raises(ValueError, match=re.escape(f"init_scale must be a finite number > 0, got {scale!r}")):
+        TTNodeEmbedding(100, 8, init=init, init_scale=scale)
 
 
 def test_ortho_float64_is_orthonormal_to_float64_rounding_and_follows_its_generator():

@@ -40,7 +40,8 @@ class TTNodeEmbedding(nn.Module):
         init (str, optional): ``"gaussian"`` (TT-Rec: table entries ``~ std init_scale``) or
             ``"ortho"`` (TT-GNN: ``W^T W = init_scale^2 I`` on the padded table).
             (default: ``"gaussian"``)
-        init_scale (float, optional): the table's scale for ``init``. (default: ``1.0``)
+        init_scale (float, optional): the table's scale for ``init``, a finite number > 0.
+            (default: ``1.0``)
         node_order (LongTensor, optional): ``(N,)`` map from index (node id) to TT row, e.g.
             :attr:`ttgnn.partition.NodeOrder.perm`; must be injective into
             ``[0, prod(row_shape))``. Stored as the buffer ``node_order``. (default: identity)
@@ -84,6 +85,7 @@ class TTNodeEmbedding(nn.Module):
         self.dense_fraction = 0.25
         if init not in _INITS:
             raise ValueError(f"init must be one of {_INITS}, got {init!r}")
+        tt_init.check_scale("init_scale", init_scale)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point dtype (the cores are trained), got {dtype}")
         self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)

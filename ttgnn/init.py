@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from typing import Optional, Sequence
 
 import torch
@@ -23,6 +24,13 @@ from .shapes import TTShape
 __all__ = ["gaussian_", "orthogonal_", "tt_svd", "gaussian_core_std"]
 
 log = logging.getLogger(__name__)
+
+
+def check_scale(name: str, value) -> None:
+    """Raise unless ``value`` is a finite real number > 0 (a std or gain; an infinite one would
+    fill the cores with inf and every lookup with NaN)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or not value > 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 def _sample_device(generator: Optional[torch.Generator]) -> torch.device:
@@ -57,8 +65,7 @@ def gaussian_(
         generator (torch.Generator, optional): random source, on any device (the values are
             drawn there and copied to the cores).
     """
-    if not std > 0:
-        raise ValueError(f"std must be > 0, got {std}")
+    check_scale("std", std)
     ranks = [c.shape[1] for c in cores] + [cores[-1].shape[3]]
     sigma = gaussian_core_std(ranks, std)
     for core in cores:
@@ -101,9 +108,11 @@ def orthogonal_(
         The effective ranks ``[1, r'_1, ..., r'_{K-1}, 1]``.
 
     Raises:
-        ValueError: when no column-orthonormal table of this shape exists in this construction
-            (a core's ``r'_{k-1} n_k < m_k``; in particular whenever ``prod(n) < D``).
+        ValueError: when ``gain`` is not a finite number > 0, or when no column-orthonormal table of
+            this shape exists in this construction (a core's ``r'_{k-1} n_k < m_k``; in particular
+            whenever ``prod(n) < D``).
     """
+    check_scale("gain", gain)
     effective = [1]
     num_cores = len(cores)
     for k, core in enumerate(cores):
