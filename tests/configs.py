@@ -2,7 +2,7 @@
 from ttgnn.config import TrainConfig
 
 # GraphSAGE + TT (rank 4, 16 columns) on the planted graph, one thread, no progress bars: a run of seconds.
-SMALL = dict(dataset="planted", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
+SMALL = dict(dataset="planted-400", model="sage", embedding="tt", dim=16, rank=4, order="identity", hidden=16,
              num_layers=2, fanouts=[5, 5], batch_size=64, progress=False, num_threads=1)
 
 

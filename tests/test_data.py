@@ -461,3 +461,12 @@ def test_concurrent_processes_load_one_fresh_ogb_cache(tmp_path):
     assert [proc.returncode for proc in procs] == [0, 0, 0], [err[-2000:] for _, err in outputs]
     assert len({out for out, _ in outputs}) == 1 and outputs[0][0].split()[0] == "40"
     assert sum("BUILDS" in err for _, err in outputs) == 1
+
+
+def test_an_empty_or_missing_dataset_name_is_refused_before_the_root_is_read(tmp_path):
+    # An empty name used to read the root itself as a dataset folder ("dataset folder not found: ROOT/raw").
+    for name in ("", "  "):
+        with pytest.raises(ValueError, match='name is empty: give a dataset name \\("ogbn-arxiv", "cora"...\\) or a folder path'):
+            load_dataset(name, tmp_path / "missing")
+    with pytest.raises(TypeError, match="name must be a dataset name or a folder path, got NoneType"):
+        load_dataset(None, tmp_path)

@@ -122,7 +122,7 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
     with pytest.raises(FileNotFoundError, match="holds no finished epoch of a ttgnn run"):
         load_run(tmp_path)
     train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
-    with pytest.raises(FileNotFoundError, match=r"trained on 'planted': give its root, or the NodeDataset"):
+    with pytest.raises(FileNotFoundError, match=r"trained on 'planted-400': give its root, or the NodeDataset"):
         load_run(tmp_path / "run", root=tmp_path)
     from ttgnn.data import planted_partition
 

@@ -720,3 +720,34 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_named_in_the_error(tmp_path
     prefix = re.escape(f"corrupted checkpoint {tmp_path / CHECKPOINT_NAME}: ")
     with pytest.raises(ValueError, match=f"(?s)^{prefix}.*{name}"):  # the loader's error, over several lines
         train(dataclasses.replace(config, epochs=2, resume=True), planted)
+
+
+@pytest.mark.parametrize("config", [None, {"dataset": "planted"}])
+def test_train_refuses_a_config_that_is_not_a_train_config(config):
+    with pytest.raises(TypeError, match=f"config must be a TrainConfig, got {type(config).__name__}"):
+        train(config)
+
+
+def test_train_refuses_a_dataset_that_is_not_a_node_dataset(tmp_path):
+    with pytest.raises(TypeError, match=r"dataset must be a NodeDataset \(ttgnn.data.load_dataset loads one\), got str"):
+        train(_config(tmp_path), "planted")
+    assert not tmp_path.joinpath(CHECKPOINT_NAME).exists()
+
+
+def test_a_run_given_a_dataset_records_that_graphs_name(tmp_path, planted, caplog):
+    # The setting's default names ogbn-arxiv; the run trains on the graph given, and its saved
+    # settings (which `ttgnn predict` loads the graph by) and metrics name that graph.
+    caplog.set_level(logging.WARNING, logger="ttgnn")
+    metrics = train(_config(tmp_path, dataset="ogbn-arxiv", epochs=1), planted)
+    assert ("the dataset given is 'planted-400' but config.dataset is 'ogbn-arxiv': the run trains on "
+            "'planted-400' and records that name") in _messages(caplog)
+    assert metrics["dataset"] == "planted-400"
+    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["settings"]["dataset"] == "planted-400"
+    assert json.loads((tmp_path / "metrics.json").read_text())["settings"]["dataset"] == "planted-400"
+
+
+def test_a_run_given_a_dataset_keeps_a_folder_path_that_ends_in_its_name(tmp_path, planted, caplog):
+    caplog.set_level(logging.WARNING, logger="ttgnn")
+    train(_config(tmp_path, dataset="graphs/planted-400", epochs=1), planted)
+    assert "config.dataset" not in _messages(caplog)
+    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["settings"]["dataset"] == "graphs/planted-400"

@@ -694,8 +694,13 @@ def load_dataset(
 
     Raises:
         FileNotFoundError: a required file or folder is missing (named in the message).
-        ValueError: a file is unreadable or inconsistent (named in the message).
+        ValueError: an empty ``name``, or a file is unreadable or inconsistent (named in the message).
+        TypeError: ``name`` is neither a str nor a path.
     """
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"name must be a dataset name or a folder path, got {type(name).__name__}")
+    if not os.fspath(name).strip():
+        raise ValueError("name is empty: give a dataset name (\"ogbn-arxiv\", \"cora\"...) or a folder path")
     root_path = resolve_root(root)
     if root is not None and not root_path.is_dir():
         raise FileNotFoundError(f"dataset root not found: {root_path} (given as --root or root=)")

@@ -362,9 +362,35 @@ def _usable_cpus() -> int:
 
 
 # ---------------------------------------------------------------------- the steps
+def _named_for(config: TrainConfig, dataset: Optional[NodeDataset]) -> TrainConfig:
+    """``config`` with ``dataset`` set to the name of the graph given to :func:`train`.
+
+    The run's saved settings name its dataset, and :func:`ttgnn.inference.load_run` (``ttgnn
+    predict``) loads the graph by that name: a run given ``dataset`` records that graph's name,
+    not the setting's default (``"ogbn-arxiv"``). A folder path whose last part is the graph's
+    name is kept, since it says where the graph is. Without ``dataset``, ``config`` unchanged.
+
+    Raises:
+        TypeError: ``dataset`` is not a :class:`~ttgnn.data.NodeDataset`.
+    """
+    if dataset is None:
+        return config
+    if not isinstance(dataset, NodeDataset):
+        raise TypeError(f"dataset must be a NodeDataset (ttgnn.data.load_dataset loads one), got "
+                        f"{type(dataset).__name__}")
+    if Path(os.fspath(config.dataset)).name == dataset.name:
+        return config
+    log.warning("the dataset given is %r but config.dataset is %r: the run trains on %r and records that name",
+                dataset.name, config.dataset, dataset.name)
+    return dataclasses.replace(config, dataset=dataset.name)
+
+
 def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank: int, world_size: int,
               device: torch.device) -> RunState:
-    """Step 1: dataset, model (the same initial weights on every rank), optimiser, empty metrics."""
+    """Step 1: dataset, model (the same initial weights on every rank), optimiser, empty metrics.
+
+    A given ``dataset`` names the run (:func:`_named_for`)."""
+    config = _named_for(config, dataset)
     if config.num_threads:
         available = _usable_cpus()
         if config.num_threads > available:
@@ -723,7 +749,10 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         ValueError: a bad setting, a bad dataset, or a run folder that is in use or holds another run.
         TrainingInterrupted: Ctrl-C; it names the last complete checkpoint.
     """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     config.validate()
+    config = _named_for(config, dataset)
     process_rank = tdist.get_rank() if process_rank is None else process_rank
     world_size = tdist.get_world_size() if world_size is None else world_size
     if not 0 <= process_rank < world_size:
