@@ -17,6 +17,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from ..fileio import write_cache_file
+from .reorder import check_perm
 
 __all__ = ["cache_file", "load_cached", "save_cached"]
 
@@ -59,11 +60,7 @@ def load_cached(path: Path, graph_hash: str, row_shape: Sequence[int], method: s
                              f"({num_nodes},)")
         if meta.get("perm_checksum") != _checksum(perm):
             raise ValueError("the perm checksum does not match")
-        num_rows = math.prod(row_shape)
-        if perm.size and (perm.min() < 0 or perm.max() >= num_rows):
-            raise ValueError(f"perm leaves the row range [0, {num_rows})")
-        if np.bincount(perm, minlength=num_rows).max(initial=0) > 1:
-            raise ValueError("perm maps two nodes to one row")
+        check_perm(perm, math.prod(row_shape))
         quality = {str(k): float(v) for k, v in meta["quality"].items()}
     except Exception as err:  # noqa: BLE001 - any unreadable file is recomputed, never trusted
         log.warning("cache file %s is corrupted or mismatched (%s: %s); recomputing", path,

@@ -31,7 +31,7 @@ from .graph import CSRGraph, GraphInput, canonical_csr
 from .quality import shared_prefix_fractions
 from .split import chunk_split, metis_split
 
-__all__ = ["METHODS", "NodeOrder", "check_row_shape", "hierarchical_order", "order_from_perm"]
+__all__ = ["METHODS", "NodeOrder", "check_perm", "check_row_shape", "hierarchical_order", "order_from_perm"]
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +105,39 @@ def check_row_shape(row_shape: Sequence[int], num_nodes: int) -> tuple[int, ...]
     return shape
 
 
+def check_perm(perm: np.ndarray, num_rows: int) -> None:
+    """Raise unless ``perm`` is a node -> row map a :class:`NodeOrder` can hold: a 1-D integer
+    array with values in ``[0, num_rows)``, no two equal.
+
+    Raises:
+        TypeError: ``perm`` is not an integer array.
+        ValueError: it is not 1-D, leaves the row range, or maps two nodes to one row.
+    """
+    if not isinstance(perm, np.ndarray) or perm.dtype == np.bool_ or not np.issubdtype(perm.dtype, np.integer):
+        raise TypeError(f"perm must be an integer array, got {getattr(perm, 'dtype', type(perm).__name__)}")
+    if perm.ndim != 1:
+        raise ValueError(f"perm must be 1-D (one row per node), got shape {perm.shape}")
+    if perm.size and (perm.min() < 0 or perm.max() >= num_rows):
+        raise ValueError(f"perm leaves the row range [0, {num_rows})")
+    taken = np.zeros(num_rows, dtype=np.bool_)  # one byte a row: a 10^8-row order checks in about a second
+    taken[perm] = True
+    if np.count_nonzero(taken) != perm.size:
+        raise ValueError("perm maps two nodes to one row")
+
+
 def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, seed: int,
                     quality: dict) -> NodeOrder:
-    """Wrap a node -> row map into a :class:`NodeOrder` (derives ``inv_perm`` and ``parts``)."""
-    perm = np.ascontiguousarray(perm, dtype=np.int64)
+    """Wrap a node -> row map into a :class:`NodeOrder` (derives ``inv_perm`` and ``parts``).
+
+    Raises:
+        TypeError, ValueError: ``perm`` is not an injective integer map into the rows
+            (:func:`check_perm`), or ``row_shape`` has a factor below 1.
+    """
     row_shape = tuple(int(n) for n in row_shape)
+    if any(n < 1 for n in row_shape):
+        raise ValueError(f"row_shape factors must be >= 1, got {list(row_shape)}")
+    check_perm(np.asarray(perm), math.prod(row_shape))
+    perm = np.ascontiguousarray(perm, dtype=np.int64)
     inv_perm = np.full(math.prod(row_shape), -1, dtype=np.int64)
     inv_perm[perm] = np.arange(perm.shape[0], dtype=np.int64)
     parts = [perm // math.prod(row_shape[level + 1:]) for level in range(len(row_shape) - 1)]

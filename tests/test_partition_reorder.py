@@ -14,6 +14,30 @@ from partition_graphs import check_order, sbm_edges
 
 
 # ----------------------------------------------------------------------------- bijection
+@pytest.mark.parametrize("perm, error, message", [
+    ([0, 0, 1], ValueError, "perm maps two nodes to one row"),
+    ([0, -1, 1], ValueError, r"perm leaves the row range \[0, 4\)"),
+    ([0, 4, 1], ValueError, r"perm leaves the row range \[0, 4\)"),
+    ([0.0, 3.0, 1.0], TypeError, "perm must be an integer array, got float64"),
+    ([True, False], TypeError, "perm must be an integer array, got bool"),
+    ([[0, 1]], ValueError, r"perm must be 1-D \(one row per node\), got shape \(1, 2\)"),
+])
+def test_order_from_perm_refuses_a_map_that_is_not_injective_into_the_rows(perm, error, message):
+    # It is public: a duplicate used to become a silent non-bijection, -1 the last row.
+    with pytest.raises(error, match=message):
+        reorder_module.order_from_perm(np.array(perm), (2, 2), "given", 0, {})
+
+
+def test_order_from_perm_derives_the_inverse_and_the_parts_of_a_valid_map():
+    order = reorder_module.order_from_perm([3, 0, 1], (2, 2), "given", 5, {"seconds": 1.0})
+    assert order.perm.dtype == np.int64 and order.perm.tolist() == [3, 0, 1]
+    assert order.inv_perm.tolist() == [1, 2, -1, 0]
+    assert [p.tolist() for p in order.parts] == [[1, 0, 0]]
+    assert (order.method, order.seed, order.quality) == ("given", 5, {"seconds": 1.0})
+    with pytest.raises(ValueError, match=r"row_shape factors must be >= 1, got \[0, 2\]"):
+        reorder_module.order_from_perm([0], (0, 2), "given", 0, {})
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_is_a_bijection_onto_used_rows(method):
     edge_index, _ = sbm_edges(6, 50, 1500, 0.8)
