@@ -83,7 +83,7 @@ def _train_args(root, out, *extra):
 
 @pytest.mark.parametrize("extra,message", [
     (["--num-threads", "-1"], "num_threads must be an integer >= 1, got -1"),
-    (["--lr", "-1"], "lr must be a finite number > 0, got -1.0"),
+    (["--lr", "-1"], "lr must be a finite number in (0, 1e+06], got -1.0"),
     (["--dropout", "1.5"], "dropout"),
     (["--label-rate", "0"], "label_rate"),
     (["--no-label-input", "--label-reuse", "1"], "it needs label input"),
@@ -93,6 +93,16 @@ def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, m
     assert main(_train_args(graph_root, tmp_path / "run", *extra)) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_a_diverged_run_exits_2_with_one_line_naming_what_was_kept(graph_root, tmp_path, capsys):
+    # A table of entries near float32's limit: epoch 1's loss is NaN (the run used to go on and
+    # report the NaN epochs' accuracies).
+    assert main(_train_args(graph_root, tmp_path / "run", "--init-scale", "1e38")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"ttgnn train: error: training diverged: the loss is nan in epoch 1; start again with lower "
+                   f"learning rates or a smaller init_scale (this run: lr 0.01, emb_lr 0.01, init_scale 1e+38); no "
+                   f"epoch finished, so {tmp_path / 'run'} holds no checkpoint")
 
 
 @pytest.mark.parametrize("value", ["-2", "once", "1.5"])

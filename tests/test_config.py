@@ -9,7 +9,11 @@ from ttgnn.partition import METHODS
 @pytest.mark.parametrize("changes,message", [
     (dict(num_threads=-1), "num_threads must be an integer >= 1, got -1"),
     (dict(num_threads=0), "num_threads"),
-    (dict(lr=-1.0), "lr must be a finite number > 0, got -1.0"),
+    (dict(lr=-1.0), r"lr must be a finite number in \(0, 1e\+06\], got -1.0"),
+    (dict(lr=2e6), r"lr must be a finite number in \(0, 1e\+06\], got 2000000.0"),
+    (dict(emb_lr=1e38), r"emb_lr must be a finite number in \(0, 1e\+06\], got 1e\+38"),
+    (dict(finetune_lr=1.5e6), r"finetune_lr must be a finite number in \(0, 1e\+06\]"),
+    (dict(init_scale=float("inf")), "init_scale must be a finite number > 0, got inf"),
     (dict(emb_lr=0.0), "emb_lr"),
     (dict(lr=float("nan")), "lr"),
     (dict(init_scale=0.0), "init_scale"),
@@ -53,6 +57,13 @@ from ttgnn.partition import METHODS
 def test_bad_settings_are_named(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes).validate()
+
+
+def test_learning_rates_up_to_the_largest_are_valid():
+    from ttgnn.config import MAX_LR
+
+    assert MAX_LR == 1e6
+    TrainConfig(lr=MAX_LR, emb_lr=MAX_LR, finetune_lr=MAX_LR, init_scale=1e30).validate()
 
 
 def test_defaults_are_valid_and_orders_are_the_partitioners():

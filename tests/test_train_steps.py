@@ -751,3 +751,32 @@ def test_a_run_given_a_dataset_keeps_a_folder_path_that_ends_in_its_name(tmp_pat
     train(_config(tmp_path, dataset="graphs/planted-400", epochs=1), planted)
     assert "config.dataset" not in _messages(caplog)
     assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["settings"]["dataset"] == "graphs/planted-400"
+
+
+def test_a_loss_that_turns_nan_stops_the_run_and_keeps_the_epoch_before(tmp_path, planted):
+    # GAT at the largest learning rate: epoch 1 trains, its step sends epoch 2's loss to NaN. The run
+    # used to go on to the last epoch with NaN weights and report what it had.
+    config = _config(tmp_path, model="gat", epochs=4, lr=1e6, emb_lr=1e6)
+    with pytest.raises(ttrain.TrainingDiverged) as caught:
+        train(config, planted)
+    err = caught.value
+    assert isinstance(err, ValueError) and err.epoch == 2 and math.isnan(err.loss)
+    assert err.checkpoint == tmp_path / CHECKPOINT_NAME
+    best = json.loads((tmp_path / "metrics.json").read_text())
+    assert [r["epoch"] for r in best["epochs"]] == [1]
+    assert str(err) == (f"training diverged: the loss is nan in epoch 2; start again with lower learning rates or a "
+                        f"smaller init_scale (this run: lr 1e+06, emb_lr 1e+06, init_scale 0.1); {tmp_path} keeps "
+                        f"epoch 1's checkpoint and the best model (epoch 1, validation accuracy "
+                        f"{best['best_valid_acc']:.4f})")
+    assert ttrain.load_checkpoint(tmp_path / CHECKPOINT_NAME)["epoch"] == 1
+    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
+
+
+@pytest.mark.parametrize("out", [True, False])
+def test_a_nan_loss_in_the_first_epoch_of_a_minibatch_run_says_nothing_was_kept(tmp_path, planted, out):
+    config = _config(tmp_path if out else None, mode="minibatch", init_scale=1e38, epochs=2)
+    with pytest.raises(ttrain.TrainingDiverged, match="the loss is nan in epoch 1;") as caught:
+        train(config, planted)
+    kept = f"no epoch finished, so {tmp_path} holds no checkpoint" if out else "nothing was saved (no output folder)"
+    assert str(caught.value).endswith(kept) and caught.value.checkpoint is None
+    assert not (tmp_path / CHECKPOINT_NAME).exists()

@@ -20,7 +20,12 @@ __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTO
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
            "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for", "AUTO_LOSS",
-           "loss_for"]
+           "loss_for", "MAX_LR"]
+
+#: The largest learning rate a run takes. Near float32's limit (3.4e38) Adam's first step, the rate
+#: divided by ``1 - beta1 = 0.1``, overflows inside the optimiser; a rate far below that can already
+#: send the loss to NaN, which :func:`ttgnn.train.train` stops on (``TrainingDiverged``).
+MAX_LR = 1e6
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -164,6 +169,7 @@ class TrainConfig:
             :data:`SAMPLED_EVAL_MIN_NODES` nodes, which use ``fanouts`` (:func:`eval_fanouts_for`).
         batch_size (int): training nodes per mini-batch. eval_batch_size (int): for inference.
         epochs (int): epochs. lr, weight_decay: GNN optimiser. emb_lr, emb_weight_decay: embedding's.
+            Learning rates are at most :data:`MAX_LR`.
         lr_schedule (str): one of :data:`ttgnn.choices.LR_SCHEDULES`: ``"constant"`` (the
             default), or ``"cosine"``: both learning rates scaled by ``(1 + cos(pi (e - 1) / E)) / 2``
             in epoch ``e`` of ``epochs = E`` (1 in the first epoch, near 0 in the last); it follows
@@ -356,8 +362,9 @@ class TrainConfig:
         if self.from_full and self.embedding not in ("tt", "full"):
             raise ValueError(f"from_full starts a table from a trained full table: it needs embedding='tt' (or "
                              f"'full', the full table distilled from itself), got {self.embedding!r}")
-        for key in ("lr", "emb_lr", "init_scale", "finetune_lr"):
-            _check_real(key, getattr(self, key), "> 0", lambda v: v > 0)
+        for key in ("lr", "emb_lr", "finetune_lr"):
+            _check_real(key, getattr(self, key), f"in (0, {MAX_LR:g}]", lambda v: 0 < v <= MAX_LR)
+        _check_real("init_scale", self.init_scale, "> 0", lambda v: v > 0)
         for key in ("weight_decay", "emb_weight_decay", "finetune_distill"):
             _check_real(key, getattr(self, key), ">= 0", lambda v: v >= 0)
         for key in ("dropout", "input_dropout", "attn_dropout", "edge_dropout", "label_smoothing"):

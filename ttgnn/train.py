@@ -57,7 +57,7 @@ from .fileio import atomic_write_json
 from .losses import distill_loss, node_loss
 from .seeding import derive_seed, generator, seed_everything
 
-__all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "train", "setup_run", "restore_run", "train_epoch",
+__all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "TrainingDiverged", "train", "setup_run", "restore_run", "train_epoch",
            "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
            "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "lr_factor", "set_learning_rates",
            "ORDERS", "CHECKPOINT_NAME",
@@ -81,6 +81,38 @@ class TrainingInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted after epoch {epoch}")
         self.checkpoint = checkpoint
         self.epoch = epoch
+
+
+class TrainingDiverged(ValueError):
+    """The training loss of an epoch was not finite (NaN or inf): :func:`train` stops there.
+
+    The epoch's weights are lost to it, so that epoch is not saved; the run folder keeps the
+    checkpoint and metrics of the epoch before and the best model. A resume would take the same
+    step again: a new run (``overwrite``) with lower learning rates is the way on.
+
+    Attributes:
+        epoch (int): the epoch whose loss was not finite.
+        loss (float): that loss.
+        checkpoint (Path, optional): the run folder's ``checkpoint.pt`` (``None`` when none was written).
+    """
+
+    def __init__(self, epoch: int, loss: float, run: "RunState") -> None:
+        config, metrics = run.config, run.metrics
+        if not run.is_main:  # rank 0 alone saves, and knows what
+            kept = "rank 0's message names what the run folder keeps"
+        elif run.out_dir is None:
+            kept = "nothing was saved (no output folder)"
+        elif run.saved_epoch:
+            kept = (f"{run.out_dir} keeps epoch {run.saved_epoch}'s checkpoint and the best model (epoch "
+                    f"{metrics['best_epoch']}, validation accuracy {metrics['best_valid_acc']:.4f})")
+        else:
+            kept = f"no epoch finished, so {run.out_dir} holds no checkpoint"
+        super().__init__(f"training diverged: the loss is {loss} in epoch {epoch}; start again with lower learning "
+                         f"rates or a smaller init_scale (this run: lr {config.lr:g}, emb_lr {config.emb_lr:g}, "
+                         f"init_scale {config.init_scale:g}); {kept}")
+        self.epoch = epoch
+        self.loss = loss
+        self.checkpoint = run.path(CHECKPOINT_NAME) if run.saved_epoch else None
 
 
 @dataclass
@@ -747,6 +779,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
 
     Raises:
         ValueError: a bad setting, a bad dataset, or a run folder that is in use or holds another run.
+        TrainingDiverged: a ``ValueError``: an epoch's loss was NaN or inf; it names what was kept.
         TrainingInterrupted: Ctrl-C; it names the last complete checkpoint.
     """
     if not isinstance(config, TrainConfig):
@@ -902,6 +935,8 @@ def _epochs(run: RunState) -> None:
         # With several ranks, train_epoch ends in an all-reduce of the loss: every rank has finished
         # the epoch before rank 0 evaluates and saves.
         loss = train_epoch(run, epoch, show_progress=show)
+        if not math.isfinite(loss):  # the same on every rank: the loss is averaged over them
+            raise TrainingDiverged(epoch, loss, run)
         if run.average is not None:
             run.average.update(run.model)
         if run.is_main:
