@@ -95,6 +95,50 @@ def test_correct_and_smooth_rejects_bad_labels(planted):
         correct_and_smooth(probs[0], adj, torch.tensor([0]), torch.tensor([0]))
 
 
+@pytest.mark.parametrize("case, message", [
+    ("rows", r"adjacency must be \(300, 300\) for 300 rows of probs, got \(600, 600\)"),
+    ("nan", r"probs holds 2 non-finite value\(s\) \(NaN or inf\)"),
+    ("index_high", r"train_idx must lie in \[0, 600\), got \[0, 600\]"),
+    ("index_negative", r"train_idx must lie in \[0, 600\), got \[-1, 1\]"),
+    ("index_float", r"train_idx must be \(L,\) node ids, got shape \(2,\) \(torch.float32\)"),
+    ("lengths", r"train_labels must have train_idx's shape \(2,\), got \(3,\)"),
+])
+def test_correct_and_smooth_names_inputs_that_do_not_fit_together(planted, case, message):
+    # Each used to end in an IndexError or RuntimeError from inside, or (NaN) in scores of NaN.
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    probs = torch.full((planted.num_nodes, 3), 1.0 / 3)
+    idx, labels = torch.tensor([0, 1]), torch.tensor([0, 2])
+    if case == "rows":
+        probs = probs[:300]
+    elif case == "nan":
+        probs[5] = torch.tensor([float("nan"), float("inf"), 0.5])
+    elif case == "index_high":
+        idx = torch.tensor([0, 600])
+    elif case == "index_negative":
+        idx = torch.tensor([-1, 1])
+    elif case == "index_float":
+        idx = idx.float()
+    else:
+        labels = torch.tensor([0, 2, 1])
+    with pytest.raises(ValueError, match=message):
+        correct_and_smooth(probs, adj, idx, labels)
+
+
+def test_tune_correct_and_smooth_refuses_non_finite_logits(planted):
+    adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
+    logits = torch.zeros(planted.num_nodes, 3)
+    logits[0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"probs holds 3 non-finite value\(s\)"):
+        tune_correct_and_smooth(logits, adj, planted.labels, planted.split["train"], planted.split["valid"])
+
+
+@pytest.mark.parametrize("iterations", [-1, 2.0, True])
+def test_propagate_refuses_a_count_of_iterations_that_is_not_a_whole_number(path_graph, iterations):
+    adj = normalized_adjacency(*path_graph)
+    with pytest.raises(ValueError, match=f"num_iterations must be an integer >= 0, got {iterations!r}"):
+        propagate(adj, torch.ones(5, 2), 0.5, iterations)
+
+
 def test_tune_selects_on_validation_only(planted):
     adj = normalized_adjacency(*planted.csr(), planted.num_nodes)
     labels, split = planted.labels, planted.split

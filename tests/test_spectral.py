@@ -159,3 +159,17 @@ def test_available_memory_is_positive_and_a_table_too_large_is_refused_up_front(
         spectral.check_table_fits(111_059_956, 128, 4)
     monkeypatch.setattr(spectral, "available_memory", lambda: None)
     spectral.check_table_fits(111_059_956, 128, 4)  # unknown memory: no refusal
+
+
+@pytest.mark.parametrize("dim, std, message", [
+    (0, 1.0, "dim must be an integer >= 1, got 0"),
+    (4.0, 1.0, "dim must be an integer >= 1, got 4.0"),
+    (4, float("inf"), "std must be a finite number > 0, got inf"),
+    (4, 0.0, "std must be a finite number > 0, got 0.0"),
+    (4, -1.0, "std must be a finite number > 0, got -1.0"),
+])
+def test_spectral_table_names_a_bad_width_or_scale(graph, dim, std, message):
+    # An infinite std filled the table with inf; dim 0 was reported as "vectors ... got None".
+    indptr, indices, n = graph
+    with pytest.raises(ValueError, match=message):
+        spectral_table(indptr, indices, n, dim, std)

@@ -68,6 +68,8 @@ def propagate(adjacency: torch.Tensor, signal: torch.Tensor, alpha: float, num_i
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if isinstance(num_iterations, bool) or not isinstance(num_iterations, int) or num_iterations < 0:
+        raise ValueError(f"num_iterations must be an integer >= 0, got {num_iterations!r}")
     start = (1.0 - alpha) * signal
     current = signal
     for _ in range(num_iterations):
@@ -117,10 +119,25 @@ def spread_labels(adjacency: torch.Tensor, labels: torch.Tensor, num_classes: in
     return spread
 
 
-def _check_labels(probs: torch.Tensor, train_labels: torch.Tensor) -> None:
+def _check_inputs(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: torch.Tensor,
+                  train_labels: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless the scores, graph and known labels of Correct and Smooth fit together."""
     if probs.dim() != 2:
         raise ValueError(f"probs must be (N, C), got shape {tuple(probs.shape)}")
-    num_classes = probs.shape[1]
+    num_nodes, num_classes = probs.shape
+    if tuple(adjacency.shape) != (num_nodes, num_nodes):
+        raise ValueError(f"adjacency must be ({num_nodes}, {num_nodes}) for {num_nodes} rows of probs, got "
+                         f"{tuple(adjacency.shape)}")
+    if not torch.isfinite(probs).all():
+        raise ValueError(f"probs holds {int((~torch.isfinite(probs)).sum()):,} non-finite value(s) (NaN or inf)")
+    if train_idx.dim() != 1 or train_idx.is_floating_point() or train_idx.dtype == torch.bool:
+        raise ValueError(f"train_idx must be (L,) node ids, got shape {tuple(train_idx.shape)} ({train_idx.dtype})")
+    if train_labels.shape != train_idx.shape:
+        raise ValueError(f"train_labels must have train_idx's shape {tuple(train_idx.shape)}, got "
+                         f"{tuple(train_labels.shape)}")
+    if train_idx.numel() and (int(train_idx.min()) < 0 or int(train_idx.max()) >= num_nodes):
+        raise ValueError(f"train_idx must lie in [0, {num_nodes}), got [{int(train_idx.min())}, "
+                         f"{int(train_idx.max())}]")
     if train_labels.numel() and (int(train_labels.min()) < 0 or int(train_labels.max()) >= num_classes):
         raise ValueError(f"train_labels must lie in [0, {num_classes}), got "
                          f"[{int(train_labels.min())}, {int(train_labels.max())}]")
@@ -159,10 +176,14 @@ def correct_and_smooth(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: 
         smooth_alpha (float, optional): propagation strength of the predictions. (default: ``0.8``)
         num_iterations (int, optional): iterations of each propagation. (default: ``50``)
 
+    Raises:
+        ValueError: shapes that do not fit together, non-finite ``probs``, node ids or labels out
+            of range, an alpha outside ``[0, 1]``.
+
     Shapes:
         - **output:** ``(N, C)`` scores; their ``argmax`` is the prediction.
     """
-    _check_labels(probs, train_labels)
+    _check_inputs(probs, adjacency, train_idx, train_labels)
     probs = probs.float()
     truth = torch.nn.functional.one_hot(train_labels, probs.shape[1]).float()
     corrected = _correct(probs, adjacency, train_idx, truth, correct_alpha, num_iterations)
@@ -208,7 +229,7 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
         raise ValueError("correct_alphas and smooth_alphas must not be empty")
     probs = torch.softmax(logits.float(), dim=1)
     train_labels = labels[train_idx]
-    _check_labels(probs, train_labels)
+    _check_inputs(probs, adjacency, train_idx, train_labels)
     truth = torch.nn.functional.one_hot(train_labels, probs.shape[1]).float()
     best = None
     for correct_alpha in correct_alphas:

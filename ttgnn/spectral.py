@@ -197,9 +197,18 @@ def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim:
     Args:
         vectors (int, optional): number of eigenvectors, ``1 <= vectors <= dim``. (default: ``dim``)
         skip_trivial (bool, optional): as :func:`leading_eigenvectors`. (default: ``True``)
+
+    Raises:
+        ValueError: ``dim`` below 1, ``std`` not a finite number > 0, ``vectors`` outside
+            ``[1, dim]``, or more vectors than the graph has (:func:`leading_eigenvectors`).
     """
     import torch
 
+    from .init import check_scale
+
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be an integer >= 1, got {dim!r}")
+    check_scale("std", std)
     k = dim if vectors is None else vectors
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
         raise ValueError(f"vectors must be an integer in [1, dim={dim}], got {vectors!r}")
