@@ -222,3 +222,25 @@ def test_write_embeddings_shows_a_bar_over_chunks_only_when_asked(tmp_path, plan
     err = capsys.readouterr().err
     assert "embeddings: 100%" in err and "4/4 [" in err
     assert re.search(r"[0-9.]+(chunk/s|s/chunk)\]", err)  # the rate in chunks, however slow the machine
+
+
+@pytest.mark.parametrize("chunk_rows", [0, -5, 2.5, True])
+def test_write_embeddings_refuses_a_chunk_size_that_is_not_a_positive_integer(tmp_path, planted, chunk_rows):
+    # -5 wrote the header of a (400, 16) array and no rows (a truncated .npy); 0 failed in range().
+    train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
+    run = load_run(tmp_path / "run", planted)
+    with pytest.raises(ValueError, match=re.escape(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")):
+        write_embeddings(run, tmp_path / "emb.npy", chunk_rows=chunk_rows)
+    assert not (tmp_path / "emb.npy").exists()
+
+
+@pytest.mark.parametrize("classes, probs, message", [
+    (torch.zeros(2, 3, dtype=torch.long), None, r"classes must be \(N,\) class ids, got shape \(2, 3\) \(torch.int64\)"),
+    (torch.zeros(3), None, r"classes must be \(N,\) class ids, got shape \(3,\) \(torch.float32\)"),
+    (torch.zeros(3, dtype=torch.long), torch.ones(4, 2), r"probs must be \(3, C\) for 3 classes, got shape \(4, 2\)"),
+    (torch.zeros(3, dtype=torch.long), torch.ones(3), r"probs must be \(3, C\) for 3 classes, got shape \(3,\)"),
+])
+def test_write_predictions_refuses_classes_and_probabilities_of_the_wrong_shape(tmp_path, classes, probs, message):
+    with pytest.raises(ValueError, match=message):
+        write_predictions(tmp_path / "pred.csv", classes, probs)
+    assert not (tmp_path / "pred.csv").exists()

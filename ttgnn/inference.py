@@ -164,10 +164,15 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
     probability of that class when ``probs`` ``(N, C)`` is given).
 
     Raises:
-        ValueError: another file suffix.
+        ValueError: another file suffix; ``classes`` not ``(N,)`` integers, or ``probs`` not ``(N, C)``.
     """
     path = Path(path)
     name = path.name.lower()
+    if classes.dim() != 1 or classes.is_floating_point() or classes.dtype == torch.bool:
+        raise ValueError(f"classes must be (N,) class ids, got shape {tuple(classes.shape)} ({classes.dtype})")
+    if probs is not None and (probs.dim() != 2 or probs.shape[0] != classes.shape[0]):
+        raise ValueError(f"probs must be ({classes.shape[0]}, C) for {classes.shape[0]} classes, got shape "
+                         f"{tuple(probs.shape)}")
     classes = classes.cpu().numpy().astype(np.int64)
     if name.endswith(".npy"):
         return atomic_write(path, lambda fh: np.save(fh, classes))
@@ -194,9 +199,14 @@ def write_embeddings(run: FinishedRun, path: PathLike, chunk_rows: int = 65536, 
     materialised whole: the memory needed is one chunk's).
 
     Raises:
-        ValueError: the run's input is the node features (there is no learned table).
+        ValueError: the run's input is the node features (there is no learned table), or
+            ``chunk_rows`` is not an integer >= 1.
     """
     from tqdm.auto import tqdm
+
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        # a negative count wrote the header of an (N, D) array and no rows: a truncated file
+        raise ValueError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
 
     table = run.model.node_input.table
     if table is None:
