@@ -1,6 +1,7 @@
 """Tests of ttgnn.data: OGB and raw-layout loading, symmetrisation, errors, synthetic graphs."""
 import gzip
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -470,3 +471,40 @@ def test_an_empty_or_missing_dataset_name_is_refused_before_the_root_is_read(tmp
             load_dataset(name, tmp_path / "missing")
     with pytest.raises(TypeError, match="name must be a dataset name or a folder path, got NoneType"):
         load_dataset(None, tmp_path)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([[0.5, 1.0]] * 59, "59 rows of features for 60 nodes"),
+    ([[0.5, 1.0]] * 7 + [[0.5, "nan"]] + [[0.5, 1.0]] * 52, "line 8 holds a value that is not a finite number"),
+    ([[0.5, 1.0]] * 3 + [[0.5, ""]] + [[0.5, 1.0]] * 56, "line 4 holds a value that is not a finite number"),
+])
+def test_a_features_file_of_other_rows_or_non_finite_values_names_the_file(tmp_path, rows, message):
+    # Features of 59 rows for 60 nodes used to load, and fail (or NaN the loss) in training.
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / "raw" / "node-feat.csv.gz", rows)
+    expected = f"corrupted dataset file {folder / 'raw' / 'node-feat.csv.gz'}: {message}"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        load_dataset(str(folder))
+
+
+def test_features_of_the_right_rows_load_as_float32(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 0.5] for i in range(60)])
+    features = load_dataset(str(folder)).features
+    assert features.dtype == torch.float32 and features.shape == (60, 2) and features[7, 0] == 7
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(features=torch.ones(3, 5)), r"features must be a \(4, F\) floating-point tensor or None, got Tensor of "
+                                      r"shape \(3, 5\) \(torch.float32\)"),
+    (dict(features=torch.ones(4, 5, dtype=torch.long)), r"got Tensor of shape \(4, 5\) \(torch.int64\)"),
+    (dict(features=torch.ones(4)), r"got Tensor of shape \(4,\) \(torch.float32\)"),
+    (dict(features=np.ones((4, 5))), r"got ndarray of shape \(4, 5\)$"),
+    (dict(name=""), "name must be a non-empty str, got ''"),
+    (dict(name=5), "name must be a non-empty str, got 5"),
+])
+def test_a_dataset_built_in_python_checks_its_features_and_name(changes, message):
+    args = dict(name="g", num_nodes=4, edge_index=np.array([[0, 1, 2], [1, 2, 3]]), labels=[0, 1, 0, 1],
+                split={"train": [0, 1], "valid": [2], "test": [3]}, num_classes=2)
+    with pytest.raises(ValueError, match=message):
+        NodeDataset(**{**args, **changes})

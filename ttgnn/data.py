@@ -129,6 +129,8 @@ class NodeDataset:
     split_files: Optional[dict] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty str, got {self.name!r}")
         if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, (int, np.integer)) or self.num_nodes < 1:
             raise ValueError(f"num_nodes must be an integer >= 1, got {self.num_nodes!r}")
         if self.edge_index is None:
@@ -148,6 +150,12 @@ class NodeDataset:
             at = int(torch.nonzero((self.labels < -1) | (self.labels >= self.num_classes))[0])
             raise ValueError(f"labels must be class ids in [0, {self.num_classes}) or -1 (unlabeled); node {at} has "
                              f"{int(self.labels[at])}")
+        if self.features is not None and (not isinstance(self.features, torch.Tensor)
+                                          or not self.features.is_floating_point() or self.features.dim() != 2
+                                          or self.features.shape[0] != self.num_nodes):
+            got = (f"{type(self.features).__name__} of shape {tuple(getattr(self.features, 'shape', ()))}"
+                   + (f" ({self.features.dtype})" if isinstance(self.features, torch.Tensor) else ""))
+            raise ValueError(f"features must be a ({self.num_nodes}, F) floating-point tensor or None, got {got}")
         if self.edge_index is not None and self.edge_index.size:
             lo, hi = int(self.edge_index.min()), int(self.edge_index.max())
             if lo < 0 or hi >= self.num_nodes:
@@ -435,7 +443,15 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
                          f"[0, {num_nodes}), got [{edge_index.min()}, {edge_index.max()}]")
     label_path = raw / "node-label.csv.gz"
     labels = _labels_from(_read_csv(label_path, None), label_path, num_nodes)
-    feats = _read_csv(raw / "node-feat.csv.gz", np.float32, required=False)
+    feat_path = raw / "node-feat.csv.gz"
+    feats = _read_csv(feat_path, np.float32, required=False)
+    if feats is not None:
+        if feats.shape[0] != num_nodes:
+            raise ValueError(f"corrupted dataset file {feat_path}: {feats.shape[0]:,} rows of features for "
+                             f"{num_nodes:,} nodes")
+        if not np.isfinite(feats).all():
+            raise ValueError(f"corrupted dataset file {feat_path}: line {_first_bad_row(~np.isfinite(feats))} holds "
+                             "a value that is not a finite number (NaN, inf or empty)")
     features = None if feats is None else torch.from_numpy(feats)
     split, files = _read_split(folder, split_kind)
     num_classes = int(labels.max()) + 1
