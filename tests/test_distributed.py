@@ -338,17 +338,22 @@ def test_a_refused_run_folder_stops_every_rank_with_rank_0s_error(tmp_path):
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [expected, expected]
 
 
-def _diverging_worker(rank: int, world_size: int, port: int, out_dir: str):
+def _diverging_worker(rank: int, world_size: int, port: int, out_dir: str, mode: str):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
     from ttgnn.data import planted_partition
+    import ttgnn.train as ttgnn_train
     from ttgnn.train import TrainConfig, TrainingDiverged, train
 
     torch.set_num_threads(1)
     tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
     try:
-        config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, epochs=3, mode="full",
-                             order="identity", label_input=False, init_scale=1e38, progress=False)
+        # mini-batch: 25 training nodes a rank in batches of 5, 5 steps, a look at the loss every 64
+        # (never within the epoch: the ranks meet at its end) or every 3 (after step 3, together)
+        ttgnn_train.FINITE_CHECK_STEPS = 3 if mode == "minibatch-looks" else 64
+        config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, epochs=3,
+                             mode=mode.split("-")[0], fanouts=[3, 3], batch_size=5, order="identity",
+                             label_input=False, init_scale=1e38, progress=False)
         train(config, planted_partition(100, num_classes=2, seed=0))
         outcome = "trained"
     except TrainingDiverged as err:
@@ -358,10 +363,11 @@ def _diverging_worker(rank: int, world_size: int, port: int, out_dir: str):
     (Path(out_dir) / f"rank{rank}.txt").write_text(outcome)
 
 
-def test_a_nan_loss_stops_every_rank_in_the_same_epoch(tmp_path):
-    # The loss is averaged over the ranks, so all of them see the NaN and stop: none waits at the
-    # next collective for a rank that stopped.
-    run_spawned(_diverging_worker, 2, (free_port(), str(tmp_path)))
+@pytest.mark.parametrize("mode", ["full", "minibatch", "minibatch-looks"])
+def test_a_nan_loss_stops_every_rank_in_the_same_epoch(tmp_path, mode):
+    # The loss is averaged over the ranks, and the looks within a mini-batch epoch are too, so all
+    # of them see the NaN and stop at once: none waits at a collective for a rank that stopped.
+    run_spawned(_diverging_worker, 2, (free_port(), str(tmp_path), mode))
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [
         "diverged in epoch 1: nothing was saved (no output folder)",
         "diverged in epoch 1: rank 0's message names what the run folder keeps"]

@@ -780,3 +780,30 @@ def test_a_nan_loss_in_the_first_epoch_of_a_minibatch_run_says_nothing_was_kept(
     kept = f"no epoch finished, so {tmp_path} holds no checkpoint" if out else "nothing was saved (no output folder)"
     assert str(caught.value).endswith(kept) and caught.value.checkpoint is None
     assert not (tmp_path / CHECKPOINT_NAME).exists()
+
+
+def test_a_minibatch_epoch_whose_loss_turns_nan_ends_at_the_next_look_not_at_its_end(tmp_path, planted, monkeypatch):
+    # 200 training nodes in batches of 4: 50 steps. With a look every 5 steps, a NaN from step 1 on
+    # ends the epoch after 5 (it used to run all 50, on a large graph hours).
+    monkeypatch.setattr(ttrain, "FINITE_CHECK_STEPS", 5)
+    steps = []
+    loss = ttrain.node_loss
+
+    def counted(*args, **kwargs):
+        steps.append(1)
+        return loss(*args, **kwargs)
+
+    monkeypatch.setattr(ttrain, "node_loss", counted)
+    config = _config(None, mode="minibatch", batch_size=4, init_scale=1e38, epochs=2)
+    with pytest.raises(ttrain.TrainingDiverged, match="the loss is nan in epoch 1;"):
+        train(config, planted)
+    assert len(steps) == 5
+
+
+def test_a_minibatch_epoch_of_finite_losses_runs_every_step_past_the_looks(planted, monkeypatch):
+    monkeypatch.setattr(ttrain, "FINITE_CHECK_STEPS", 5)
+    steps = []
+    loss = ttrain.node_loss
+    monkeypatch.setattr(ttrain, "node_loss", lambda *a, **k: steps.append(1) or loss(*a, **k))
+    metrics = train(_config(None, mode="minibatch", batch_size=4, epochs=1), planted)
+    assert len(steps) == 50 and math.isfinite(metrics["epochs"][0]["loss"])

@@ -586,6 +586,18 @@ def _full_graph_step(run: RunState, nodes: torch.Tensor, input_labels) -> float:
     return float(loss.detach())
 
 
+#: Mini-batch steps between looks at the epoch's running loss (one host sync each): a loss gone NaN
+#: or inf ends the epoch within this many steps, not at its end (then :func:`train` stops).
+FINITE_CHECK_STEPS = 64
+
+
+def _not_finite_on_any_rank(total: torch.Tensor, world_size: int) -> bool:
+    bad = 0.0 if math.isfinite(float(total)) else 1.0
+    if world_size > 1:  # every rank looks at the same steps (equal shards), so all stop together
+        bad = tdist.all_reduce_sums({"bad": bad})["bad"]
+    return bad > 0
+
+
 def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: int, show_progress: bool) -> float:
     import dgl
     from tqdm.auto import tqdm
@@ -613,6 +625,8 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
         run.optimizer.step()
         total += loss.detach().double() * labels.numel()
         count += labels.numel()
+        if (step + 1) % FINITE_CHECK_STEPS == 0 and _not_finite_on_any_rank(total, run.world_size):
+            break  # the epoch's loss is NaN or inf: train() stops the run
     return float(total) / max(count, 1)
 
 
