@@ -508,3 +508,9 @@ def test_a_dataset_built_in_python_checks_its_features_and_name(changes, message
                 split={"train": [0, 1], "valid": [2], "test": [3]}, num_classes=2)
     with pytest.raises(ValueError, match=message):
         NodeDataset(**{**args, **changes})
+
+
+@pytest.mark.parametrize("seed", [-1, 2.5, True])
+def test_planted_partition_names_a_bad_seed(seed):
+    with pytest.raises(ValueError, match=re.escape(f"seed must be an int >= 0, got {seed!r}")):
+        planted_partition(100, num_classes=2, seed=seed)

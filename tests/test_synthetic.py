@@ -92,6 +92,8 @@ def test_default_branching():
     (dict(num_nodes=100, branching=(5, 5), mixing=(0.5,)), "mixing"), (dict(num_nodes=100, exponent=1.5), "exponent"),
     (dict(num_nodes=100, label_noise=2.0), "label_noise"), (dict(num_nodes=100, split_sizes=(0, 1, 1)), "split_sizes"),
     (dict(num_nodes=100, split_sizes=(90, 10, 10)), "split_sizes"),
+    (dict(num_nodes=100, seed=-1), "seed must be an int >= 0, got -1"),  # was numpy's "expected non-negative integer"
+    (dict(num_nodes=100, seed=1.5), "seed must be an int >= 0, got 1.5"),
 ])
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -783,6 +783,8 @@ def planted_partition(
         train_frac, valid_frac (float, optional): random split fractions; the rest is test.
         seed (int, optional): random seed. (default: ``0``)
     """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
     if num_classes < 1 or num_nodes < num_classes:
         raise ValueError(f"need 1 <= num_classes <= num_nodes, got num_classes={num_classes}, num_nodes={num_nodes}")
     if not 0.0 <= homophily <= 1.0:

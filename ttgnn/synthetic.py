@@ -128,6 +128,8 @@ def nested_communities(
     _check("num_nodes", num_nodes, isinstance(num_nodes, (int, np.integer)) and 2 <= num_nodes < 2**31 - 1,
            "an int in [2, 2**31 - 1)")
     num_nodes = int(num_nodes)
+    _check("seed", seed, isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0,
+           "an int >= 0")
     _check("avg_degree", avg_degree, isinstance(avg_degree, (int, float)) and 0 < avg_degree < num_nodes,
            f"a number in (0, {num_nodes})")
     branching = tuple(int(b) for b in (branching or default_branching(num_nodes, len(mixing))))
