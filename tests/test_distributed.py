@@ -308,19 +308,26 @@ def test_two_ranks_match_one_process_on_the_union_of_their_batches(tmp_path):
     assert max((alone[k] - union[k]).abs().max().item() for k in names) > 1e-2
 
 
-def _refused_folder_worker(rank: int, world_size: int, port: int, out_dir: str, run_dir: str):
+def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, settings: dict,
+                        check_steps: int = 64):
+    """Train the 100-node planted graph with ``TrainConfig(**settings)`` on this rank and write what
+    came of it: "trained", a ``TrainingDiverged``'s epoch and last clause, or a ``ValueError``."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
+    import ttgnn.train as ttgnn_train
     from ttgnn.data import planted_partition
-    from ttgnn.train import TrainConfig, train
+    from ttgnn.train import TrainConfig, TrainingDiverged, train
 
     torch.set_num_threads(1)
+    ttgnn_train.FINITE_CHECK_STEPS = check_steps
     tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
     try:
-        config = TrainConfig(dataset="planted", dim=8, rank=2, hidden=8, num_layers=2, epochs=1, mode="full",
-                             order="identity", label_input=False, output_dir=run_dir, progress=False)
+        config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, order="identity",
+                             label_input=False, progress=False, **settings)
         train(config, planted_partition(100, num_classes=2, seed=0))
         outcome = "trained"
+    except TrainingDiverged as err:
+        outcome = f"diverged in epoch {err.epoch}: {str(err).rsplit('; ', 1)[-1]}"
     except ValueError as err:
         outcome = f"ValueError: {err}"
     finally:
@@ -333,41 +340,20 @@ def test_a_refused_run_folder_stops_every_rank_with_rank_0s_error(tmp_path):
     # training alone and wait for rank 0 at the first collective.
     run_dir = tmp_path / "not-a-folder"
     run_dir.write_text("a file")
-    run_spawned(_refused_folder_worker, 2, (free_port(), str(tmp_path), str(run_dir)))
+    settings = dict(epochs=1, mode="full", output_dir=str(run_dir))
+    run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings))
     expected = f"ValueError: output folder {run_dir} exists and is not a folder"
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [expected, expected]
 
 
-def _diverging_worker(rank: int, world_size: int, port: int, out_dir: str, mode: str):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
-                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
-    from ttgnn.data import planted_partition
-    import ttgnn.train as ttgnn_train
-    from ttgnn.train import TrainConfig, TrainingDiverged, train
-
-    torch.set_num_threads(1)
-    tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
-    try:
-        # mini-batch: 25 training nodes a rank in batches of 5, 5 steps, a look at the loss every 64
-        # (never within the epoch: the ranks meet at its end) or every 3 (after step 3, together)
-        ttgnn_train.FINITE_CHECK_STEPS = 3 if mode == "minibatch-looks" else 64
-        config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, epochs=3,
-                             mode=mode.split("-")[0], fanouts=[3, 3], batch_size=5, order="identity",
-                             label_input=False, init_scale=1e38, progress=False)
-        train(config, planted_partition(100, num_classes=2, seed=0))
-        outcome = "trained"
-    except TrainingDiverged as err:
-        outcome = f"diverged in epoch {err.epoch}: {str(err).rsplit('; ', 1)[-1]}"
-    finally:
-        tdist.teardown(wait=False)
-    (Path(out_dir) / f"rank{rank}.txt").write_text(outcome)
-
-
-@pytest.mark.parametrize("mode", ["full", "minibatch", "minibatch-looks"])
-def test_a_nan_loss_stops_every_rank_in_the_same_epoch(tmp_path, mode):
+@pytest.mark.parametrize("mode, check_steps", [("full", 64), ("minibatch", 64), ("minibatch", 3)])
+def test_a_nan_loss_stops_every_rank_in_the_same_epoch(tmp_path, mode, check_steps):
     # The loss is averaged over the ranks, and the looks within a mini-batch epoch are too, so all
     # of them see the NaN and stop at once: none waits at a collective for a rank that stopped.
-    run_spawned(_diverging_worker, 2, (free_port(), str(tmp_path), mode))
+    # Mini-batch: 25 training nodes a rank in batches of 5, 5 steps; a look at the loss every 64
+    # (never within the epoch: the ranks meet at its end) or every 3 (after step 3, together).
+    settings = dict(epochs=3, mode=mode, fanouts=[3, 3], batch_size=5, init_scale=1e38)
+    run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, check_steps))
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [
         "diverged in epoch 1: nothing was saved (no output folder)",
         "diverged in epoch 1: rank 0's message names what the run folder keeps"]

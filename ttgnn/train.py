@@ -57,8 +57,8 @@ from .fileio import atomic_write_json
 from .losses import distill_loss, node_loss
 from .seeding import derive_seed, generator, seed_everything
 
-__all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "TrainingDiverged", "train", "setup_run", "restore_run", "train_epoch",
-           "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
+__all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "TrainingDiverged", "train", "setup_run", "restore_run",
+           "train_epoch", "evaluate_and_checkpoint", "finish_run", "build_classifier", "settle_by_graph", "split_known",
            "known_labels", "evaluate", "correct_and_smooth_metrics", "load_checkpoint", "lr_factor", "set_learning_rates",
            "ORDERS", "CHECKPOINT_NAME",
            "BEST_MODEL_NAME", "METRICS_NAME", "FULL_TABLE_DIR", "settle_from_full", "full_table_config", "finetune_config"]
@@ -795,6 +795,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         ValueError: a bad setting, a bad dataset, or a run folder that is in use or holds another run.
         TrainingDiverged: a ``ValueError``: an epoch's loss was NaN or inf; it names what was kept.
         TrainingInterrupted: Ctrl-C; it names the last complete checkpoint.
+        TypeError: ``config`` is not a :class:`TrainConfig`, or ``dataset`` not a ``NodeDataset``.
     """
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
