@@ -386,10 +386,34 @@ def test_spread_labels_with_no_steps_is_the_one_hot_of_the_known(path_graph):
     torch.testing.assert_close(got, torch.tensor([[0.0, 1.0], [0, 0], [0, 0], [1, 0], [0, 0]]), rtol=0, atol=0)
 
 
+def test_spread_labels_is_float32_with_every_class_a_column_whoever_is_known(path_graph):
+    # The known labels hold class 0 only (of 3): each row still has 3 columns; and the rows are
+    # float32 whatever torch's default dtype.
+    from ttgnn.smoothing import spread_labels
+
+    adj = normalized_adjacency(*path_graph)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = spread_labels(adj, torch.tensor([0, 3, 3, 3, 3]), 3, steps=3)  # 3 hops reach node 3
+    finally:
+        torch.set_default_dtype(previous)
+    assert got.dtype == torch.float32 and got.shape == (5, 3)
+    torch.testing.assert_close(got[:4], torch.tensor([[1.0, 0, 0]] * 4), rtol=0, atol=0)  # 4: no path from 0
+    assert got[4].sum() == 0
+
+
+def test_propagate_with_no_iterations_returns_the_signal(path_graph):
+    signal = torch.arange(10.0).reshape(5, 2)
+    assert torch.equal(propagate(normalized_adjacency(*path_graph), signal, 0.5, 0), signal)
+
+
 @pytest.mark.parametrize("labels,steps,message", [
     (torch.tensor([0, 3, 2, 2, 2]), 2, r"labels must lie in \[0, 2\]"),
     (torch.tensor([0, -1, 2, 2, 2]), 2, "labels must lie in"),
     (torch.zeros(5, 2), 2, r"labels must be \(N,\) class ids"),
+    (torch.zeros(5), 2, r"labels must be \(N,\) class ids, got shape \(5,\) \(torch.float32\)"),
+    (torch.zeros(5, 1, dtype=torch.long), 2, r"labels must be \(N,\) class ids, got shape \(5, 1\) \(torch.int64\)"),
     (torch.tensor([0, 1, 2, 2, 2]), -1, "steps must be an integer >= 0, got -1"),
     (torch.tensor([0, 1, 2, 2, 2]), 1.5, "steps must be an integer"),
 ])
