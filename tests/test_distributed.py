@@ -309,9 +309,10 @@ def test_two_ranks_match_one_process_on_the_union_of_their_batches(tmp_path):
 
 
 def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, settings: dict,
-                        check_steps: int = 64):
+                        check_steps: int = 64, nan_step: int = 0):
     """Train the 100-node planted graph with ``TrainConfig(**settings)`` on this rank and write what
-    came of it: "trained", a ``TrainingDiverged``'s epoch and last clause, or a ``ValueError``."""
+    came of it: "trained", a ``TrainingDiverged``'s epoch and last clause, or a ``ValueError``.
+    With ``nan_step``, rank 1's loss of that step (counted from 1) is NaN, rank 0's not."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
     import ttgnn.train as ttgnn_train
@@ -320,6 +321,15 @@ def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, set
 
     torch.set_num_threads(1)
     ttgnn_train.FINITE_CHECK_STEPS = check_steps
+    if nan_step and rank == 1:
+        calls, loss = [], ttgnn_train.node_loss
+
+        def nan_once(*args, **kwargs):
+            calls.append(1)
+            value = loss(*args, **kwargs)
+            return value * float("nan") if len(calls) == nan_step else value
+
+        ttgnn_train.node_loss = nan_once
     tdist.setup("cpu", timeout=datetime.timedelta(seconds=60))
     try:
         config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, order="identity",
@@ -354,6 +364,17 @@ def test_a_nan_loss_stops_every_rank_in_the_same_epoch(tmp_path, mode, check_ste
     # (never within the epoch: the ranks meet at its end) or every 3 (after step 3, together).
     settings = dict(epochs=3, mode=mode, fanouts=[3, 3], batch_size=5, init_scale=1e38)
     run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, check_steps))
+    assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [
+        "diverged in epoch 1: nothing was saved (no output folder)",
+        "diverged in epoch 1: rank 0's message names what the run folder keeps"]
+
+
+def test_a_nan_on_one_rank_at_a_look_stops_both_ranks_there(tmp_path):
+    # Rank 1's loss of step 3 is NaN, rank 0's is not: at the look after step 3 only rank 1's sum
+    # is NaN, and the look's all-reduce stops rank 0 with it (alone, rank 1 would leave the epoch
+    # while rank 0 waited in step 4's gradient all-reduce).
+    settings = dict(epochs=3, mode="minibatch", fanouts=[3, 3], batch_size=5)
+    run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, 3, 3), deadline_s=90)
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [
         "diverged in epoch 1: nothing was saved (no output folder)",
         "diverged in epoch 1: rank 0's message names what the run folder keeps"]
