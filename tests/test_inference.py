@@ -244,3 +244,33 @@ def test_write_predictions_refuses_classes_and_probabilities_of_the_wrong_shape(
     with pytest.raises(ValueError, match=message):
         write_predictions(tmp_path / "pred.csv", classes, probs)
     assert not (tmp_path / "pred.csv").exists()
+
+
+def test_a_best_model_with_nan_weights_is_refused_before_its_graph_loads(tmp_path, planted):
+    # A run that diverged before ttgnn stopped such runs could save NaN weights; predict would
+    # have written the argmax of NaN scores (class 0) for every node.
+    from ttgnn.checkpoint import BEST_MODEL_NAME, load_checkpoint, save_best_model
+
+    train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
+    path = tmp_path / "run" / BEST_MODEL_NAME
+    state = load_checkpoint(path)
+    weights = dict(state["model"])
+    names = [name for name, value in weights.items() if value.is_floating_point()]
+    for name in names[:4]:
+        weights[name] = weights[name].clone()
+        weights[name].view(-1)[-1] = float("inf") if name == names[0] else float("nan")
+    save_best_model(path, epoch=state["epoch"], model=weights, settings=state["settings"])
+    with pytest.raises(ValueError, match=re.escape(f"{path} holds NaN or inf weights ({', '.join(names[:3])} and 1 "
+                                                   "more): the run that saved it diverged; train again with lower "
+                                                   "learning rates")):
+        load_run(tmp_path / "run")  # no dataset given: the check comes before the graph would load
+
+
+def test_the_finite_check_reads_every_chunk_of_a_weight(tmp_path):
+    from ttgnn.inference import _check_finite_weights
+
+    weight = torch.ones(3, 5)
+    _check_finite_weights({"w": weight, "step": torch.tensor(7)}, tmp_path / "m.pt", chunk=4)
+    weight[2, 4] = float("nan")  # entry 14: in the last of four chunks
+    with pytest.raises(ValueError, match=r"holds NaN or inf weights \(w\)"):
+        _check_finite_weights({"w": weight, "step": torch.tensor(7)}, tmp_path / "m.pt", chunk=4)

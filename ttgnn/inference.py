@@ -78,7 +78,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
 
     Raises:
         FileNotFoundError: ``folder`` holds no ``best_model.pt`` (no epoch finished yet).
-        ValueError: the file is not a ttgnn best model, or ``dataset`` is not the run's graph.
+        ValueError: the file is not a ttgnn best model, holds NaN or inf weights, or ``dataset``
+            is not the run's graph.
     """
     from .train import build_classifier
 
@@ -93,6 +94,7 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     settings = state.get("settings")
     if not isinstance(settings, dict) or "model" not in state:
         raise ValueError(f"{path} is not a ttgnn best model (it has no settings or no weights)")
+    _check_finite_weights(state["model"], path)
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     config = TrainConfig(**{key: value for key, value in settings.items() if key in fields})
     if dataset is None:
@@ -120,6 +122,21 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     log.info("loaded the best model of %s (epoch %d): %s + %s on %s", folder, epoch, config.model, config.embedding,
              dataset.name)
     return FinishedRun(model, config, dataset, epoch, graph, best="optimizer" not in state)
+
+
+def _check_finite_weights(weights, path: Path, chunk: int = 1 << 24) -> None:
+    """Raise ``ValueError`` naming the weights of ``weights`` (a state dict) that hold NaN or inf:
+    a model saved by a run that diverged predicts nothing meaningful. Read ``chunk`` entries at a
+    time, so a large table needs no second table-sized buffer."""
+    if not isinstance(weights, dict):
+        return  # not a state dict: load_state_dict names the problem
+    bad = [name for name, value in weights.items()
+           if torch.is_tensor(value) and value.is_floating_point()
+           and not all(torch.isfinite(part).all() for part in value.reshape(-1).split(chunk))]
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ValueError(f"{path} holds NaN or inf weights ({shown}): the run that saved it diverged; train again "
+                         "with lower learning rates")
 
 
 @torch.no_grad()
