@@ -23,6 +23,8 @@ from typing import Iterator
 import torch
 from torch import nn
 
+from .config import check_int
+
 __all__ = ["WeightAverage"]
 
 
@@ -45,8 +47,7 @@ class WeightAverage:
     """
 
     def __init__(self, model: nn.Module, horizon: int) -> None:
-        if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
-            raise ValueError(f"horizon must be an integer >= 1, got {horizon!r}")
+        check_int("horizon", horizon, 1)
         self.horizon = horizon
         self.updates = 0
         self.state = {key: value.detach().clone() for key, value in model.state_dict().items()}

@@ -20,7 +20,7 @@ __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTO
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
            "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for", "AUTO_LOSS",
-           "loss_for", "MAX_LR"]
+           "loss_for", "MAX_LR", "check_int"]
 
 #: The largest learning rate a run takes. Near float32's limit (3.4e38) Adam's first step, the rate
 #: divided by ``1 - beta1 = 0.1``, overflows inside the optimiser; a rate far below that can already
@@ -342,23 +342,23 @@ class TrainConfig:
         if self.loss is not None:
             check_choice("loss", self.loss, LOSSES)
         for key in ("epochs", "dim", "hidden", "num_layers", "heads", "batch_size", "eval_batch_size"):
-            _check_int(key, getattr(self, key), 1)
+            check_int(key, getattr(self, key), 1)
         for key in ("rank", "num_threads", "num_cores"):
             if getattr(self, key) is not None:
-                _check_int(key, getattr(self, key), 1)
-        _check_int("seed", self.seed, 0)
+                check_int(key, getattr(self, key), 1)
+        check_int("seed", self.seed, 0)
         if self.label_reuse is not None:
-            _check_int("label_reuse", self.label_reuse, 0)
+            check_int("label_reuse", self.label_reuse, 0)
         if self.label_reuse and self.label_input is False:
             raise ValueError(f"label_reuse={self.label_reuse} feeds predictions back as label input: it needs "
                              "label input, which is off (label_input=False)")
         if self.label_spread is not None:
-            _check_int("label_spread", self.label_spread, 0)
+            check_int("label_spread", self.label_spread, 0)
         if self.label_spread and self.label_input is False:
             raise ValueError(f"label_spread={self.label_spread} spreads the label input over the graph: it needs "
                              "label input, which is off (label_input=False)")
-        _check_int("finetune_epochs", self.finetune_epochs, 1)
-        _check_int("weight_average", self.weight_average, 0)
+        check_int("finetune_epochs", self.finetune_epochs, 1)
+        check_int("weight_average", self.weight_average, 0)
         if self.from_full and self.embedding not in ("tt", "full"):
             raise ValueError(f"from_full starts a table from a trained full table: it needs embedding='tt' (or "
                              f"'full', the full table distilled from itself), got {self.embedding!r}")
@@ -375,14 +375,14 @@ class TrainConfig:
         _check_real("label_rate", self.label_rate, "in (0, 1)", lambda v: 0.0 < v < 1.0)
         for key in ("fanouts", "row_shape", "col_shape"):
             for value in getattr(self, key) or ():
-                _check_int(f"every entry of {key}", value, 1)
+                check_int(f"every entry of {key}", value, 1)
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.eval_fanouts is not None:
             check_eval_fanouts(self.eval_fanouts, self.mode, self.num_layers)
             check_label_inputs_with_sampled_eval(self.label_reuse, self.eval_fanouts, self.label_spread or 0)
         if self.spectral_vectors is not None:
-            _check_int("spectral_vectors", self.spectral_vectors, 1)
+            check_int("spectral_vectors", self.spectral_vectors, 1)
             if self.spectral_vectors > self.dim:
                 raise ValueError(f"spectral_vectors must be at most dim={self.dim}, got {self.spectral_vectors}")
             if self.init not in ("spectral", "auto"):
@@ -396,7 +396,7 @@ class TrainConfig:
         if self.compression is not None:
             _check_real("compression", self.compression, "> 0", lambda v: v > 0)
         if self.max_params is not None:
-            _check_int("max_params", self.max_params, 1)
+            check_int("max_params", self.max_params, 1)
         if self.resume and not self.output_dir:
             raise ValueError("resume needs output_dir")
         if self.resume and self.overwrite:
@@ -407,7 +407,8 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def _check_int(name: str, value, minimum: int) -> None:
+def check_int(name: str, value, minimum: int) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) ``>= minimum``, naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
@@ -468,7 +469,7 @@ def check_eval_fanouts(eval_fanouts: list, mode: str, num_layers: int) -> None:
     """Raise ``ValueError`` unless ``eval_fanouts`` are ``num_layers`` integers >= 1 for a
     mini-batch run (the checks of :meth:`TrainConfig.validate`, also used by ``ttgnn plan``)."""
     for value in eval_fanouts:
-        _check_int("every entry of eval_fanouts", value, 1)
+        check_int("every entry of eval_fanouts", value, 1)
     if mode != "minibatch":
         raise ValueError("eval_fanouts (sampled evaluation) needs mode='minibatch'; full-graph mode "
                          "evaluates with the whole graph")

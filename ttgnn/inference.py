@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .checkpoint import BEST_MODEL_NAME, load_checkpoint
-from .config import TrainConfig
+from .config import TrainConfig, check_int
 from .data import NodeDataset, load_dataset
 from .fileio import atomic_write
 
@@ -221,9 +221,7 @@ def write_embeddings(run: FinishedRun, path: PathLike, chunk_rows: int = 65536, 
     """
     from tqdm.auto import tqdm
 
-    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
-        # a negative count wrote the header of an (N, D) array and no rows: a truncated file
-        raise ValueError(f"chunk_rows must be an integer >= 1, got {chunk_rows!r}")
+    check_int("chunk_rows", chunk_rows, 1)  # a negative count wrote an (N, D) header and no rows
 
     table = run.model.node_input.table
     if table is None:

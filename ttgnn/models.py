@@ -36,6 +36,7 @@ from dgl.nn import GATConv, SAGEConv  # noqa: E402
 
 from .embedding import TTNodeEmbedding  # noqa: E402
 from .choices import EMBEDDINGS, GNN_BACKENDS, MODELS, NORMS, check_choice  # noqa: E402
+from .config import check_int  # noqa: E402
 from .layers import SparseGraph, TensorGATConv, TensorSAGEConv  # noqa: E402
 
 __all__ = ["NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
@@ -183,8 +184,7 @@ class LabelInput(nn.Module):
         if num_classes < 1 or dim < 1:
             raise ValueError(f"num_classes and dim must be >= 1, got {num_classes} and {dim}")
         for name, value in (("reuse_iters", reuse_iters), ("spread_steps", spread_steps)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+            check_int(name, value, 0)
         self.num_classes = num_classes
         self.reuse_iters = reuse_iters
         self.spread_steps = spread_steps

@@ -160,15 +160,14 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     Raises:
         ValueError: a value out of range (named in the message).
     """
-    from .config import check_eval_fanouts, eval_fanouts_for
+    from .config import check_eval_fanouts, check_int, eval_fanouts_for
     from .shapes import TTShape
 
     for name, value in (("num_nodes", num_nodes), ("dim", dim), ("rank", rank), ("num_layers", num_layers),
                         ("hidden", hidden), ("heads", heads), ("num_classes", num_classes),
                         ("batch_size", batch_size), ("world_size", world_size),
                         ("eval_batch_size", eval_batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        check_int(name, value, 1)
     if model not in ("sage", "gat"):
         raise ValueError(f"model must be 'sage' or 'gat', got {model!r}")
     if optimizer not in OPTIMIZERS:

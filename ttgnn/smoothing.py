@@ -21,6 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .config import check_int
+
 __all__ = ["normalized_adjacency", "normalized_adjacency_values", "propagate", "spread_labels", "correct_and_smooth",
            "tune_correct_and_smooth", "SmoothingResult"]
 
@@ -68,8 +70,7 @@ def propagate(adjacency: torch.Tensor, signal: torch.Tensor, alpha: float, num_i
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    if isinstance(num_iterations, bool) or not isinstance(num_iterations, int) or num_iterations < 0:
-        raise ValueError(f"num_iterations must be an integer >= 0, got {num_iterations!r}")
+    check_int("num_iterations", num_iterations, 0)
     start = (1.0 - alpha) * signal
     current = signal
     for _ in range(num_iterations):
@@ -102,8 +103,7 @@ def spread_labels(adjacency: torch.Tensor, labels: torch.Tensor, num_classes: in
     """
     if labels.dim() != 1 or labels.is_floating_point():
         raise ValueError(f"labels must be (N,) class ids, got shape {tuple(labels.shape)} ({labels.dtype})")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    check_int("steps", steps, 0)
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > num_classes):
         raise ValueError(f"labels must lie in [0, {num_classes}] ({num_classes} = unknown), got "
                          f"[{int(labels.min())}, {int(labels.max())}]")

@@ -29,6 +29,7 @@ from typing import Optional, Union
 
 import numpy as np
 
+from .config import check_int
 from .fileio import write_cache_file
 
 __all__ = ["normalized_adjacency_scipy", "trivial_eigenvectors", "leading_eigenvectors", "spectral_table",
@@ -206,8 +207,7 @@ def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim:
 
     from .init import check_scale
 
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be an integer >= 1, got {dim!r}")
+    check_int("dim", dim, 1)
     check_scale("std", std)
     k = dim if vectors is None else vectors
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
