@@ -11,6 +11,15 @@ def test_info_prints_arxiv_compression(capsys):
     assert "943,616" in out[2] and "23.0x" in out[2]
 
 
+def test_info_notes_a_tt_table_larger_than_the_dense_one(capsys):
+    assert main(["info", "--rows", "100", "--dim", "16", "--rank", "2", "100000"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4  # header, two rows, one note for the second rank only
+    assert out[2].endswith("0.8x")
+    assert out[3] == ("note: at rank 100000 the TT table (1,956 parameters) is larger than the dense 100 x 16 table; "
+                      "a lower --rank compresses it")
+
+
 def test_info_billion_rows(capsys):
     assert main(["info", "--rows", "1000000000", "--rank", "16", "--num-cores", "4"]) == 0
     line = capsys.readouterr().out.splitlines()[1]
@@ -170,7 +179,11 @@ def test_os_errors_on_paths_exit_2_with_one_line(graph_root, tmp_path, capsys):
     assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "random", "--output",
                  str(a_file / "sub" / "order.npy"), "--no-cache"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err == f"ttgnn partition: error: cannot write --output {a_file / 'sub' / 'order.npy'}: {a_file} is a file, not a folder"
+    # refused before the graph loads: a dataset that does not exist is not reached
+    assert main(["partition", "--dataset", "no-such-graph", "--root", str(graph_root), "--method", "random",
+                 "identity", "--output", str(a_file / "order.npy")]) == 2
+    assert "cannot write --output" in capsys.readouterr().err
 
 
 def test_version_names_ttgnn_torch_and_python(capsys):

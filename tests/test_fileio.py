@@ -2,10 +2,11 @@
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
-from ttgnn.fileio import atomic_write, atomic_write_json
+from ttgnn.fileio import atomic_write, atomic_write_json, check_output_file
 
 
 def test_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
@@ -35,3 +36,34 @@ def test_permissions_follow_the_umask(tmp_path, umask, mode):
 def test_creates_the_folder(tmp_path):
     atomic_write_json([1, 2], tmp_path / "a" / "b" / "c.json")
     assert json.loads((tmp_path / "a" / "b" / "c.json").read_text()) == [1, 2]
+
+
+def test_check_output_file_takes_new_folders_and_refuses_what_cannot_be_written(tmp_path):
+    assert check_output_file(tmp_path / "a" / "b" / "out.npy") == tmp_path / "a" / "b" / "out.npy"
+    assert check_output_file(str(tmp_path / "out.npy")) == tmp_path / "out.npy"
+    assert not (tmp_path / "a").exists()  # a check only: nothing is created
+    with pytest.raises(ValueError, match=r"^--output .* is a folder; give a file name$"):
+        check_output_file(tmp_path, "--output")
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(ValueError, match=rf"^cannot write path {a_file / 'sub' / 'x.npy'}: {a_file} is a file, not a folder$"):
+        check_output_file(a_file / "sub" / "x.npy")
+    with pytest.raises(ValueError, match=rf"^cannot write path {a_file / 'x.npy'}: {a_file} is a file"):
+        check_output_file(a_file / "x.npy")
+
+
+def test_check_output_file_refuses_a_folder_it_cannot_write(tmp_path, monkeypatch):
+    # os.access decides (a permission check that root passes anyway, so it is stood in for here)
+    import ttgnn.fileio
+
+    asked = []
+
+    def access(path, mode):
+        asked.append((Path(path), mode))
+        return False
+
+    monkeypatch.setattr(ttgnn.fileio.os, "access", access)
+    with pytest.raises(ValueError, match=rf"^cannot write path {tmp_path / 'new' / 'x.npy'}: folder {tmp_path} is "
+                                         r"not writable$"):
+        check_output_file(tmp_path / "new" / "x.npy")
+    assert asked == [(tmp_path, os.W_OK | os.X_OK)]

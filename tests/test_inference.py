@@ -161,6 +161,13 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
     assert "--output must name a .npy / .csv / .csv.gz file" in capsys.readouterr().err
     assert main(["predict", str(tmp_path / "nothing")]) == 2
     assert "holds no finished epoch" in capsys.readouterr().err
+    # an output that cannot be written is refused before the run loads (the run named here does not exist)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for option in ("--output", "--embeddings"):
+        assert main(["predict", str(tmp_path / "nothing"), option, str(a_file / "sub" / "out.npy")]) == 2
+        assert capsys.readouterr().err.strip() == (f"ttgnn predict: error: cannot write {option} "
+                                                   f"{a_file / 'sub' / 'out.npy'}: {a_file} is a file, not a folder")
 
 
 def test_load_run_messages_log_line_and_a_file_without_settings(tmp_path, planted, caplog):

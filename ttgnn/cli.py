@@ -121,6 +121,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
               f"{str(list(shape.ranks)):>20} {shape.num_parameters:>12,} "
               f"{_format_bytes(shape.num_parameters * bytes_per):>11} {_format_bytes(dense):>13} "
               f"{shape.compression_ratio:>11,.1f}x")
+    for rank, shape in zip(ranks, shapes):
+        if shape.compression_ratio < 1.0:
+            print(f"note: at rank {rank} the TT table ({shape.num_parameters:,} parameters) is larger than the dense "
+                  f"{shape.num_rows:,} x {shape.dim} table; a lower --rank compresses it")
     return 0
 
 
@@ -350,10 +354,9 @@ def _add_train_parser(sub) -> None:
 def _cmd_partition(args: argparse.Namespace) -> int:
     """Order a dataset's nodes onto TT rows with each method; print quality figures and time."""
     import time
-    from pathlib import Path
 
     from .data import default_cache_dir, load_dataset
-    from .fileio import atomic_write
+    from .fileio import atomic_write, check_output_file
     from .partition import hierarchical_order
     from .partition.reorder import check_row_shape
     from .shapes import auto_num_cores, factor_rows
@@ -363,9 +366,8 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     outputs = {}
     if args.output:
         for method in args.method:
-            outputs[method] = Path(args.output if len(args.method) == 1 else _method_file(args.output, method))
-            if outputs[method].is_dir():
-                raise ValueError(f"--output {outputs[method]} is a folder; give a file name such as order.npy")
+            name = args.output if len(args.method) == 1 else _method_file(args.output, method)
+            outputs[method] = check_output_file(name, "--output")
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
     load_seconds = time.perf_counter() - started
@@ -440,6 +442,7 @@ def _add_upgrade_parser(sub) -> None:
 # ---------------------------------------------------------------------- predict
 def _cmd_predict(args: argparse.Namespace) -> int:
     from .evaluation import Accuracy
+    from .fileio import check_output_file
     from .inference import (EMBEDDING_SUFFIXES, PREDICTION_SUFFIXES, class_probabilities, load_run, predict,
                             write_embeddings, write_predictions)
 
@@ -447,6 +450,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                                    ("--embeddings", args.embeddings, EMBEDDING_SUFFIXES)):
         if path is not None and not path.lower().endswith(suffixes):
             raise ValueError(f"{option} must name a {' / '.join(suffixes)} file, got {path}")
+        if path is not None:
+            check_output_file(path, option)
     run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)
     probs = class_probabilities(run)
     classes = predict(run, correct_smooth=args.correct_smooth, probs=probs)

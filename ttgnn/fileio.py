@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Union
 
-__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "current_umask", "exclusive_lock",
-           "write_cache_file"]
+__all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "check_output_file", "current_umask",
+           "exclusive_lock", "write_cache_file"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,34 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def check_output_file(path: PathLike, option: str = "path") -> Path:
+    """Refuse, before any work, an output file that :func:`atomic_write` could not write.
+
+    Args:
+        path (str or PathLike): the file to be written later; missing folders above it will be created.
+        option (str, optional): how the caller names it in messages (e.g. ``"--output"``).
+            (default: ``"path"``)
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        ValueError: ``path`` is a folder, or the nearest existing folder above it is a file or cannot
+            be written (both named).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path} is a folder; give a file name")
+    above = path.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise ValueError(f"cannot write {option} {path}: {above} is a file, not a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write {option} {path}: folder {above} is not writable")
+    return path
 
 
 def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
