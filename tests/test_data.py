@@ -237,6 +237,40 @@ def test_empty_file_is_named_as_empty(tmp_path, file):
         load_dataset(str(folder))
 
 
+@pytest.mark.parametrize("file,rows,message", [
+    ("raw/num-edge-list.csv.gz", [5], r"edge.csv.gz holds 360 edges, but .*num-edge-list.csv.gz says 5 \(a truncated"),
+    ("raw/num-edge-list.csv.gz", [180, 180], r"num-edge-list.csv.gz: 2 values, expected one"),
+    ("raw/num-node-list.csv.gz", [30, 30], r"num-node-list.csv.gz: 2 values, expected one"),
+])
+def test_node_and_edge_counts_must_be_one_graphs_and_match_the_edges(tmp_path, file, rows, message):
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / file, rows)
+    with pytest.raises(ValueError, match=f"^corrupted dataset.*{message}"):
+        load_dataset(str(folder))
+
+
+def test_the_edge_count_file_is_optional(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g")
+    (folder / "raw" / "num-edge-list.csv.gz").unlink()
+    assert load_dataset(str(folder)).num_nodes == 60
+
+
+def test_several_split_kinds_take_the_first_by_name_with_a_warning(tmp_path, caplog):
+    import logging
+    import shutil
+
+    folder = write_raw_dataset(tmp_path / "g")
+    shutil.copytree(folder / "split" / "random", folder / "split" / "another")
+    first = load_dataset(str(folder)).split["test"].tolist()
+    write_csv(folder / "split" / "another" / "test.csv.gz", first[1:])  # tells the two kinds apart
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.data"):
+        ds = load_dataset(str(folder))
+    assert ds.split["test"].tolist() == first[1:]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{folder / 'split'} holds 2 split kinds (another, random); using 'another', the first by name"]
+
+
 @pytest.mark.parametrize("split,message", [
     ({"train": [0, 1, 2], "valid": [3, 4], "test": [0, 1, 2]}, r"3 node\(s\), e.g. node 0, are in both .*train.csv.gz and .*test.csv.gz"),
     ({"train": [0, 1, 2], "valid": [2, 4], "test": [5]}, r"e.g. node 2, are in both .*train.csv.gz and .*valid.csv.gz"),

@@ -329,6 +329,17 @@ def _integers(values: np.ndarray, path: Path) -> np.ndarray:
     return values.astype(np.int64)
 
 
+def _one_count(path: Path, required: bool) -> Optional[int]:
+    """The single integer of ``num-node-list.csv.gz`` / ``num-edge-list.csv.gz`` (one graph: one line)."""
+    values = _read_csv(path, np.int64, required=required)
+    if values is None:
+        return None
+    if values.size != 1:
+        raise ValueError(f"corrupted dataset file {path}: {values.size} values, expected one (a node property "
+                         "dataset is one graph)")
+    return int(values.reshape(-1)[0])
+
+
 def _read_split(folder: Path, kind: Optional[str]) -> tuple[dict, dict]:
     """``(split, files)``: node ids of every split, and the file each came from."""
     split_root = folder / "split"
@@ -339,6 +350,9 @@ def _read_split(folder: Path, kind: Optional[str]) -> tuple[dict, dict]:
         if not kinds:
             raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
         kind = kinds[0]
+        if len(kinds) > 1:
+            log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
+                        ", ".join(kinds), kind)
     split, files = {}, {}
     for key in SPLIT_NAMES:
         files[key] = split_root / kind / f"{key}.csv.gz"
@@ -430,13 +444,16 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
     raw = folder / "raw"
     if not raw.is_dir():
         raise FileNotFoundError(f"dataset folder not found: {raw} (expected OGB raw layout)")
-    num_nodes_arr = _read_csv(raw / "num-node-list.csv.gz", np.int64)
-    num_nodes = int(num_nodes_arr.reshape(-1)[0])
+    num_nodes = _one_count(raw / "num-node-list.csv.gz", required=True)
     if num_nodes < 1:
         raise ValueError(f"corrupted dataset file {raw / 'num-node-list.csv.gz'}: {num_nodes} nodes")
     edges = _read_csv(raw / "edge.csv.gz", np.int64)
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}: expected 2 columns, got {edges.shape}")
+    num_edges = _one_count(raw / "num-edge-list.csv.gz", required=False)  # optional; OGB writes it
+    if num_edges is not None and num_edges != edges.shape[0]:
+        raise ValueError(f"corrupted dataset: {raw / 'edge.csv.gz'} holds {edges.shape[0]:,} edges, but "
+                         f"{raw / 'num-edge-list.csv.gz'} says {num_edges:,} (a truncated or mismatched file?)")
     edge_index = np.ascontiguousarray(edges.T)
     if edge_index.size and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
         raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}: node ids must lie in "
