@@ -60,7 +60,7 @@ MODULES = {
     "shapes": (["ttgnn/shapes.py"], ["tests/test_shapes.py", "tests/test_embedding.py"]),
     "inference": (["ttgnn/inference.py"], ["tests/test_inference.py"]),
     "spectral": (["ttgnn/spectral.py"], ["tests/test_spectral.py"]),
-    "losses": (["ttgnn/losses.py"], ["tests/test_losses.py"]),
+    "losses": (["ttgnn/losses.py"], ["tests/test_losses.py", "tests/test_from_full.py"]),
     "averaging": (["ttgnn/averaging.py"], ["tests/test_averaging.py"]),
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",

@@ -1,6 +1,7 @@
 """Weight averaging (``--weight-average``): the average's arithmetic, the swap, its checkpoint state,
 and what a training run evaluates, selects and saves with it. Exact resume is in test_train."""
 import functools
+import re
 
 import pytest
 import torch
@@ -78,16 +79,21 @@ def test_a_tensor_shared_by_two_entries_is_swapped_once():
     net.a = nn.Linear(2, 2, bias=False)
     net.b = nn.Linear(2, 2, bias=False)
     net.b.weight = net.a.weight  # tied: two state-dict entries, one tensor
+    net.c = nn.Linear(2, 1, bias=False)  # an entry after the tied pair is still exchanged
     with torch.no_grad():
         net.a.weight.fill_(1.0)
+        net.c.weight.fill_(10.0)
     average = WeightAverage(net, horizon=2)
     average.update(net)
     with torch.no_grad():
         net.a.weight.fill_(3.0)
-    average.update(net)  # the mean: 2
+        net.c.weight.fill_(30.0)
+    average.update(net)  # the mean: 2 and 20
     with average.swapped_into(net):
         assert torch.equal(net.b.weight.detach(), torch.full((2, 2), 2.0))
+        assert torch.equal(net.c.weight.detach(), torch.full((1, 2), 20.0))
     assert torch.equal(net.a.weight.detach(), torch.full((2, 2), 3.0))
+    assert torch.equal(net.c.weight.detach(), torch.full((1, 2), 30.0))
     assert torch.equal(average.state["b.weight"], torch.full((2, 2), 2.0))
 
 
@@ -104,9 +110,12 @@ def test_state_dict_round_trip_and_refusals():
     with pytest.raises(ValueError, match="spans 4 epochs, this run 5"):
         WeightAverage(_Net(), horizon=5).load_state_dict(saved)
     other = nn.Linear(3, 2)
-    with pytest.raises(ValueError, match="other entries"):
+    keys = sorted(saved["state"])  # no entry in common with other's ["bias", "weight"]: all of both named
+    with pytest.raises(ValueError, match=re.escape(f"the saved weight average has other entries than the model: "
+                                                   f"{sorted(keys + ['bias', 'weight'])}")):
         WeightAverage(other, horizon=4).load_state_dict(saved)
-    with pytest.raises(ValueError, match="other entries"):
+    with pytest.raises(ValueError, match=re.escape(f"the model's state dict has other entries than the average's: "
+                                                   f"{sorted(keys + ['bias', 'weight'])}")):
         average.update(other)
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="horizon must be an integer >= 1"):

@@ -32,6 +32,7 @@ def test_eps_is_one_minus_log_two():
 def test_values_against_the_definitions(smoothing):
     logits, labels = _logits_and_labels()
     assert node_loss(logits, labels, "ce", smoothing) == F.cross_entropy(logits, labels, label_smoothing=smoothing)
+    assert node_loss(logits, labels, label_smoothing=smoothing) == node_loss(logits, labels, "ce", smoothing)  # default
     # cross-entropy written out: -sum_c q_c log softmax_c, q the smoothed one-hot target
     classes = logits.shape[1]
     target = torch.full_like(logits, smoothing / classes)

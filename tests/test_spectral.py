@@ -1,4 +1,9 @@
 """Tests of ttgnn.spectral: eigenvectors against a dense solver, caching, and the TT-SVD of the table."""
+import io
+import json
+import logging
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -173,3 +178,167 @@ def test_spectral_table_names_a_bad_width_or_scale(graph, dim, std, message):
     indptr, indices, n = graph
     with pytest.raises(ValueError, match=message):
         spectral_table(indptr, indices, n, dim, std)
+
+
+# ---------------------------------------------------------------------- the cache's key, the solver's start, the log
+def test_the_cache_file_is_named_and_keyed_by_graph_k_seed_and_trivial_vectors(graph, tmp_path):
+    indptr, indices, n = graph
+    leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
+    leading_eigenvectors(indptr, indices, n, 4, seed=3, cache_dir=tmp_path)
+    leading_eigenvectors(indptr, indices, n, 5, cache_dir=tmp_path)
+    leading_eigenvectors(indptr, indices, n, 4, skip_trivial=False, cache_dir=tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    digest = names[0].split("-")[2]
+    assert re.fullmatch(r"[0-9a-f]{24}", digest)
+    assert names == sorted(f"spectral-v2-{digest}-{tail}.npz" for tail in
+                           ("k4-seed0", "k4-seed3", "k5-seed0", "k4-seed0-with-trivial"))
+    # the key inside, which a load compares in full (the name holds part of the graph's hash only)
+    with np.load(tmp_path / f"spectral-v2-{digest}-k4-seed0.npz") as archive:
+        key = json.loads(str(archive["meta"][()]))
+    graph_hash = key.pop("graph")
+    assert re.fullmatch(r"[0-9a-f]{32}", graph_hash) and graph_hash.startswith(digest)
+    assert key == {"format_version": 2, "k": 4, "tol": 1e-6, "seed": 0, "skip_trivial": True}
+
+
+def test_the_same_graph_as_int32_or_int64_hits_one_cache_file(graph, tmp_path, monkeypatch):
+    indptr, indices, n = graph
+    first = leading_eigenvectors(indptr.astype(np.int64), indices.astype(np.int64), n, 4, cache_dir=tmp_path)
+    monkeypatch.setattr(spectral, "normalized_adjacency_scipy", _must_not_run)
+    again = leading_eigenvectors(indptr.astype(np.int32), indices.astype(np.int32), n, 4, cache_dir=tmp_path)
+    np.testing.assert_array_equal(again, first)
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.parametrize("change, reason", [
+    ("meta", r"it holds \{.*'k': 5.*\}, shape \(300, 4\)"),   # a key of another k, vectors of the right shape
+    ("shape", r"it holds \{.*\}, shape \(300, 3\)"),           # the right key, vectors of another shape
+    ("nan", r"it holds \{.*\}, shape \(300, 4\)"),             # the right key and shape, a NaN inside
+])
+def test_a_cache_file_of_another_key_shape_or_with_nan_is_recomputed(graph, tmp_path, caplog, change, reason):
+    indptr, indices, n = graph
+    first = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
+    (path,) = tmp_path.iterdir()
+    with np.load(path) as archive:
+        key = json.loads(str(archive["meta"][()]))
+    vectors = first.copy()
+    if change == "meta":
+        key["k"] = 5
+    elif change == "shape":
+        vectors = vectors[:, :3]
+    else:
+        vectors[7, 2] = np.nan
+    np.savez(path, vectors=vectors, meta=np.array(json.dumps(key)))
+    with caplog.at_level(logging.WARNING, logger="ttgnn.spectral"):
+        again = leading_eigenvectors(indptr, indices, n, 4, cache_dir=tmp_path)
+    assert np.isfinite(again).all() and again.shape == (n, 4)
+    np.testing.assert_allclose(np.abs(again.T @ first), np.eye(4), atol=1e-6)
+    (message,) = [r.getMessage() for r in caplog.records]
+    assert re.fullmatch(rf"spectral cache {re.escape(str(path))} is corrupted or mismatched \({reason}\); "
+                        r"recomputing", message), message
+
+
+def test_the_solver_starts_from_the_seed_so_results_repeat_bit_for_bit(graph):
+    indptr, indices, n = graph
+    a = leading_eigenvectors(indptr, indices, n, 4)
+    np.testing.assert_array_equal(leading_eigenvectors(indptr, indices, n, 4), a)
+    b = leading_eigenvectors(indptr, indices, n, 4, seed=1)
+    assert not np.array_equal(b, a)  # another start: the same subspace, other rounding (or signs)
+    np.testing.assert_allclose(np.abs(b.T @ a), np.eye(4), atol=1e-5)
+
+
+def test_the_default_tolerance_is_accurate_and_one_vector_is_allowed(graph):
+    indptr, indices, n = graph
+    dense = normalized_adjacency_scipy(indptr, indices, n).toarray()
+    values, vectors = np.linalg.eigh(dense)
+    top = vectors[:, np.argsort(-values)[1:4]]  # after the one trivial vector
+    ours = leading_eigenvectors(indptr, indices, n, 3)
+    np.testing.assert_allclose(np.linalg.norm(top.T @ ours, axis=0), np.ones(3), atol=1e-6)
+    one = leading_eigenvectors(indptr, indices, n, 1)
+    assert one.shape == (n, 1) and abs(abs(float(one[:, 0] @ top[:, 0])) - 1) < 1e-6
+
+
+def test_k_up_to_all_but_one_without_skipping(graph):
+    # n - 1 vectors: the most eigsh finds; with skip_trivial=False nothing is subtracted from n
+    ds = planted_partition(14, num_classes=2, avg_degree=4, homophily=0.9, seed=0)
+    indptr, indices = ds.csr()
+    vectors = leading_eigenvectors(indptr, indices, 14, 13, tol=1e-10, skip_trivial=False)
+    assert vectors.shape == (14, 13)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(13), atol=1e-8)
+    with pytest.raises(ValueError, match=r"^k must be in \[1, 14\) for a graph of 14 nodes, got 14$"):
+        leading_eigenvectors(indptr, indices, 14, 14, skip_trivial=False)
+
+
+def test_the_log_line_names_k_the_graph_the_eigenvalues_and_the_trivial_vectors(graph, caplog):
+    indptr, indices, n = graph
+    dense = normalized_adjacency_scipy(indptr, indices, n).toarray()
+    values = np.sort(np.linalg.eigvalsh(dense))[::-1]
+    with caplog.at_level(logging.INFO, logger="ttgnn.spectral"):
+        leading_eigenvectors(indptr, indices, n, 4, tol=1e-10)
+    (message,) = [r.getMessage() for r in caplog.records]
+    match = re.fullmatch(r"4 leading eigenvectors of a 300-node graph in (\d+\.\d) s \(eigenvalues (\S+) to (\S+); "
+                         r"1 trivial skipped\)", message)
+    assert match, message
+    assert float(match[1]) < 60
+    assert match[2] == f"{values[1]:.4f}" and match[3] == f"{values[4]:.4f}"
+
+
+def test_no_cache_folder_writes_nothing_and_warns_nothing(graph, tmp_path, monkeypatch, caplog):
+    indptr, indices, n = graph
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        leading_eigenvectors(indptr, indices, n, 2)
+    assert caplog.records == [] and list(tmp_path.iterdir()) == []
+
+
+def test_spectral_table_passes_seed_trivial_choice_and_cache_on(graph, tmp_path):
+    indptr, indices, n = graph
+    table = spectral_table(indptr, indices, n, 4, cache_dir=tmp_path)  # defaults: seed 0, trivial skipped
+    root_degree = np.sqrt(np.diff(indptr))
+    np.testing.assert_allclose(root_degree @ table.double().numpy(), np.zeros(4), atol=1e-3)
+    spectral_table(indptr, indices, n, 4, seed=2, skip_trivial=False, vectors=1, cache_dir=tmp_path)
+    tails = sorted(p.name.split("-", 3)[3] for p in tmp_path.iterdir())
+    assert tails == ["k1-seed2-with-trivial.npz", "k4-seed0.npz"]
+    with_trivial = spectral_table(indptr, indices, n, 4, skip_trivial=False)
+    first = with_trivial[:, 0].double().numpy()
+    np.testing.assert_allclose(np.abs(first @ root_degree) / (np.linalg.norm(first) * np.linalg.norm(root_degree)),
+                               1.0, atol=1e-6)  # the trivial vector leads when it is kept
+    assert not with_trivial[:, 1:].eq(0).all(0).any()
+
+
+def test_spectral_table_signs_make_each_columns_largest_entry_positive_and_keep_the_scale(graph):
+    indptr, indices, n = graph
+    vectors = leading_eigenvectors(indptr, indices, n, 3)
+    table = spectral_table(indptr, indices, n, 3, std=2.0).double().numpy()
+    np.testing.assert_allclose(np.abs(table), np.abs(vectors) * 2.0 * np.sqrt(n), rtol=1e-5)
+    assert (table[np.abs(table).argmax(0), np.arange(3)] > 0).all()
+
+
+# ---------------------------------------------------------------------- available memory
+def test_available_memory_reads_memavailable_then_falls_back_to_sysconf(monkeypatch):
+    meminfo = "MemTotal:       1000 kB\nMemFree:         300 kB\nMemAvailable:    2048 kB\n"
+    monkeypatch.setattr(spectral, "open", lambda path, *a, **k: io.StringIO(meminfo) if path == "/proc/meminfo"
+                        else pytest.fail(f"opened {path}"), raising=False)
+    assert spectral.available_memory() == 2048 * 1024
+
+    def no_proc(path, *a, **k):
+        raise OSError("no /proc")
+
+    sysconf = {"SC_AVPHYS_PAGES": 10, "SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(spectral, "open", no_proc, raising=False)
+    monkeypatch.setattr(spectral.os, "sysconf", lambda name: sysconf[name])
+    assert spectral.available_memory() == 10 * 4096
+    monkeypatch.setattr(spectral, "open", lambda path, *a, **k: io.StringIO("MemTotal: 1 kB\n"), raising=False)
+    assert spectral.available_memory() == 10 * 4096  # no MemAvailable line: sysconf too
+
+    def unknown(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(spectral.os, "sysconf", unknown)
+    assert spectral.available_memory() is None
+
+
+def test_a_table_of_exactly_the_available_memory_is_allowed(monkeypatch):
+    monkeypatch.setattr(spectral, "available_memory", lambda: 1000 * 8 * 4)
+    spectral.check_table_fits(1000, 8, 4)
+    with pytest.raises(MemoryError):
+        spectral.check_table_fits(1001, 8, 4)
