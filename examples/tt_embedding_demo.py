@@ -17,11 +17,15 @@ def main() -> None:
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--batch", type=int, default=100_000)
     args = parser.parse_args()
-
-    emb = TTNodeEmbedding(args.rows, args.dim, ranks=args.rank)
+    if args.batch < 1:
+        parser.error(f"--batch must be >= 1, got {args.batch}")
+    try:
+        emb = TTNodeEmbedding(args.rows, args.dim, ranks=args.rank)
+    except ValueError as err:  # a bad size or rank: one line, exit code 2
+        parser.error(str(err))
     print(emb)
     print(f"parameters {emb.num_parameters:,} vs dense {args.rows * args.dim:,}: "
-          f"{emb.compression_ratio:,.1f}x smaller")
+          f"compression {emb.compression_ratio:,.1f}x")
     idx = torch.randint(0, args.rows, (args.batch,))
     start = time.perf_counter()
     out = emb(idx)

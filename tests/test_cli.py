@@ -428,3 +428,17 @@ def test_ctrl_c_during_a_checkpoint_write_waits_for_it_unless_sigint_is_ignored(
         assert signal.getsignal(signal.SIGINT) is expected
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_the_embedding_demo_runs_and_refuses_bad_sizes_in_one_line():
+    script = Path(__file__).resolve().parents[1] / "examples" / "tt_embedding_demo.py"
+    proc = subprocess.run([sys.executable, str(script), "--rows", "1000", "--dim", "16", "--rank", "4", "--batch", "50"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "forward+backward of 50 rows" in proc.stdout and "output (50, 16)" in proc.stdout
+    for args, message in ((["--rows", "0"], "num_embeddings must be >= 1, got 0"),
+                          (["--rank", "0"], "each rank must be >= 1, got 0"),
+                          (["--batch", "-3"], "--batch must be >= 1, got -3")):
+        bad = subprocess.run([sys.executable, str(script)] + args, capture_output=True, text=True, timeout=600)
+        assert bad.returncode == 2 and bad.stderr.strip().endswith(f"error: {message}"), bad.stderr
+        assert "Traceback" not in bad.stderr
