@@ -62,7 +62,8 @@ MODULES = {
     "spectral": (["ttgnn/spectral.py"], ["tests/test_spectral.py"]),
     "losses": (["ttgnn/losses.py"], ["tests/test_losses.py", "tests/test_from_full.py"]),
     "averaging": (["ttgnn/averaging.py"], ["tests/test_averaging.py"]),
-    "ops": (["ttgnn/ops.py"], ["tests/test_ops.py"]),
+    # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
+    "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
                                    "tests/test_distributed.py", "tests/test_cli.py", "tests/test_gpu_path.py"]),
 }

@@ -96,7 +96,9 @@ def _train_args(root, out, *extra):
     (["--dropout", "1.5"], "dropout"),
     (["--label-rate", "0"], "label_rate"),
     (["--no-label-input", "--label-reuse", "1"], "it needs label input"),
-    (["--dist-timeout", "0"], "dist-timeout"),
+    (["--dist-timeout", "0"], "--dist-timeout must be a number of minutes in (0, 1e+06], got 0.0"),
+    (["--dist-timeout", "nan"], "--dist-timeout must be a number of minutes in (0, 1e+06], got nan"),
+    (["--dist-timeout", "inf"], "--dist-timeout must be a number of minutes in (0, 1e+06], got inf"),
 ])
 def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, message):
     assert main(_train_args(graph_root, tmp_path / "run", *extra)) == 2

@@ -34,6 +34,8 @@ __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "f
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: The longest ``--dist-timeout`` in minutes (about two years; ``inf`` overflowed the timedelta).
+MAX_DIST_TIMEOUT = 1e6
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -315,8 +317,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     config.validate()  # before any process group or data loading
-    if args.dist_timeout <= 0:
-        raise ValueError(f"--dist-timeout must be > 0 minutes, got {args.dist_timeout}")
+    if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
+        raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
+                         f"got {args.dist_timeout}")
     # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
     with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
         tdist.configure_logging(ctx.rank, ctx.world_size)
