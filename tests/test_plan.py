@@ -99,7 +99,10 @@ def test_sampled_evaluation_grows_with_its_batch_not_the_graph():
                                           (dict(eval_batch_size=0), "eval_batch_size"),
                                           (dict(model="gcn"), "model"), (dict(optimizer="lion"), "optimizer"),
                                           (dict(world_size=0), "world_size"), (dict(fanouts=[5, 5]), "fan-outs"),
-                                          (dict(mode="half"), "mode"), (dict(avg_degree=-1.0), "avg_degree")])
+                                          (dict(mode="half"), "mode"), (dict(avg_degree=-1.0), "avg_degree"),
+                                          (dict(avg_degree=float("inf")), "avg_degree must be a finite number >= 0, got inf"),
+                                          (dict(avg_degree=float("nan")), "avg_degree must be a finite number >= 0, got nan"),
+                                          (dict(avg_degree="3"), "avg_degree must be a finite number >= 0, got '3'")])
 def test_bad_values_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plan(1000, **kwargs)

@@ -30,6 +30,8 @@ Terms (bytes, float32 values, int64 ids as DGL holds them):
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Optional, Sequence
 
@@ -174,8 +176,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if mode not in ("minibatch", "full"):
         raise ValueError(f"mode must be 'minibatch' or 'full', got {mode!r}")
-    if not avg_degree >= 0:
-        raise ValueError(f"avg_degree must be >= 0, got {avg_degree!r}")
+    if not (isinstance(avg_degree, numbers.Real) and math.isfinite(avg_degree) and avg_degree >= 0):
+        raise ValueError(f"avg_degree must be a finite number >= 0, got {avg_degree!r}")
     fanouts = list(fanouts) if fanouts is not None else [10] * num_layers
     if len(fanouts) != num_layers or any(int(f) < 1 for f in fanouts):
         raise ValueError(f"need {num_layers} fan-outs >= 1 (one per layer), got {fanouts}")
