@@ -335,6 +335,75 @@ def test_backend_and_fallback():
     torch.testing.assert_close(tt_lookup(cores, rows), tt_lookup_reference(cores, rows))
 
 
+def _lookups(monkeypatch):
+    """Record which implementation each tt_lookup call ran."""
+    import ttgnn.ops as ops
+
+    ran = []
+    kernel, reference = ops.tt_lookup_kernel, ops.tt_lookup_reference
+    monkeypatch.setattr(ops, "tt_lookup_kernel", lambda c, r: ran.append("kernel") or kernel(c, r))
+    monkeypatch.setattr(ops, "tt_lookup_reference", lambda c, r: ran.append("reference") or reference(c, r))
+    return ran
+
+
+@pytest.mark.parametrize("num_cores", [2, 3, 8])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=["i32", "i64"])
+def test_tt_lookup_runs_the_kernel_where_it_applies(monkeypatch, num_cores, dtype, index_dtype):
+    from ttgnn.ops import kernel_applies
+
+    _require_kernels("cpu")
+    cores = make_cores((2,) * num_cores, (1,) * (num_cores - 1) + (2,), 2, dtype)
+    rows = torch.tensor([0, 2 ** num_cores - 1, 1], dtype=index_dtype)
+    assert kernel_applies(cores, rows)
+    ran = _lookups(monkeypatch)
+    out = tt_lookup(cores, rows)
+    assert ran == ["kernel"]
+    assert_close_f(out, tt_lookup_reference(cores, rows.long()), dtype)
+
+
+@pytest.mark.parametrize("case", ["one core", "nine cores", "bfloat16", "mixed dtypes", "int16 rows", "meta"])
+def test_tt_lookup_runs_the_reference_where_no_kernel_applies(monkeypatch, case):
+    from ttgnn.ops import KERNEL_MAX_CORES, kernel_applies
+
+    num_cores = {"one core": 1, "nine cores": KERNEL_MAX_CORES + 1}.get(case, 3)
+    cores = make_cores((2,) * num_cores, (1,) * (num_cores - 1) + (2,), 2)
+    rows = torch.tensor([0, 1, 2 ** num_cores - 1])
+    if case == "bfloat16":
+        cores = [c.bfloat16() for c in cores]
+    elif case == "mixed dtypes":  # the first core's dtype is a kernel's, a later one's is not
+        cores[2] = cores[2].double()
+    elif case == "int16 rows":
+        rows = rows.to(torch.int16)
+    elif case == "meta":
+        cores, rows = [c.to("meta") for c in cores], rows.to("meta")
+    assert not kernel_applies(cores, rows)
+    ran = _lookups(monkeypatch)
+    if case == "mixed dtypes":  # the reference's matmul refuses them too
+        with pytest.raises(RuntimeError):
+            tt_lookup(cores, rows)
+    else:
+        assert tt_lookup(cores, rows).shape == (3, 2)
+    assert ran == ["reference"]
+
+
+def test_the_dense_table_is_every_row_in_digit_order_with_the_same_gradients():
+    from ttgnn.ops import tt_dense_table
+
+    for row_shape, col_shape, rank in (((6, 7), (4, 2), 3), ((3, 4, 2, 5), (2, 3, 2, 2), 4), ((2, 3, 2), (1, 1, 1), 2)):
+        cores = [c.double().requires_grad_(True) for c in make_cores(row_shape, col_shape, rank, torch.float64)]
+        table = tt_dense_table(cores)
+        num_rows = math.prod(row_shape)
+        assert table.shape == (num_rows, math.prod(col_shape))
+        expected = tt_lookup_reference(cores, torch.arange(num_rows))
+        torch.testing.assert_close(table, expected, rtol=1e-12, atol=1e-12)
+        weights = torch.randn(table.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+        grads = torch.autograd.grad((table * weights).sum(), cores)
+        expected_grads = torch.autograd.grad((expected * weights).sum(), cores)
+        for got, want in zip(grads, expected_grads):
+            torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
 # ------------------------------------------------------------------ bad input
 
 

@@ -195,7 +195,6 @@ def _register_python_parts() -> None:
 
     def _setup_context(ctx, inputs, output) -> None:
         cores, rows = inputs
-        ctx.num_cores = len(cores)
         ctx.save_for_backward(rows, *cores)
 
     def _backward(ctx, grad_out: Tensor):
