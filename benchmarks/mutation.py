@@ -62,6 +62,10 @@ MODULES = {
     "spectral": (["ttgnn/spectral.py"], ["tests/test_spectral.py"]),
     "losses": (["ttgnn/losses.py"], ["tests/test_losses.py", "tests/test_from_full.py"]),
     "averaging": (["ttgnn/averaging.py"], ["tests/test_averaging.py"]),
+    "layers": (["ttgnn/layers.py"], ["tests/test_layers.py", "tests/test_models.py"]),
+    "models": (["ttgnn/models.py"], ["tests/test_models.py", "tests/test_layers.py", "tests/test_label_reuse.py"]),
+    "checkpoint": (["ttgnn/checkpoint.py"], ["tests/test_checkpoint.py", "tests/test_train_resume.py"]),
+    "fileio": (["ttgnn/fileio.py"], ["tests/test_fileio.py", "tests/test_partition_cache.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
