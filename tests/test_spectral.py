@@ -160,7 +160,7 @@ def test_available_memory_is_positive_and_a_table_too_large_is_refused_up_front(
     assert have is None or have > 0
     monkeypatch.setattr(spectral, "available_memory", lambda: 10 * 2**30)
     spectral.check_table_fits(1_000_000, 128, 28)  # 3.3 GiB of 10: fine
-    with pytest.raises(MemoryError, match=r"111,059,956 x 128 table \(53\.0 GiB.*10\.0 GiB is available.*--init"):
+    with pytest.raises(MemoryError, match=r"^the spectral init builds a dense 111,059,956 x 128 table \(53\.0 GiB.*10\.0 GiB is available.*--init"):
         spectral.check_table_fits(111_059_956, 128, 4)
     monkeypatch.setattr(spectral, "available_memory", lambda: None)
     spectral.check_table_fits(111_059_956, 128, 4)  # unknown memory: no refusal
@@ -342,3 +342,29 @@ def test_a_table_of_exactly_the_available_memory_is_allowed(monkeypatch):
     spectral.check_table_fits(1000, 8, 4)
     with pytest.raises(MemoryError):
         spectral.check_table_fits(1001, 8, 4)
+
+
+class _RunsOnLoad:
+    """Unpickling this calls ``_ran_on_load``: what a crafted cache file could make a loader run."""
+
+    def __reduce__(self):
+        return (_ran_on_load, ())
+
+
+RAN = []
+
+
+def _ran_on_load():
+    RAN.append(True)
+    return "not a key"
+
+
+def test_a_cache_file_never_unpickles(graph, tmp_path, caplog):
+    indptr, indices, n = graph
+    first = leading_eigenvectors(indptr, indices, n, 2, cache_dir=tmp_path)
+    (path,) = tmp_path.iterdir()
+    np.savez(path, vectors=first, meta=np.array([_RunsOnLoad()], dtype=object))  # a pickled object inside
+    RAN.clear()
+    again = leading_eigenvectors(indptr, indices, n, 2, cache_dir=tmp_path)
+    assert RAN == [] and "is corrupted or mismatched" in caplog.text
+    np.testing.assert_allclose(np.abs(again.T @ first), np.eye(2), atol=1e-6)
