@@ -355,7 +355,7 @@ def test_tt_lookup_runs_the_kernel_where_it_applies(monkeypatch, num_cores, dtyp
     _require_kernels("cpu")
     cores = make_cores((2,) * num_cores, (1,) * (num_cores - 1) + (2,), 2, dtype)
     rows = torch.tensor([0, 2 ** num_cores - 1, 1], dtype=index_dtype)
-    assert kernel_applies(cores, rows)
+    assert kernel_applies(cores, rows) is True
     ran = _lookups(monkeypatch)
     out = tt_lookup(cores, rows)
     assert ran == ["kernel"]
@@ -377,7 +377,7 @@ def test_tt_lookup_runs_the_reference_where_no_kernel_applies(monkeypatch, case)
         rows = rows.to(torch.int16)
     elif case == "meta":
         cores, rows = [c.to("meta") for c in cores], rows.to("meta")
-    assert not kernel_applies(cores, rows)
+    assert kernel_applies(cores, rows) is False  # a bool, also for a device without kernels
     ran = _lookups(monkeypatch)
     if case == "mixed dtypes":  # the reference's matmul refuses them too
         with pytest.raises(RuntimeError):
