@@ -439,3 +439,18 @@ def test_non_integer_sizes_are_refused_by_name(bad):
         TTNodeEmbedding(100, bad)
     with pytest.raises(TypeError, match=r"^ranks must be an int or a sequence of ints"):
         TTNodeEmbedding(100, 8, ranks=bad)
+
+
+def test_from_pretrained_of_a_table_that_requires_grad_leaves_its_graph_alone():
+    # A table taken from a model being trained: no autograd graph through the SVD, no warning.
+    import warnings
+
+    source = torch.nn.Embedding(60, 8)
+    scaled = source.weight * 2  # has a grad_fn
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        emb = TTNodeEmbedding.from_pretrained(scaled, ranks=16, freeze=False)
+    assert all(core.grad_fn is None and core.requires_grad and core.is_leaf for core in emb.cores)
+    torch.testing.assert_close(emb.full_weight().detach(), scaled.detach(), rtol=1e-4, atol=1e-5)
+    emb(torch.arange(5)).sum().backward()
+    assert source.weight.grad is None  # nothing flowed back into the source table

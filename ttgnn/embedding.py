@@ -199,6 +199,7 @@ class TTNodeEmbedding(nn.Module):
                             f"got {type(weight).__name__}")
         if weight.dim() != 2:
             raise ValueError(f"weight must be a 2-D tensor, got {weight.shape}")
+        weight = weight.detach()  # a trained table: its autograd graph is not followed into the SVD
         num_rows, dim = weight.shape
         module = cls(
             num_rows, dim, ranks=ranks, num_cores=num_cores, row_shape=row_shape, col_shape=col_shape,
