@@ -25,7 +25,8 @@ __all__ = ["Accuracy", "known_labels", "label_inputs", "model_label_inputs", "so
 class Accuracy:
     """``ogb.nodeproppred.Evaluator`` accuracy when ``evaluator_name`` is given, plain accuracy otherwise.
 
-    ``accuracy(pred, labels)`` takes ``(B,)`` predicted and true class ids; ``nan`` for ``B = 0``.
+    ``accuracy(pred, labels)`` takes ``(B,)`` predicted and true class ids (or ``(B, 1)``, as ogb
+    writes them); ``nan`` for ``B = 0``. A different number of entries is a ``ValueError``.
     """
 
     def __init__(self, evaluator_name: Optional[str] = None) -> None:
@@ -36,6 +37,11 @@ class Accuracy:
             self.evaluator = Evaluator(evaluator_name)
 
     def __call__(self, pred: torch.Tensor, labels: torch.Tensor) -> float:
+        # Flat, so that a (B, 1) column against (B,) ids compares node by node (broadcasting them
+        # compared every pair: a silent wrong figure).
+        pred, labels = pred.reshape(-1), labels.reshape(-1)
+        if pred.numel() != labels.numel():
+            raise ValueError(f"{pred.numel()} predictions for {labels.numel()} labels: one class id per node in each")
         if labels.numel() == 0:
             return float("nan")
         if self.evaluator is not None:
