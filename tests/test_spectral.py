@@ -292,7 +292,8 @@ def test_no_cache_folder_writes_nothing_and_warns_nothing(graph, tmp_path, monke
 
 def test_spectral_table_passes_seed_trivial_choice_and_cache_on(graph, tmp_path):
     indptr, indices, n = graph
-    table = spectral_table(indptr, indices, n, 4, cache_dir=tmp_path)  # defaults: seed 0, trivial skipped
+    table = spectral_table(indptr, indices, n, 4, cache_dir=tmp_path)  # defaults: std 1, seed 0, trivial skipped
+    assert abs(float(table.pow(2).mean().sqrt()) - 1.0) < 1e-4
     root_degree = np.sqrt(np.diff(indptr))
     np.testing.assert_allclose(root_degree @ table.double().numpy(), np.zeros(4), atol=1e-3)
     spectral_table(indptr, indices, n, 4, seed=2, skip_trivial=False, vectors=1, cache_dir=tmp_path)
