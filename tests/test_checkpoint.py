@@ -105,9 +105,28 @@ def test_old_checkpoint_with_numpy_state_is_refused_then_upgraded(tmp_path):
     torch.save(old, path)
     with pytest.raises(ValueError, match="ttgnn upgrade-checkpoint"):
         load_checkpoint(path)
-    upgrade_checkpoint(path)
+    assert upgrade_checkpoint(path) is True
     state = load_checkpoint(path)
     assert state["version"] == 2 and "rng" not in state and torch.equal(state["model"]["w"], torch.ones(2))
+
+
+def test_a_current_checkpoint_is_left_as_it_is_without_unpickling(tmp_path, monkeypatch, capsys):
+    from ttgnn.cli import main
+
+    path = tmp_path / CHECKPOINT_NAME
+    torch.save(_state(), path)
+    before = path.read_bytes()
+    safe_load = torch.load
+
+    def load(*args, **kwargs):
+        assert kwargs.get("weights_only") is True, "unpickled a file that a safe load reads"
+        return safe_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", load)
+    assert upgrade_checkpoint(path) is False
+    assert main(["upgrade-checkpoint", str(path)]) == 0
+    assert capsys.readouterr().out == f"{path}: already in the current checkpoint format, left as it is\n"
+    assert path.read_bytes() == before
 
 
 def test_upgrade_checkpoint_command_names_a_folder_and_a_missing_file(tmp_path, capsys):

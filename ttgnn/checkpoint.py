@@ -153,10 +153,14 @@ def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: O
             raise ValueError(f"corrupted checkpoint {path}: no {key!r} entry")
 
 
-def upgrade_checkpoint(path: PathLike) -> Path:
+def upgrade_checkpoint(path: PathLike) -> bool:
     """Rewrite an older ttgnn checkpoint in the current, pickle-free format (in place, atomically).
 
-    This unpickles the file (``weights_only=False``): use it only on files you trust.
+    A file already in the current format is read safely and left as it is. Any other file is
+    unpickled (``weights_only=False``): use this only on files you trust.
+
+    Returns:
+        Whether the file was rewritten (``False``: it was current already).
     """
     path = Path(path)
     if path.is_dir():
@@ -166,16 +170,22 @@ def upgrade_checkpoint(path: PathLike) -> Path:
         raise FileNotFoundError(f"checkpoint not found: {path}")
     _check_torch_save_file(path)
     try:
+        current = load_checkpoint(path)
+    except ValueError:
+        current = None  # pickled objects (an older format), or damaged: the full load below tells which
+    if current is not None and current.get("version") == CHECKPOINT_VERSION and "rng" not in current:
+        return False
+    try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001
-        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {err}") from None
+        raise ValueError(f"corrupted checkpoint {path}: {type(err).__name__}: {_gist(err)}") from None
     if not isinstance(state, dict) or "model" not in state or state.get("version") not in _READABLE_VERSIONS:
         raise ValueError(f"{path} is not a ttgnn checkpoint")
     state.pop("rng", None)  # per-epoch seeding makes the saved random states unnecessary
     state["version"] = CHECKPOINT_VERSION
     atomic_torch_save(state, path)
     load_checkpoint(path)  # the result must load without unpickling
-    return path
+    return True
 
 
 class RunFolder:

@@ -430,8 +430,10 @@ def _cmd_upgrade_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import upgrade_checkpoint
 
     for path in args.path:
-        upgrade_checkpoint(path)
-        print(f"{path}: converted to the current checkpoint format")
+        if upgrade_checkpoint(path):
+            print(f"{path}: converted to the current checkpoint format")
+        else:
+            print(f"{path}: already in the current checkpoint format, left as it is")
     return 0
 
 
