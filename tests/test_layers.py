@@ -2,6 +2,8 @@
 against DGL's (same weights -> same outputs and gradients, full graphs and sampled blocks)."""
 import os
 
+import re
+
 import pytest
 import torch
 
@@ -74,6 +76,28 @@ def test_sparse_graph_rejects_bad_structure():
         SparseGraph(torch.tensor([0, 2, 1, 2]), torch.tensor([0, 1]), 3)
     with pytest.raises(TypeError, match="int64"):
         SparseGraph(torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0], dtype=torch.int32), 1)
+    with pytest.raises(TypeError, match=r"^indptr and indices must be int64, got torch.int64 and torch.int32$"):
+        SparseGraph(torch.tensor([0, 1]), torch.tensor([0], dtype=torch.int32), 1)
+    for indptr, indices in ((torch.tensor([[0, 1]]), torch.tensor([0])), (torch.tensor([0, 1]), torch.tensor([[0]])),
+                            (torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long))):
+        with pytest.raises(ValueError, match=rf"^indptr must be \(num_dst \+ 1,\) and indices \(E,\), got shapes "
+                                             rf"{re.escape(str(tuple(indptr.shape)))} and {re.escape(str(tuple(indices.shape)))}$"):
+            SparseGraph(indptr, indices, 2)
+    with pytest.raises(ValueError, match=r"^indptr must run from 0 to E=2, got 1 \.\. 2$"):
+        SparseGraph(torch.tensor([1, 1, 2]), torch.tensor([0, 1]), 3)
+    with pytest.raises(ValueError, match=r"^indptr must run from 0 to E=2, got 0 \.\. 3$"):
+        SparseGraph(torch.tensor([0, 1, 3]), torch.tensor([0, 1]), 3)
+    with pytest.raises(ValueError, match=r"^num_src \(2\) must be >= num_dst \(3\): the destination nodes are the "
+                                         r"first source nodes$"):
+        SparseGraph(torch.tensor([0, 1, 2, 2]), torch.tensor([0, 1]), 2)
+    with pytest.raises(ValueError, match=r"^indptr must be non-decreasing$"):
+        SparseGraph(torch.tensor([0, 2, 1, 2]), torch.tensor([0, 1]), 3)
+
+
+def test_a_graph_without_destination_nodes_is_valid():
+    graph = SparseGraph(torch.tensor([0]), torch.zeros(0, dtype=torch.long), 4)
+    assert (graph.num_dst, graph.num_src, graph.num_edges) == (0, 4, 0)
+    assert aggregate(graph, None, torch.randn(4, 3)).shape == (0, 3)
 
 
 def test_to_same_device_is_identity_and_copies_carry_every_index():
@@ -99,7 +123,8 @@ def test_edge_subgraph_equals_the_graph_built_from_the_kept_edges(p, block):
     assert torch.equal(sub.indices, sg.indices[keep]) and torch.equal(sub.dst, sg.dst[keep])
     built = SparseGraph(sub.indptr, sub.indices, sg.num_src)
     for key in ("indptr", "indices", "dst", "t_indptr", "t_indices", "t_perm", "mean_weight"):
-        assert torch.equal(getattr(sub, key), getattr(built, key)), key
+        # torch.equal does not compare dtypes: an index held as float would pass it
+        assert torch.equal(getattr(sub, key), getattr(built, key)) and getattr(sub, key).dtype == getattr(built, key).dtype, key
     with pytest.raises(ValueError, match="keep must be a bool tensor"):
         sg.edge_subgraph(keep.float())
 
@@ -147,9 +172,9 @@ def test_aggregate_mean_and_errors():
     want = torch.stack([x[graph.indices[graph.dst == v]].mean(0) if (graph.dst == v).any() else torch.zeros(5)
                         for v in range(30)])
     torch.testing.assert_close(out, want)
-    with pytest.raises(ValueError, match="one row per source node"):
+    with pytest.raises(ValueError, match=r"^x must have one row per source node \(30\), got 10$"):
         aggregate(graph, None, x[:10])
-    with pytest.raises(ValueError, match=r"weight must be \(E, H\)"):
+    with pytest.raises(ValueError, match=rf"^weight must be \(E, H\) = \({graph.num_edges}, 1\), got \(3, 1\)$"):
         aggregate(graph, torch.ones(3, 1), x)
     with pytest.raises(ValueError, match="is on meta but the graph is on cpu"):
         aggregate(graph, None, torch.empty(30, 5, device="meta"))
@@ -163,6 +188,29 @@ def test_aggregate_on_a_graph_without_edges():
     assert out.shape == (4, 2, 3) and not out.any()
     out.sum().backward()
     assert not x.grad.any() and weight.grad.shape == (0, 2)
+
+
+def test_aggregate_gives_the_weights_their_gradient_when_only_they_need_one():
+    graph = SparseGraph.from_dgl(random_graph(20, 60, isolated=(3,)))
+    gen = torch.Generator().manual_seed(2)
+    weight = torch.rand(graph.num_edges, 2, generator=gen, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(20, 2, 3, generator=gen, dtype=torch.float64)  # a constant: no gradient wanted
+    grad_out = torch.randn(20, 2, 3, generator=gen, dtype=torch.float64)
+    (aggregate(graph, weight, x) * grad_out).sum().backward()
+    want = (grad_out[graph.dst] * x[graph.indices]).sum(-1)  # <grad_out[dst_e, h], x[src_e, h]>
+    torch.testing.assert_close(weight.grad, want)
+
+
+def test_edge_softmax_of_very_negative_scores_is_finite():
+    # exp() of scores far below 0 underflows unless the maximum subtracted is the in-edges' own
+    graph = SparseGraph.from_dgl(random_graph(20, 80, isolated=(5,)))
+    scores = torch.full((graph.num_edges, 2), -1000.0)
+    scores[:, 1] -= torch.arange(graph.num_edges, dtype=torch.float32) % 3
+    out = edge_softmax(graph, scores)
+    assert torch.isfinite(out).all()
+    totals = torch.zeros(graph.num_dst, 2).index_add_(0, graph.dst, out)
+    has_edges = torch.bincount(graph.dst, minlength=graph.num_dst) > 0
+    torch.testing.assert_close(totals[has_edges], torch.ones(int(has_edges.sum()), 2))
 
 
 def test_edge_softmax_equals_dgl():
@@ -207,9 +255,9 @@ def _compare(dgl_conv, tensor_conv, graph, num_src, in_feats, reshape=lambda t: 
     assert h_ours.grad.abs().max() > 0
 
 
-@pytest.mark.parametrize("in_feats,out_feats", [(16, 8), (8, 16)])  # projection before / after the mean
+@pytest.mark.parametrize("in_feats,out_feats,bias", [(16, 8, True), (8, 16, True), (16, 8, False)])  # projection before / after the mean
 @pytest.mark.parametrize("kind", ["full", "block"])
-def test_sage_equals_dgl(in_feats, out_feats, kind):
+def test_sage_equals_dgl(in_feats, out_feats, bias, kind):
     torch.manual_seed(0)
     graph = random_graph(70, 400, isolated=(2,))
     if kind == "block":
@@ -217,32 +265,37 @@ def test_sage_equals_dgl(in_feats, out_feats, kind):
         graph = blocks[0]
     num_src = graph.num_src_nodes()
     torch.manual_seed(1)
-    dgl_conv = SAGEConv(in_feats, out_feats, "mean")
+    dgl_conv = SAGEConv(in_feats, out_feats, "mean", bias=bias)
     torch.manual_seed(1)
-    ours = TensorSAGEConv(in_feats, out_feats)
+    ours = TensorSAGEConv(in_feats, out_feats, bias=bias)
+    assert list(dgl_conv.state_dict()) == list(ours.state_dict())
     for (name, a), (name_b, b) in zip(dgl_conv.state_dict().items(), ours.state_dict().items()):
         assert name == name_b and torch.equal(a, b), name  # the same initialisation from the same seed
     _compare(dgl_conv, ours, graph, num_src, in_feats)
 
 
 @pytest.mark.parametrize("heads", [1, 3])
-@pytest.mark.parametrize("residual,in_feats", [(False, 10), (True, 10), (True, 12)])  # linear / identity residual
+@pytest.mark.parametrize("residual,in_feats,bias", [(False, 10, True), (True, 10, True), (True, 12, True),
+                                                    (True, 10, False), (False, 10, False)])  # linear / identity residual
 @pytest.mark.parametrize("kind", ["full", "block"])
-def test_gat_equals_dgl(heads, residual, in_feats, kind):
+def test_gat_equals_dgl(heads, residual, in_feats, bias, kind):
     graph = random_graph(70, 400, isolated=(4,))
     if kind == "block":
         _, _, blocks = sampled_blocks(graph, torch.tensor([1, 4, 8, 50]), [5])
         graph = blocks[0]
     out_feats = 12 // heads
     torch.manual_seed(2)
-    dgl_conv = GATConv(in_feats, out_feats, heads, residual=residual, allow_zero_in_degree=True)
+    dgl_conv = GATConv(in_feats, out_feats, heads, residual=residual, allow_zero_in_degree=True, bias=bias)
     torch.manual_seed(2)
-    ours = TensorGATConv(in_feats, out_feats, heads, residual=residual)
+    ours = TensorGATConv(in_feats, out_feats, heads, residual=residual, bias=bias)
     assert list(dgl_conv.state_dict()) == list(ours.state_dict())
     for name, value in dgl_conv.state_dict().items():
         assert torch.equal(value, ours.state_dict()[name]), name
     with torch.no_grad():  # a non-zero bias, so that its placement is tested
-        dgl_conv.bias.normal_() if dgl_conv.bias is not None else dgl_conv.res_fc.bias.normal_()
+        if dgl_conv.bias is not None:
+            dgl_conv.bias.normal_()
+        elif isinstance(dgl_conv.res_fc, torch.nn.Linear) and dgl_conv.res_fc.bias is not None:
+            dgl_conv.res_fc.bias.normal_()
     _compare(dgl_conv, ours, graph, graph.num_src_nodes(), in_feats)
 
 
@@ -262,3 +315,8 @@ def test_gat_attention_dropout_is_applied_in_training_only():
 def test_gat_rejects_bad_sizes():
     with pytest.raises(ValueError, match="num_heads and out_feats must be >= 1, got 0 and 4"):
         TensorGATConv(8, 4, 0)
+    one = TensorGATConv(8, 1, 2)  # one channel per head is allowed
+    graph = random_graph()
+    assert one(SparseGraph.from_dgl(graph), torch.randn(graph.num_nodes(), 8)).shape == (graph.num_nodes(), 2, 1)
+    assert repr(one) == "TensorGATConv(\n  8, 1, num_heads=2\n  (fc): Linear(in_features=8, out_features=2, bias=False)\n" \
+        "  (feat_drop): Dropout(p=0.0, inplace=False)\n  (attn_drop): Dropout(p=0.0, inplace=False)\n)"
