@@ -348,3 +348,118 @@ def test_resolve_gnn_backend():
         resolve_gnn_backend("pyg", "cpu")
     with pytest.raises(ValueError, match="backend must be 'dgl' or 'torch'"):
         GraphSAGE(8, 8, 4, backend="auto")
+
+
+# ---------------------------------------------------------------------- what build_model and the modules pass on
+def test_build_model_defaults():
+    clf = build_model("gat", NodeInput("full", 50, 8), 3, hidden=8, num_layers=2, label_input=True)
+    gnn = clf.gnn
+    assert isinstance(gnn, GAT) and gnn.heads == 4 and gnn.backend == "dgl"
+    assert all(conv.attn_drop.p == 0.0 for conv in gnn.convs)
+    assert gnn.input_dropout.p == 0.0 and gnn.dropout.p == 0.5 and gnn.edge_dropout == 0.0
+    assert all(isinstance(norm, torch.nn.BatchNorm1d) for norm in gnn.norms)
+    assert gnn.residual is False and all(isinstance(skip, torch.nn.Identity) for skip in gnn.skips)
+    assert (clf.label_input.reuse_iters, clf.label_input.spread_steps) == (0, 0)
+
+
+@pytest.mark.parametrize("backend", ["dgl", "torch"])
+def test_build_model_passes_every_setting_on(backend):
+    sage = build_model("sage", NodeInput("full", 50, 8), 3, hidden=6, num_layers=3, dropout=0.1, input_dropout=0.3,
+                       norm="layer", residual=True, edge_dropout=0.2, gnn_backend=backend, label_input=True,
+                       label_reuse_iters=2, label_spread_steps=5)
+    gnn = sage.gnn
+    assert isinstance(gnn, GraphSAGE) and not isinstance(gnn, GAT) and gnn.backend == backend
+    assert (gnn.num_layers, gnn.hidden, gnn.dropout.p, gnn.input_dropout.p, gnn.edge_dropout) == (3, 6, 0.1, 0.3, 0.2)
+    assert all(isinstance(norm, torch.nn.LayerNorm) for norm in gnn.norms) and len(gnn.norms) == 2
+    assert gnn.residual is True
+    assert all(isinstance(skip, torch.nn.Linear) and skip.bias is None for skip in gnn.skips)
+    assert (sage.label_input.reuse_iters, sage.label_input.spread_steps) == (2, 5)
+    gat = build_model("gat", NodeInput("full", 50, 8), 3, hidden=6, num_layers=2, heads=2, attn_dropout=0.4,
+                      gnn_backend=backend)
+    assert gat.gnn.heads == 2 and all(conv.attn_drop.p == 0.4 for conv in gat.gnn.convs)
+    assert gat.label_input is None
+    with pytest.raises(ValueError, match=r"^model must be one of \('sage', 'gat'(, 'auto')?\), got 'gcn'$"):
+        build_model("gcn", NodeInput("full", 50, 8), 3)
+
+
+def test_one_layer_one_head_and_the_norm_message(small_graph):
+    ds, graph = small_graph
+    assert GraphSAGE(8, 8, 4, num_layers=1)(graph, torch.randn(ds.num_nodes, 8)).shape == (ds.num_nodes, 4)
+    assert GAT(8, 8, 4, num_layers=2, heads=1)(graph, torch.randn(ds.num_nodes, 8)).shape == (ds.num_nodes, 4)
+    with pytest.raises(ValueError, match=r"^norm must be one of \('none', 'batch', 'layer'\), got 'group'$"):
+        GraphSAGE(8, 8, 4, norm="group")
+
+
+@pytest.mark.parametrize("backend", ["dgl", "torch"])
+def test_a_residual_skip_is_added(small_graph, backend):
+    ds, graph = small_graph
+    gnn = GraphSAGE(8, 8, 4, num_layers=1, residual=True, norm="none", dropout=0.0, backend=backend)
+    with torch.no_grad():
+        for p in gnn.convs.parameters():
+            p.zero_()  # the convolution gives 0: what is left is the skip
+    h = torch.randn(ds.num_nodes, 8)
+    torch.testing.assert_close(gnn(gnn.prepare_graph(graph, "cpu"), h), h @ gnn.skips[0].weight.T)
+
+
+def test_label_input_is_added_to_the_node_input_and_its_parameters_are_the_gnns():
+    inp = NodeInput("full", 6, 4)
+    clf = build_model("sage", inp, 3, hidden=4, num_layers=1, label_input=True)
+    labels = torch.tensor([0, 3, 2, 1, 3, 0])  # 3: unknown
+    torch.testing.assert_close(clf._inputs(None, labels), inp.table.weight + clf.label_input(labels))
+    nodes = torch.tensor([4, 2])
+    torch.testing.assert_close(clf._inputs(nodes, labels), inp(nodes) + clf.label_input(labels[nodes]))
+    emb, gnn = clf.parameter_groups()
+    assert {id(p) for p in clf.label_input.parameters()} <= {id(p) for p in gnn}
+    assert {id(p) for p in clf.gnn.parameters()} <= {id(p) for p in gnn} and len(emb) == 1
+    with pytest.raises(ValueError, match=r"^input_labels given, but this model has no label input$"):
+        build_model("sage", inp, 3, hidden=4, num_layers=1)._inputs(None, labels)
+    with pytest.raises(ValueError, match=r"^this model takes known labels as input: pass input_labels, a \(N,\) "
+                                         r"tensor of label ids with 3 for unknown$"):
+        clf._inputs(None, None)
+
+
+def test_classifier_inference_passes_batch_size_and_progress_on(monkeypatch):
+    clf = build_model("sage", NodeInput("full", 6, 4), 3, hidden=4, num_layers=1)
+    asked = {}
+    monkeypatch.setattr(clf.gnn, "inference", lambda graph, h, **kwargs: asked.update(kwargs) or h)
+    clf.inference(None, batch_size=7, progress=True)
+    assert asked == {"batch_size": 7, "progress": True}
+
+
+def test_layerwise_inference_shows_a_bar_per_layer_only_when_asked(small_graph, capsys):
+    ds, graph = small_graph
+    gnn = GraphSAGE(8, 8, 4, num_layers=2)
+    gnn.eval()
+    h = torch.randn(ds.num_nodes, 8)
+    gnn.inference(graph, h, batch_size=64)
+    assert capsys.readouterr().err == ""
+    gnn.inference(graph, h, batch_size=64, progress=True)
+    err = capsys.readouterr().err
+    assert "inference layer 1" in err and "inference layer 2" in err and "inference layer 3" not in err
+
+
+def test_node_inputs_rows_and_init():
+    torch.manual_seed(0)
+    full = NodeInput("full", 2000, 64)
+    assert full(None) is full.table.weight
+    weight = full.table.weight.detach()
+    assert abs(float(weight.mean())) < 0.01 and abs(float(weight.std()) - 1.0) < 0.01
+    assert abs(float(NodeInput("full", 2000, 64, full_init_std=0.1).table.weight.detach().std()) - 0.1) < 0.001
+    feats = NodeInput("features", 4, features=torch.arange(12.0).view(4, 3))
+    assert torch.equal(feats(torch.tensor([3, 1])), torch.tensor([[9.0, 10.0, 11.0], [3.0, 4.0, 5.0]]))
+    with pytest.raises(ValueError, match=r"^embedding kind 'features' needs a feature matrix; this dataset has none$"):
+        NodeInput("features", 4)
+    with pytest.raises(ValueError, match=r"^features must have 4 rows, got 5$"):
+        NodeInput("features", 4, features=torch.ones(5, 3))
+
+
+def test_label_input_sizes_and_repr():
+    one = LabelInput(1, 1)  # one class, one channel: allowed
+    assert one(torch.tensor([0, 1])).shape == (2, 1)
+    with pytest.raises(ValueError, match=r"^num_classes and dim must be >= 1, got 0 and 4$"):
+        LabelInput(0, 4)
+    with pytest.raises(ValueError, match=r"^num_classes and dim must be >= 1, got 3 and 0$"):
+        LabelInput(3, 0)
+    assert repr(LabelInput(3, 4)) == "LabelInput(\n  num_classes=3, dim=4\n  (table): Embedding(4, 4, padding_idx=3)\n)"
+    assert "num_classes=3, dim=4, reuse_iters=2, spread_steps=5" in repr(LabelInput(3, 4, 2, 5))
+    assert "spread_steps" not in repr(LabelInput(3, 4, 2)) and "reuse_iters" not in repr(LabelInput(3, 4, 0, 5))

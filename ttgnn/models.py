@@ -109,7 +109,6 @@ class NodeInput(nn.Module):
             raise ValueError(f"embedding kind must be one of {EMBEDDINGS}, got {kind!r}")
         self.kind = kind
         self.num_nodes = num_nodes
-        self.dense_fraction = dense_fraction
         if kind == "tt":
             self.table = TTNodeEmbedding(num_nodes, dim, **tt_kwargs)
             self.table.dense_fraction = dense_fraction
