@@ -211,3 +211,73 @@ def test_lock_is_released_when_the_holder_is_killed(tmp_path):
     holder.wait(timeout=60)
     with RunFolder(tmp_path):
         pass
+
+
+# ---------------------------------------------------------------------- what mutation testing found untested
+def test_a_long_load_error_is_cut_to_one_line_of_at_most_200_characters():
+    from ttgnn.checkpoint import _gist
+
+    assert _gist(RuntimeError("x" * 200)) == "x" * 200
+    assert _gist(RuntimeError("y" * 201)) == "y" * 197 + "..."
+    assert _gist(RuntimeError("\n\nfirst line\nsecond\n")) == "first line"
+    assert _gist(RuntimeError("advice\nUnsupported operand 103\nmore")) == "Unsupported operand 103"
+    assert _gist(RuntimeError("")) == ""
+
+
+def test_a_missing_checkpoint_is_named():
+    with pytest.raises(FileNotFoundError, match=r"^checkpoint not found: nowhere/checkpoint.pt$"):
+        load_checkpoint("nowhere/checkpoint.pt")
+
+
+def test_a_checkpoint_without_settings_resumes_against_the_absent_values_only(tmp_path):
+    state = {"epoch": 1, "optimizer": {}, "metrics": {}}  # written before settings were recorded
+    check_resumable(state, {"model": "gat"}, ["model"], tmp_path / "c.pt")  # nothing recorded: nothing differs
+    with pytest.raises(ValueError, match=r"written with label_spread=0, this run has label_spread=10"):
+        check_resumable(state, {"label_spread": 10}, ["label_spread"], tmp_path / "c.pt", absent={"label_spread": 0})
+
+
+def test_settings_that_are_tuples_in_one_and_lists_in_the_other_do_not_differ():
+    assert differing_settings({"fanouts": [15, 10, 5]}, {"fanouts": (15, 10, 5)}, ["fanouts"]) == []
+    assert differing_settings({"shapes": [[2, 3], [4]]}, {"shapes": ((2, 3), (4,))}, ["shapes"]) == []
+    assert differing_settings({"fanouts": [15, 10]}, {"fanouts": (15, 10, 5)}, ["fanouts"]) == ["fanouts"]
+
+
+def test_best_model_and_checkpoint_files_hold_what_they_are_given(tmp_path):
+    from ttgnn.checkpoint import CHECKPOINT_VERSION, save_best_model
+
+    save_best_model(tmp_path / BEST_MODEL_NAME, epoch=3, model={"w": torch.ones(1)}, settings={"model": "gat"})
+    best = load_checkpoint(tmp_path / BEST_MODEL_NAME)
+    assert best["settings"] == {"model": "gat"} and best["epoch"] == 3 and best["version"] == CHECKPOINT_VERSION
+    save_checkpoint(tmp_path / "a.pt", epoch=1, model={}, optimizer={}, metrics={}, settings={})
+    assert "weight_average" not in load_checkpoint(tmp_path / "a.pt")
+    average = {"horizon": 2, "updates": 1, "state": {"w": torch.zeros(1)}}
+    save_checkpoint(tmp_path / "b.pt", epoch=1, model={}, optimizer={}, metrics={}, settings={},
+                    weight_average=average)
+    assert load_checkpoint(tmp_path / "b.pt")["weight_average"]["horizon"] == 2
+
+
+def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_a_replacement(tmp_path, caplog):
+    import logging
+
+    nested = tmp_path / "a" / "b" / "run"
+    with RunFolder(nested):
+        assert nested.is_dir()
+    old = os.umask(0o027)
+    try:
+        with RunFolder(tmp_path / "masked"):
+            pass
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "masked" / LOCK_NAME).stat().st_mode) == 0o640
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match=rf"^cannot create output folder {tmp_path / 'file' / 'run'}: Not a directory$"):
+        RunFolder(tmp_path / "file" / "run").__enter__()
+    (nested / CHECKPOINT_NAME).write_bytes(b"x")
+    with caplog.at_level(logging.INFO, logger="ttgnn.checkpoint"):
+        with RunFolder(nested, overwrite=True):
+            pass
+    assert f"replaced the run in {nested} (--overwrite)" in [r.getMessage() for r in caplog.records]
+    (nested / CHECKPOINT_NAME).write_bytes(b"x")
+    (nested / METRICS_NAME).write_text("{}")
+    with pytest.raises(ValueError, match=r"already holds a run \(checkpoint.pt, metrics.json\): pass --resume"):
+        RunFolder(nested).__enter__()

@@ -67,3 +67,65 @@ def test_check_output_file_refuses_a_folder_it_cannot_write(tmp_path, monkeypatc
                                          r"not writable$"):
         check_output_file(tmp_path / "new" / "x.npy")
     assert asked == [(tmp_path, os.W_OK | os.X_OK)]
+
+
+def test_the_temporary_file_is_a_hidden_sibling_of_the_target(tmp_path):
+    # os.replace is atomic only within one file system: the temporary file must sit beside the target
+    seen = []
+    atomic_write(tmp_path / "out.npy", lambda fh: seen.extend(p.name for p in tmp_path.iterdir()) or fh.write(b"x"))
+    (temporary,) = seen  # while writing, the folder holds the temporary file alone
+    assert temporary.startswith(".out.npy.") and temporary.endswith(".tmp")
+    assert [p.name for p in tmp_path.iterdir()] == ["out.npy"]
+
+
+def test_json_is_written_indented_with_a_final_newline(tmp_path):
+    atomic_write_json({"a": [1, 2]}, tmp_path / "m.json")
+    assert (tmp_path / "m.json").read_text() == json.dumps({"a": [1, 2]}, indent=2) + "\n"
+
+
+def test_a_cache_file_that_cannot_be_written_warns_and_says_so(tmp_path, caplog):
+    import logging
+
+    from ttgnn.fileio import write_cache_file
+
+    assert write_cache_file(tmp_path / "c.npy", lambda fh: fh.write(b"x"), "node order") is True
+    (tmp_path / "file").write_text("x")
+    target = tmp_path / "file" / "c.npy"
+    with caplog.at_level(logging.WARNING, logger="ttgnn.fileio"):
+        assert write_cache_file(target, lambda fh: fh.write(b"x"), "node order") is False
+    assert [r.getMessage() for r in caplog.records] == [
+        f"could not write the node order cache file {target} (File exists); going on without caching it "
+        "(--cache-dir or cache_dir= chooses another folder)"]
+
+
+def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path, caplog):
+    import logging
+    import threading
+    import time
+
+    from ttgnn.fileio import exclusive_lock
+
+    lock = tmp_path / "sub" / ".x.lock"  # its folder is created
+    inside, order = threading.Event(), []
+
+    def first():
+        with exclusive_lock(lock):
+            inside.set()
+            order.append("first in")
+            time.sleep(0.3)
+            order.append("first out")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(10)
+    with caplog.at_level(logging.WARNING, logger="ttgnn.fileio"):
+        with exclusive_lock(lock, waiting="waiting for the other"):
+            order.append("second in")
+    thread.join()
+    assert order == ["first in", "first out", "second in"]
+    assert [r.getMessage() for r in caplog.records] == [f"waiting for the other (lock {lock})"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.fileio"):
+        with exclusive_lock(lock, waiting="not logged: the lock is free"):
+            pass
+    assert caplog.records == []
