@@ -65,7 +65,7 @@ MODULES = {
     "layers": (["ttgnn/layers.py"], ["tests/test_layers.py", "tests/test_models.py"]),
     "models": (["ttgnn/models.py"], ["tests/test_models.py", "tests/test_layers.py", "tests/test_label_reuse.py"]),
     "checkpoint": (["ttgnn/checkpoint.py"], ["tests/test_checkpoint.py", "tests/test_train_resume.py"]),
-    "fileio": (["ttgnn/fileio.py"], ["tests/test_fileio.py", "tests/test_partition_cache.py"]),
+    "fileio": (["ttgnn/fileio.py"], ["tests/test_fileio.py", "tests/test_partition_cache.py", "tests/test_checkpoint.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
