@@ -320,3 +320,24 @@ def test_gat_rejects_bad_sizes():
     assert one(SparseGraph.from_dgl(graph), torch.randn(graph.num_nodes(), 8)).shape == (graph.num_nodes(), 2, 1)
     assert repr(one) == "TensorGATConv(\n  8, 1, num_heads=2\n  (fc): Linear(in_features=8, out_features=2, bias=False)\n" \
         "  (feat_drop): Dropout(p=0.0, inplace=False)\n  (attn_drop): Dropout(p=0.0, inplace=False)\n)"
+
+
+def test_a_graph_of_one_edge_and_sources_without_edges_after_it():
+    # one edge 0 -> 1 among four sources: the sparse matrices keep all four columns, and a single
+    # stored entry is summed (only an empty matrix is the zero shortcut)
+    graph = SparseGraph(torch.tensor([0, 0, 1]), torch.tensor([0]), 4)
+    assert graph.t_indptr.tolist() == [0, 1, 1, 1, 1]
+    x = torch.randn(4, 2, 3, dtype=torch.float64, requires_grad=True)
+    weight = torch.full((1, 2), 0.5, dtype=torch.float64, requires_grad=True)
+    out = aggregate(graph, weight, x)
+    torch.testing.assert_close(out, torch.stack([torch.zeros(2, 3, dtype=torch.float64), 0.5 * x[0].detach()]))
+    assert torch.autograd.gradcheck(lambda w, v: aggregate(graph, w, v), (weight, x))
+    torch.testing.assert_close(aggregate(graph, None, x[:, 0]), torch.stack([torch.zeros(3, dtype=torch.float64),
+                                                                             x[0, 0].detach()]))
+
+
+def test_a_graph_of_several_edge_types_is_refused_by_name():
+    hetero = dgl.heterograph({("a", "to", "b"): ([0], [0]), ("b", "to", "a"): ([0], [0])})
+    with pytest.raises(ValueError, match=r"^expected a graph with one edge type, got \[\('a', 'to', 'b'\), "
+                                         r"\('b', 'to', 'a'\)\]$"):
+        SparseGraph.from_dgl(hetero)
