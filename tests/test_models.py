@@ -463,3 +463,27 @@ def test_label_input_sizes_and_repr():
     assert repr(LabelInput(3, 4)) == "LabelInput(\n  num_classes=3, dim=4\n  (table): Embedding(4, 4, padding_idx=3)\n)"
     assert "num_classes=3, dim=4, reuse_iters=2, spread_steps=5" in repr(LabelInput(3, 4, 2, 5))
     assert "spread_steps" not in repr(LabelInput(3, 4, 2)) and "reuse_iters" not in repr(LabelInput(3, 4, 0, 5))
+
+
+def test_gnn_defaults_unknown_settings_and_messages(small_graph):
+    ds, graph = small_graph
+    gat = GAT(8, 8, 4, num_layers=2)
+    assert all(conv.attn_drop.p == 0.0 for conv in gat.convs) and gat.residual is False
+    with pytest.raises(TypeError, match="unexpected keyword argument 'atn_dropout'"):
+        GAT(8, 8, 4, atn_dropout=0.5)  # a misspelt setting was swallowed before
+    with pytest.raises(TypeError, match="unexpected keyword argument 'heads'"):
+        GraphSAGE(8, 8, 4, heads=2)
+    sage = GraphSAGE(8, 8, 4, num_layers=2, edge_dropout=0.5)
+    sage.train()
+    blocks = dgl.dataloading.MultiLayerFullNeighborSampler(2).sample_blocks(graph, torch.tensor([0, 1]))[2]
+    with pytest.raises(ValueError, match=r"^edge dropout applies to full-graph training; with blocks, neighbour "
+                                         r"sampling already leaves edges out \(set edge_dropout=0\)$"):
+        sage(blocks, torch.randn(blocks[0].num_src_nodes(), 8))
+    with pytest.raises(TypeError, match=r"^the 'dgl' GNN backend takes DGL graphs or blocks, got a SparseGraph; "
+                                        r"build the model with backend 'torch' to use index tensors$"):
+        sage.prepare_graph(SparseGraph.from_dgl(graph), "cpu")
+    with pytest.raises(ValueError, match=r"^spread_steps must be an integer >= 0, got -1$"):
+        LabelInput(3, 4, 0, -1)
+    with pytest.raises(ValueError, match=r"^gnn_backend 'dgl' cannot run on meta: this DGL build has no support "
+                                         r"for it \(the PyPI wheels are CPU-only\); use gnn_backend 'torch' or 'auto'$"):
+        resolve_gnn_backend("dgl", "meta")

@@ -240,7 +240,7 @@ class GNN(nn.Module):
 
     def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int = 3, dropout: float = 0.5,
                  input_dropout: float = 0.0, norm: str = "batch", residual: bool = False, backend: str = "dgl",
-                 edge_dropout: float = 0.0, **conv_kwargs) -> None:
+                 edge_dropout: float = 0.0) -> None:
         super().__init__()
         if num_layers < 1:
             raise ValueError(f"num_layers must be >= 1, got {num_layers}")
@@ -256,7 +256,6 @@ class GNN(nn.Module):
         self.num_layers = num_layers
         self.hidden = hidden
         self.num_classes = num_classes
-        self.conv_kwargs = conv_kwargs
         self.convs = nn.ModuleList()
         self.norms = nn.ModuleList()
         self.skips = nn.ModuleList()
