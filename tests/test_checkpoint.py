@@ -1,6 +1,7 @@
 """Tests of ttgnn.checkpoint: pickle-free loading, old checkpoints, one run per folder."""
 import os
 import pickle
+import re
 import stat
 import subprocess
 import sys
@@ -240,6 +241,24 @@ def test_settings_that_are_tuples_in_one_and_lists_in_the_other_do_not_differ():
     assert differing_settings({"fanouts": [15, 10, 5]}, {"fanouts": (15, 10, 5)}, ["fanouts"]) == []
     assert differing_settings({"shapes": [[2, 3], [4]]}, {"shapes": ((2, 3), (4,))}, ["shapes"]) == []
     assert differing_settings({"fanouts": [15, 10]}, {"fanouts": (15, 10, 5)}, ["fanouts"]) == ["fanouts"]
+    assert differing_settings({"fanouts": [15, 10, 5]}, {"fanouts": (15, 10, 6)}, ["fanouts"]) == ["fanouts"]
+
+
+def test_upgrade_rewrites_what_is_not_current_and_names_what_it_cannot(tmp_path):
+    path = tmp_path / "c.pt"
+    torch.save(_state(version=1), path)  # an old version that holds only tensors and no random states
+    assert upgrade_checkpoint(path) is True and load_checkpoint(path)["version"] == 2
+    torch.save(_state(rng={"t": torch.zeros(1)}), path)  # current version, but random states kept
+    assert upgrade_checkpoint(path) is True and "rng" not in load_checkpoint(path)
+    for bad in ({"version": 1, "epoch": 1}, {"version": 7, "model": {}}):  # no weights; an unknown version
+        torch.save(bad, path)
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(path))} is not a ttgnn checkpoint$"):
+            upgrade_checkpoint(path)
+    torch.save(_state(), path)
+    path.write_bytes(path.read_bytes()[:200])  # a zip archive cut short
+    with pytest.raises(ValueError, match=rf"^corrupted checkpoint {re.escape(str(path))}: RuntimeError: "
+                                         r"PytorchStreamReader failed"):
+        upgrade_checkpoint(path)
 
 
 def test_best_model_and_checkpoint_files_hold_what_they_are_given(tmp_path):
@@ -262,13 +281,13 @@ def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_
     nested = tmp_path / "a" / "b" / "run"
     with RunFolder(nested):
         assert nested.is_dir()
-    old = os.umask(0o027)
+    old = os.umask(0o002)
     try:
         with RunFolder(tmp_path / "masked"):
             pass
     finally:
         os.umask(old)
-    assert stat.S_IMODE((tmp_path / "masked" / LOCK_NAME).stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "masked" / LOCK_NAME).stat().st_mode) == 0o664
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match=rf"^cannot create output folder {tmp_path / 'file' / 'run'}: Not a directory$"):
         RunFolder(tmp_path / "file" / "run").__enter__()
