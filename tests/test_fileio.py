@@ -105,7 +105,7 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
 
     from ttgnn.fileio import exclusive_lock
 
-    lock = tmp_path / "sub" / ".x.lock"  # its folder is created
+    lock = tmp_path / "a" / "b" / ".x.lock"  # its folders are created
     inside, order = threading.Event(), []
 
     def first():
@@ -129,3 +129,10 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
         with exclusive_lock(lock, waiting="not logged: the lock is free"):
             pass
     assert caplog.records == []
+    old = os.umask(0o002)
+    try:
+        with exclusive_lock(tmp_path / "masked.lock"):
+            pass
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "masked.lock").stat().st_mode) == 0o664  # a plain file's mode
