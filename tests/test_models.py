@@ -338,6 +338,7 @@ def test_resolve_gnn_backend():
     assert resolve_gnn_backend("auto", "cpu", "sage", "full") == "dgl"
     assert resolve_gnn_backend("auto", "cpu", "gat", "minibatch") == "dgl"
     assert resolve_gnn_backend("auto", "cpu", "gat", "full") == "torch"  # the faster of the two there
+    assert resolve_gnn_backend("auto", "cpu", "gat") == "torch"  # full-graph mode by default
     assert resolve_gnn_backend("dgl", "cpu", "gat", "full") == "dgl"  # asked for by name
     assert resolve_gnn_backend("torch", "cpu") == "torch"
     assert resolve_gnn_backend("dgl", "cpu") == "dgl"
@@ -424,6 +425,8 @@ def test_classifier_inference_passes_batch_size_and_progress_on(monkeypatch):
     monkeypatch.setattr(clf.gnn, "inference", lambda graph, h, **kwargs: asked.update(kwargs) or h)
     clf.inference(None, batch_size=7, progress=True)
     assert asked == {"batch_size": 7, "progress": True}
+    clf.inference(None)
+    assert asked == {"batch_size": 8192, "progress": False}  # no bar unless asked
 
 
 def test_layerwise_inference_shows_a_bar_per_layer_only_when_asked(small_graph, capsys):
