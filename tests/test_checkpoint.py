@@ -300,3 +300,21 @@ def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_
     (nested / METRICS_NAME).write_text("{}")
     with pytest.raises(ValueError, match=r"already holds a run \(checkpoint.pt, metrics.json\): pass --resume"):
         RunFolder(nested).__enter__()
+
+
+def test_a_holder_that_has_not_written_its_pid_yet_is_another_process_and_release_is_idempotent(tmp_path):
+    import fcntl
+
+    fd = os.open(tmp_path / LOCK_NAME, os.O_RDWR | os.O_CREAT)  # held, still empty
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.raises(ValueError, match=rf"^output folder {re.escape(str(tmp_path))} is in use by another process "
+                                             r"\(lock "):
+            RunFolder(tmp_path).__enter__()
+    finally:
+        os.close(fd)
+    folder = RunFolder(tmp_path)
+    folder.release()  # never entered: nothing to release
+    with folder:
+        pass
+    folder.release()  # released already by the with block
