@@ -129,6 +129,15 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
         with exclusive_lock(lock, waiting="not logged: the lock is free"):
             pass
     assert caplog.records == []
+    inside.clear()
+    thread = threading.Thread(target=first)
+    thread.start()
+    inside.wait(10)
+    with caplog.at_level(logging.WARNING, logger="ttgnn.fileio"):
+        with exclusive_lock(lock):  # waits, and says nothing without a message
+            pass
+    thread.join()
+    assert caplog.records == []
     old = os.umask(0o002)
     try:
         with exclusive_lock(tmp_path / "masked.lock"):
