@@ -53,3 +53,12 @@ def planted():
     from ttgnn.data import planted_partition
 
     return planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
+
+
+@pytest.fixture
+def set_umask():
+    """``set_umask(mask)`` sets the process's umask for the rest of the test; the old one comes back after."""
+    old = os.umask(0o022)
+    os.umask(old)
+    yield os.umask
+    os.umask(old)

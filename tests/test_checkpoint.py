@@ -147,12 +147,9 @@ def test_upgrade_checkpoint_command_names_a_folder_and_a_missing_file(tmp_path, 
     assert load_checkpoint(tmp_path / CHECKPOINT_NAME)["version"] == 2
 
 
-def test_files_follow_the_umask(tmp_path):
-    old = os.umask(0o027)
-    try:
-        save_checkpoint(tmp_path / "a.pt", epoch=1, model={}, optimizer={}, metrics={}, settings={})
-    finally:
-        os.umask(old)
+def test_files_follow_the_umask(tmp_path, set_umask):
+    set_umask(0o027)
+    save_checkpoint(tmp_path / "a.pt", epoch=1, model={}, optimizer={}, metrics={}, settings={})
     assert stat.S_IMODE((tmp_path / "a.pt").stat().st_mode) == 0o640
 
 
@@ -275,18 +272,16 @@ def test_best_model_and_checkpoint_files_hold_what_they_are_given(tmp_path):
     assert load_checkpoint(tmp_path / "b.pt")["weight_average"]["horizon"] == 2
 
 
-def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_a_replacement(tmp_path, caplog):
+def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_a_replacement(tmp_path, caplog,
+                                                                                             set_umask):
     import logging
 
     nested = tmp_path / "a" / "b" / "run"
     with RunFolder(nested):
         assert nested.is_dir()
-    old = os.umask(0o002)
-    try:
-        with RunFolder(tmp_path / "masked"):
-            pass
-    finally:
-        os.umask(old)
+    set_umask(0o002)
+    with RunFolder(tmp_path / "masked"):
+        pass
     assert stat.S_IMODE((tmp_path / "masked" / LOCK_NAME).stat().st_mode) == 0o664
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match=rf"^cannot create output folder {tmp_path / 'file' / 'run'}: Not a directory$"):

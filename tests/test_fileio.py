@@ -24,12 +24,9 @@ def test_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
 
 
 @pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
-def test_permissions_follow_the_umask(tmp_path, umask, mode):
-    old = os.umask(umask)
-    try:
-        atomic_write(tmp_path / "f", lambda fh: fh.write(b"x"))
-    finally:
-        os.umask(old)
+def test_permissions_follow_the_umask(tmp_path, umask, mode, set_umask):
+    set_umask(umask)
+    atomic_write(tmp_path / "f", lambda fh: fh.write(b"x"))
     assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == mode
 
 
@@ -98,7 +95,7 @@ def test_a_cache_file_that_cannot_be_written_warns_and_says_so(tmp_path, caplog)
         "(--cache-dir or cache_dir= chooses another folder)"]
 
 
-def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path, caplog):
+def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path, caplog, set_umask):
     import logging
     import threading
     import time
@@ -138,10 +135,7 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
             pass
     thread.join()
     assert caplog.records == []
-    old = os.umask(0o002)
-    try:
-        with exclusive_lock(tmp_path / "masked.lock"):
-            pass
-    finally:
-        os.umask(old)
+    set_umask(0o002)
+    with exclusive_lock(tmp_path / "masked.lock"):
+        pass
     assert stat.S_IMODE((tmp_path / "masked.lock").stat().st_mode) == 0o664  # a plain file's mode

@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 from torch import nn
