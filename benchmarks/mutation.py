@@ -64,6 +64,7 @@ MODULES = {
     "averaging": (["ttgnn/averaging.py"], ["tests/test_averaging.py"]),
     "layers": (["ttgnn/layers.py"], ["tests/test_layers.py", "tests/test_models.py"]),
     "models": (["ttgnn/models.py"], ["tests/test_models.py", "tests/test_layers.py", "tests/test_label_reuse.py"]),
+    "plan": (["ttgnn/plan.py"], ["tests/test_plan.py"]),
     "checkpoint": (["ttgnn/checkpoint.py"], ["tests/test_checkpoint.py", "tests/test_train_resume.py"]),
     "fileio": (["ttgnn/fileio.py"], ["tests/test_fileio.py", "tests/test_partition_cache.py", "tests/test_checkpoint.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
