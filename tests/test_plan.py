@@ -142,3 +142,33 @@ def test_cli_plan_bad_memory_exits_2(capsys):
     with pytest.raises(SystemExit) as err:
         main(["plan", "--nodes", "1000", "--device-memory", "eighty"])
     assert err.value.code == 2 and "80GB" in capsys.readouterr().err
+
+
+def test_lookup_flops_gnn_parameters_and_all_reduce_by_hand():
+    from ttgnn.plan import _tt_lookup_flops
+
+    shape = TTShape.build(1000, 8, 2, None, [10, 10, 10], [2, 2, 2])
+    assert list(shape.ranks) == [1, 2, 2, 1]
+    # left to right, per row: 2*1*(1*2*2) + 2*2*(2*2*2) + 2*4*(2*2*1) = 8 + 32 + 32 = 72 multiply-adds x 2;
+    # forward + backward (twice the forward) = 3x, for 10 rows
+    assert _tt_lookup_flops(shape, 10) == 3 * 72 * 10
+    sage = plan(1000, 8, 2, model="sage", num_layers=2, hidden=4, num_classes=3, fanouts=[2, 3], batch_size=10,
+                world_size=2, row_shape=[10, 10, 10], col_shape=[2, 2, 2])
+    # SAGE: self and neighbour weights plus a bias per layer: (2*8*4 + 4) + (2*4*3 + 3)
+    assert sage["tt"].details["gnn_parameters"] == 68 + 27
+    assert sage["tt"].sampled_nodes == [10 * 4 * 3, 10 * 4, 10]
+    assert sage["tt"].lookup_flops == _tt_lookup_flops(shape, 120)
+    assert sage["tt"].allreduce_bytes == (shape.num_parameters + 95) * 4
+    assert sage["full"].allreduce_bytes == (1000 * 8 + 95) * 4
+    gat = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=2, num_classes=3, fanouts=[2, 3],
+               batch_size=10, row_shape=[10, 10, 10], col_shape=[2, 2, 2])
+    # GAT: one weight, three vectors of the output width and a bias: (8*8 + 3*8 + 8) + (8*3 + 3*3 + 3)
+    assert gat["tt"].details["gnn_parameters"] == 96 + 36
+
+
+@pytest.mark.parametrize("num, text", [(2**20, "1.0 MiB"), (2**27 - 2**20, "127.0 MiB"), (2**27, "0.12 GiB"),
+                                       (3 * 2**30, "3.00 GiB"), (1536 * 2**30, "1,536.00 GiB")])
+def test_sizes_print_in_mib_below_an_eighth_of_a_gib(num, text):
+    from ttgnn.plan import _gib
+
+    assert _gib(num) == text
