@@ -453,10 +453,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     for option, path, suffixes in (("--output", args.output, PREDICTION_SUFFIXES),
                                    ("--embeddings", args.embeddings, EMBEDDING_SUFFIXES)):
-        if path is not None and not path.lower().endswith(suffixes):
+        if path is None:
+            continue
+        if not path.lower().endswith(suffixes):
             raise ValueError(f"{option} must name a {' / '.join(suffixes)} file, got {path}")
-        if path is not None:
-            check_output_file(path, option)
+        check_output_file(path, option)
     run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)
     probs = class_probabilities(run)
     classes = predict(run, correct_smooth=args.correct_smooth, probs=probs)
