@@ -172,3 +172,122 @@ def test_sizes_print_in_mib_below_an_eighth_of_a_gib(num, text):
     from ttgnn.plan import _gib
 
     assert _gib(num) == text
+
+
+def _terms(tt_or_full, table, state, step, gnn, graph, blocks, activations, evaluation):
+    memory = {"table": table, "gradients": table, "optimizer": table * state, "optimizer step": table * step,
+              "gnn": gnn, "graph": graph, "blocks": blocks, "activations": activations,
+              "evaluation": evaluation, "runtime": RUNTIME_BYTES}
+    memory["total"] = sum(memory.values())
+    assert tt_or_full.memory == memory
+
+
+def test_minibatch_memory_terms_by_hand():
+    # SAGE, N = 1000 in TT shape 10x10x10 by 2x2x2 at rank 2 (cores of 40, 80 and 40 values), D = 8,
+    # hidden 4, 3 classes, fan-outs [2, 3], batches of 10, degree 2, Adam; exact evaluation in batches of 100.
+    plans = plan(1000, 8, 2, model="sage", num_layers=2, hidden=4, num_classes=3, fanouts=[2, 3], batch_size=10,
+                 avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2], eval_batch_size=100)
+    # Blocks: inputs of 120, 40 and 10 nodes, 120 + 40 edges; 3 ids per edge, 2 per node, 8 bytes each.
+    blocks = 160 * 3 * 8 + 170 * 2 * 8
+    # Graph: int32 CSR (1001 int64 offsets, 2000 int32 entries) and DGL's int64 copy with 1000 self-loops.
+    graph = 1001 * 8 + 2000 * 4 + 1001 * 8 + 3000 * 8
+    # Four outputs' worth per layer (40 x 4, 10 x 3 values), three of the 120 x 8 input rows.
+    activations = 4 * (40 * 4 + 10 * 3) * 4 + 3 * 120 * 8 * 4
+    gnn = (68 + 27) * 4 * (2 + 2)  # weights, gradients, Adam's two moments
+    # Exact evaluation: two all-node layers (1000 x (8 + 4) values) plus a batch of 100 nodes with their
+    # 300 edges (3 ids each) and 300 gathered input rows of 8; TT: looked-up rows and scratch of 1000 x 8.
+    peak = 1000 * 12 * 4 + 300 * 3 * 8 + 300 * 8 * 4
+    tt_extra = 120 * 8 * 4  # the TT kernel's scratch, about its output
+    assert max(peak, 1000 * 8 * 4 * 2) == peak
+    _terms(plans["tt"], 160 * 4, 2, 2, gnn, graph, blocks, activations + tt_extra,
+           peak - blocks - activations - tt_extra)
+    _terms(plans["full"], 8000 * 4, 2, 2, gnn, graph, blocks, activations, peak - blocks - activations)
+    for p in plans.values():
+        assert p.details["evaluation"] == "exact" and p.details["evaluation_peak"] == peak
+        assert p.details["parameters"] == (160 if p.embedding == "tt" else 8000)
+        assert p.details["row_shape"] == [10, 10, 10] and p.details["col_shape"] == [2, 2, 2]
+        assert p.details["ranks"] == [1, 2, 2, 1] and p.fits is None
+
+
+def test_exact_evaluation_peak_can_be_the_lookup():
+    # One layer from 64 columns to 2 classes: the all-node lookup (TT: rows and scratch) outweighs
+    # both layers plus a batch; the full table's lookup (no scratch) does not.
+    plans = plan(1000, 64, 2, model="sage", num_layers=1, num_classes=2, fanouts=[1], batch_size=1,
+                 avg_degree=1.0, row_shape=[10, 10, 10], col_shape=[4, 4, 4], eval_batch_size=10)
+    layers = 1000 * (64 + 2) * 4
+    batch = 20 * 3 * 8 + 20 * 64 * 4  # 10 destinations, 20 edges with their self-loops, 20 sources
+    assert plans["tt"].details["evaluation_peak"] == 1000 * 64 * 4 * 2 > layers + batch
+    assert plans["full"].details["evaluation_peak"] == layers + batch > 1000 * 64 * 4
+
+
+def test_gat_memory_terms_by_hand():
+    # GAT, 2 heads of 4 (hidden layers 8 wide), sampled evaluation: fan-outs [2, 2] from 5 nodes.
+    plans = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=2, num_classes=3, fanouts=[2, 3],
+                 batch_size=10, avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2],
+                 eval_fanouts=[2, 2], eval_batch_size=5)
+    blocks = 160 * 3 * 8 + 170 * 2 * 8
+    # Four outputs per layer (40 x 8, 10 x 3) and 3 attention values per edge and head (120, 40 edges).
+    activations = 4 * (40 * 8 + 10 * 3) * 4 + 3 * (120 + 40) * 2 * 4 + 3 * 120 * 8 * 4
+    tt = plans["tt"].memory
+    assert tt["activations"] == activations + 120 * 8 * 4
+    assert plans["full"].memory["activations"] == activations
+    assert tt["gnn"] == (96 + 36) * 4 * 4
+    # Evaluation: inputs of 45, 15 and 5 nodes, 45 + 15 edges; the larger layer pair (45 x 8 + 15 x 8
+    # values) plus attention on the largest block (45 edges x 2 heads x 3), which beats the lookup.
+    eval_blocks = 60 * 3 * 8 + 65 * 2 * 8
+    peak = eval_blocks + (45 * 8 + 15 * 8) * 4 + 45 * 2 * 3 * 4
+    for p in plans.values():
+        assert p.details["evaluation"] == "sampled" and p.details["evaluation_peak"] == peak
+        assert p.memory["evaluation"] == 0  # below the training step's blocks and activations
+
+
+def test_full_graph_memory_terms_by_hand():
+    # Full-graph GAT on 100 nodes (TT 5x5x4 by 2x2x2, rank 2: 20 + 40 + 16 values), degree 3.
+    plans = plan(100, 8, 2, model="gat", num_layers=2, hidden=4, heads=2, num_classes=3, mode="full",
+                 avg_degree=3.0, row_shape=[5, 5, 4], col_shape=[2, 2, 2], optimizer="sgd",
+                 device_memory=RUNTIME_BYTES + 10**6)
+    edges = 300 + 100  # every layer: all edges and the self-loops
+    blocks = 2 * edges * 3 * 8 + 3 * 100 * 2 * 8
+    activations = 4 * (100 * 8 + 100 * 3) * 4 + 3 * 2 * edges * 2 * 4 + 3 * 100 * 8 * 4
+    graph = 101 * 8 + 300 * 4 + 101 * 8 + edges * 8
+    gnn = (96 + 36) * 4 * 2  # SGD: weights and gradients
+    _terms(plans["tt"], 76 * 4, 0, 0, gnn, graph, blocks, activations + 100 * 8 * 4, 0)
+    _terms(plans["full"], 800 * 4, 0, 0, gnn, graph, blocks, activations, 0)
+    for p in plans.values():
+        assert p.sampled_nodes == [100, 100, 100] and p.details["eval_fanouts"] is None
+        # One layer over all nodes (100 x (8 + 8) values) and attention on every edge and self-loop.
+        assert p.details["evaluation"] == "full graph"
+        assert p.details["evaluation_peak"] == 100 * 16 * 4 + edges * 2 * 3 * 4
+        assert p.fits is True
+    shape = TTShape.build(100, 8, 2, None, [5, 5, 4], [2, 2, 2])
+    assert plans["tt"].lookup_flops == 3 * 72 * 100 and shape.num_parameters == 76
+    tight = plan(100, 8, 2, model="gat", num_layers=2, hidden=4, heads=2, num_classes=3, mode="full",
+                 avg_degree=3.0, row_shape=[5, 5, 4], col_shape=[2, 2, 2], optimizer="sgd",
+                 device_memory=plans["tt"].memory["total"])
+    assert tight["tt"].fits is True and tight["full"].fits is False  # the limit itself fits
+
+
+def test_format_plan_layout():
+    from ttgnn.plan import format_plan
+
+    plans = plan(1000, 8, 2, model="sage", num_layers=2, hidden=4, num_classes=3, fanouts=[2, 3], batch_size=10,
+                 avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2], eval_batch_size=100,
+                 world_size=2, device_memory=2**30)
+    lines = format_plan(plans, world_size=2).split("\n")
+    assert lines[:3] == ["| per rank | tt | full |", "|---|---|---|", "| table | 0.0 MiB | 0.0 MiB |"]
+    assert [line.split(" | ")[0] for line in lines[2:13]] == [
+        "| " + term for term in ("table", "gradients", "optimizer", "optimizer step", "gnn", "graph", "blocks",
+                                 "activations", "evaluation", "runtime", "total")]
+    assert lines[11] == "| runtime | 0.45 GiB | 0.45 GiB |"
+    assert lines[13] == "| all-reduced per step | 0.0 MiB | 0.0 MiB |"
+    assert lines[14] == f"| lookup GFLOP per step | {plans['tt'].lookup_flops / 1e9:,.2f} | 0.00 |"
+    assert lines[15:] == ["| fits | yes | yes |"]
+    one = format_plan(plan(1000, 8, 2, fanouts=[2, 3], num_layers=2, world_size=1), world_size=1).split("\n")
+    assert one[-2] != one[-1] and "| all-reduced per step | 0 (one rank) | 0 (one rank) |" in one
+    assert not any(line.startswith("| fits") for line in one)
+    heavy = plan(10**9, 64, 32, fanouts=[15, 10, 5], batch_size=4096, world_size=1)
+    table = format_plan(heavy).split("\n")
+    tt_mib = heavy["tt"].memory["table"] / 2**20
+    assert table[2] == f"| table | {tt_mib:,.1f} MiB | 238.42 GiB |" and tt_mib < 128  # one column per kind
+    gflop = table[-1]
+    assert gflop == f"| lookup GFLOP per step | {heavy['tt'].lookup_flops / 1e9:,.2f} | 0.00 |" and "," in gflop
