@@ -291,3 +291,58 @@ def test_format_plan_layout():
     assert table[2] == f"| table | {tt_mib:,.1f} MiB | 238.42 GiB |" and tt_mib < 128  # one column per kind
     gflop = table[-1]
     assert gflop == f"| lookup GFLOP per step | {heavy['tt'].lookup_flops / 1e9:,.2f} | 0.00 |" and "," in gflop
+
+
+def test_exact_evaluation_of_gat_by_hand():
+    # GAT, 4 heads of 4 (hidden layer 16 wide), 40 classes, exact evaluation in batches of 100 nodes.
+    plans = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=4, num_classes=40, fanouts=[2, 3],
+                 batch_size=10, avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2], eval_batch_size=100)
+    layers = 1000 * (16 + 40) * 4  # the last layer's input and output for every node
+    # 100 destinations with 300 edges: 3 ids each, 300 gathered rows of the widest input (16), and
+    # 3 attention values per edge and head.
+    batch = 300 * 3 * 8 + 300 * 16 * 4 + 300 * 4 * 3 * 4
+    for p in plans.values():
+        assert p.details["evaluation"] == "exact" and p.details["evaluation_peak"] == layers + batch
+
+
+def test_full_graph_evaluation_of_sage_keeps_no_attention():
+    plans = plan(100, 8, 2, model="sage", num_layers=2, hidden=4, num_classes=30, mode="full", avg_degree=3.0,
+                 row_shape=[5, 5, 4], col_shape=[2, 2, 2])
+    for p in plans.values():  # the last layer's input and output for every node, above the lookup
+        assert p.details["evaluation_peak"] == 100 * (4 + 30) * 4 > 100 * 8 * 4 * 2
+
+
+def test_tt_shape_overrides_are_passed_on():
+    auto = plan(10_000, 16, 4)["tt"].details
+    for kwargs, key, value in ((dict(num_cores=2), "row_shape", [100, 100]),
+                               (dict(row_shape=[10, 10, 100]), "row_shape", [10, 10, 100]),
+                               (dict(col_shape=[2, 2, 4]), "col_shape", [2, 2, 4])):
+        details = plan(10_000, 16, 4, **kwargs)["tt"].details
+        assert details[key] == value != auto[key]
+        shape = TTShape.build(10_000, 16, 4, kwargs.get("num_cores"), kwargs.get("row_shape"),
+                              kwargs.get("col_shape"))
+        assert details["parameters"] == shape.num_parameters
+
+
+def test_documented_defaults():
+    from ttgnn.plan import as_dict
+
+    explicit = plan(50_000, 128, 16, model="sage", num_layers=3, hidden=256, heads=4, num_classes=172,
+                    fanouts=[10, 10, 10], batch_size=1024, optimizer="adam", world_size=1, avg_degree=10.0,
+                    mode="minibatch", eval_batch_size=8192)
+    assert as_dict(plan(50_000)) == as_dict(explicit)
+    assert plan(50_000)["full"].allreduce_bytes == 0
+
+
+@pytest.mark.parametrize("name", ["num_nodes", "dim", "rank", "num_layers", "hidden", "heads", "num_classes",
+                                  "batch_size", "world_size", "eval_batch_size"])
+def test_each_count_is_named_when_below_one(name):
+    kwargs = {"num_nodes": 1000, "dim": 16, "rank": 4, name: 0}
+    with pytest.raises(ValueError, match=rf"^{name} must be an integer >= 1, got 0$"):
+        plan(**kwargs)
+
+
+@pytest.mark.parametrize("degree", [0.0, 0.5, 0])
+def test_degree_below_one_is_allowed(degree):
+    entries = int(1000 * degree)
+    assert plan(1000, avg_degree=degree)["full"].memory["graph"] == 1001 * 8 * 2 + entries * 4 + (entries + 1000) * 8
