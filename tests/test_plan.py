@@ -289,6 +289,7 @@ def test_format_plan_layout():
     table = format_plan(heavy).split("\n")
     tt_mib = heavy["tt"].memory["table"] / 2**20
     assert table[2] == f"| table | {tt_mib:,.1f} MiB | 238.42 GiB |" and tt_mib < 128  # one column per kind
+    assert "| all-reduced per step | 0 (one rank) | 0 (one rank) |" in table  # one rank by default
     gflop = table[-1]
     assert gflop == f"| lookup GFLOP per step | {heavy['tt'].lookup_flops / 1e9:,.2f} | 0.00 |" and "," in gflop
 
@@ -303,6 +304,8 @@ def test_exact_evaluation_of_gat_by_hand():
     batch = 300 * 3 * 8 + 300 * 16 * 4 + 300 * 4 * 3 * 4
     for p in plans.values():
         assert p.details["evaluation"] == "exact" and p.details["evaluation_peak"] == layers + batch
+        # Weights, three vectors of the output width and a bias, layers 8 -> 16 and 16 -> 40.
+        assert p.details["gnn_parameters"] == (8 * 16 + 3 * 16 + 16) + (16 * 40 + 3 * 40 + 40)
 
 
 def test_full_graph_evaluation_of_sage_keeps_no_attention():
@@ -331,6 +334,8 @@ def test_documented_defaults():
                     fanouts=[10, 10, 10], batch_size=1024, optimizer="adam", world_size=1, avg_degree=10.0,
                     mode="minibatch", eval_batch_size=8192)
     assert as_dict(plan(50_000)) == as_dict(explicit)
+    gat = plan(50_000, model="gat", hidden=256, heads=4, num_classes=172)
+    assert as_dict(plan(50_000, model="gat")) == as_dict(gat)
     assert plan(50_000)["full"].allreduce_bytes == 0
 
 
