@@ -67,6 +67,11 @@ MODULES = {
     "plan": (["ttgnn/plan.py"], ["tests/test_plan.py"]),
     "checkpoint": (["ttgnn/checkpoint.py"], ["tests/test_checkpoint.py", "tests/test_train_resume.py"]),
     "fileio": (["ttgnn/fileio.py"], ["tests/test_fileio.py", "tests/test_partition_cache.py", "tests/test_checkpoint.py"]),
+    "evaluation": (["ttgnn/evaluation.py"], ["tests/test_evaluation.py", "tests/test_label_reuse.py",
+                                             "tests/test_sampled_eval.py"]),
+    "seeding": (["ttgnn/seeding.py"], ["tests/test_seeding.py"]),
+    "synthetic": (["ttgnn/synthetic.py"], ["tests/test_synthetic.py"]),
+    "allocator": (["ttgnn/allocator.py"], ["tests/test_allocator.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
