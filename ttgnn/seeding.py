@@ -41,13 +41,26 @@ def derive_seed(seed: int, *keys: Union[int, str]) -> int:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's, torch's (all devices) and, when imported, DGL's random generators."""
+    """Seed Python's, NumPy's, torch's (all devices) and, when imported, DGL's random generators.
+
+    Any integer ``seed >= 0`` is taken; NumPy gets ``seed % 2**32``, torch ``seed % 2**64`` and
+    DGL ``seed % 2**31`` (the widest seeds each accepts), Python ``seed`` itself.
+
+    Raises:
+        TypeError: a seed that is not an integer (a bool is not one).
+        ValueError: a negative seed.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
     random.seed(seed)
     np.random.seed(seed % (1 << 32))
-    torch.manual_seed(seed)
+    torch.manual_seed(seed % (1 << 64))
     dgl = sys.modules.get("dgl")
     if dgl is not None and hasattr(dgl, "seed"):
-        dgl.seed(seed)
+        dgl.seed(seed % (1 << 31))
 
 
 def generator(seed: int, *keys: Union[int, str]) -> torch.Generator:
