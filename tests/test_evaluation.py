@@ -24,3 +24,122 @@ def test_accuracy_of_no_nodes_is_nan_and_of_mismatched_counts_an_error(name):
     assert math.isnan(accuracy(torch.tensor([], dtype=torch.long), torch.tensor([], dtype=torch.long)))
     with pytest.raises(ValueError, match=r"^4 predictions for 5 labels: one class id per node in each$"):
         accuracy(PRED[:4], LABELS)
+
+
+# --- evaluate, all_logits, evaluate_sampled on a small trained-from-init model -----------------------
+
+import dataclasses  # noqa: E402
+
+from configs import small_config  # noqa: E402
+
+from ttgnn.evaluation import all_logits, evaluate, evaluate_sampled, known_labels  # noqa: E402
+from ttgnn.train import setup_run  # noqa: E402
+
+
+def _run(planted, **kw):
+    config = small_config(None, **{"epochs": 1, "mode": "minibatch", "label_input": False, "label_reuse": 0,
+                                   "seed": 0, **kw})
+    return setup_run(config, planted, 0, 1, torch.device("cpu"))
+
+
+def _spy_inference(monkeypatch, model):
+    """Record the ``progress`` of every layer-wise inference pass of ``model``."""
+    calls, real = [], model.inference
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("progress"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "inference", spy)
+    return calls
+
+
+def test_evaluation_is_quiet_by_default(planted, capsys):
+    run = _run(planted, label_input=True, label_reuse=1)
+    evaluate(run.model, run.graph, planted, "minibatch", eval_batch_size=64)
+    all_logits(run.model, run.graph, "minibatch", 64, planted)
+    evaluate_sampled(run.model, run.graph, planted, [2, 2], batch_size=64)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_reaches_every_inference_pass(planted, monkeypatch):
+    run = _run(planted, label_input=True, label_reuse=2)
+    calls = _spy_inference(monkeypatch, run.model)
+    all_logits(run.model, run.graph, "minibatch", 64, planted, progress=True)
+    assert calls == [True, True, True]  # two reuse rounds, then the logits
+    calls.clear()
+    evaluate(run.model, run.graph, planted, "minibatch", eval_batch_size=64)
+    assert calls == [False, False, False]
+
+
+def test_full_graph_mode_runs_one_forward_not_layer_wise_inference(planted, monkeypatch):
+    run = _run(planted, label_input=True, label_reuse=1)
+    calls = _spy_inference(monkeypatch, run.model)
+    full = all_logits(run.model, run.graph, "full", 64, planted)
+    assert calls == []
+    layer_wise = all_logits(run.model, run.graph, "minibatch", 64, planted)
+    assert len(calls) == 2 and torch.allclose(full, layer_wise, atol=1e-5)
+    evaluate(run.model, run.graph, planted, "full")
+    assert len(calls) == 2
+
+
+def test_evaluate_uses_the_accuracy_given(planted):
+    run = _run(planted)
+    seen = []
+
+    def accuracy(pred, labels):
+        seen.append(labels.numel())
+        return 0.25
+
+    result = evaluate(run.model, run.graph, planted, "minibatch", eval_batch_size=64, accuracy=accuracy)
+    assert [result[k] for k in ("train", "valid", "test")] == [0.25] * 3
+    assert seen == [planted.split[k].numel() for k in planted.split]
+    sampled = evaluate_sampled(run.model, run.graph, planted, [2, 2], accuracy=accuracy)
+    assert [sampled[k] for k in ("train", "valid", "test")] == [0.25] * 3
+
+
+def test_empty_and_one_node_splits(planted):
+    run = _run(planted)
+    split = dict(planted.split, valid=planted.split["valid"][:0], test=planted.split["test"][:1])
+    small = dataclasses.replace(planted, split=split)
+    exact = evaluate(run.model, run.graph, small, "minibatch", eval_batch_size=64)
+    sampled = evaluate_sampled(run.model, run.graph, small, [100, 100], batch_size=64)
+    for result in (exact, sampled):
+        assert math.isnan(result["valid"]) and math.isnan(result["valid_loss"])
+        assert result["test"] in (0.0, 1.0) and result["train"] == exact["train"]
+    assert sampled["test"] == exact["test"]
+
+
+def test_known_labels_marks_the_rest_unknown(planted):
+    unknown = torch.full((planted.num_nodes,), planted.num_classes)
+    assert torch.equal(known_labels(planted, None), unknown)
+    assert torch.equal(known_labels(planted, torch.tensor([], dtype=torch.long)), unknown)
+    some = planted.split["train"][:5]
+    out = known_labels(planted, some)
+    assert out.dtype == torch.long and torch.equal(out[some], planted.labels[some].long())
+    assert int((out < planted.num_classes).sum()) == 5
+
+
+def test_correct_and_smooth_metrics_tunes_on_the_splits(planted, monkeypatch):
+    from ttgnn.evaluation import correct_and_smooth_metrics
+    from ttgnn.smoothing import tune_correct_and_smooth
+
+    run = _run(planted)
+    logits = all_logits(run.model, run.graph, "minibatch", 64, planted)
+    calls = _spy_inference(monkeypatch, run.model)
+    given = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", logits=logits)
+    assert calls == []  # the logits given are used, not recomputed
+    computed = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", eval_batch_size=64)
+    assert calls == [False]
+    expected = tune_correct_and_smooth(logits, planted.normalized_adjacency(), planted.labels,
+                                       planted.split["train"], planted.split["valid"])
+    assert set(given) == {"train_acc", "valid_acc", "test_acc", "correct_alpha", "smooth_alpha", "seconds"}
+    for result in (given, computed):
+        for key in ("train", "valid", "test"):
+            idx = planted.split[key]
+            assert result[f"{key}_acc"] == float((expected.pred[idx] == planted.labels[idx]).float().mean())
+        assert (result["correct_alpha"], result["smooth_alpha"]) == (expected.correct_alpha, expected.smooth_alpha)
+        assert result["seconds"] >= 0
+    fixed = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", logits=logits,
+                                       accuracy=lambda pred, labels: 0.5)
+    assert [fixed[f"{k}_acc"] for k in ("train", "valid", "test")] == [0.5] * 3
