@@ -97,7 +97,7 @@ def test_retain_sets_heap_only_and_never_trim_once(fresh, caplog):
     # glibc's M_MMAP_MAX (-4) to 0, M_TRIM_THRESHOLD (-1) to INT_MAX, from the C library found by name
     assert fresh.calls == [(-4, 0), (-1, 2**31 - 1)]
     assert len(fresh.opened) == 1 and fresh.opened[0] and "c" in fresh.opened[0]
-    assert "heap only (M_MMAP_MAX=0), never trimmed" in caplog.text
+    assert caplog.messages == ["glibc malloc: heap only (M_MMAP_MAX=0), never trimmed"]
     assert allocator.configure_allocator("retain") == "retain" and len(fresh.calls) == 2  # done once
 
 
@@ -105,7 +105,8 @@ def test_mallopt_refusing_is_reported(fresh, caplog):
     for result in (0, 2):  # glibc's mallopt returns 1 on success, anything else is a refusal
         fresh.result, fresh.calls[:] = result, []
         assert allocator.configure_allocator() == "unsupported" and allocator._configured is None
-        assert "mallopt refused the allocator settings" in caplog.text
+        assert caplog.messages[-1] == ("mallopt refused the allocator settings; training may spend time in "
+                                       "page faults")
     fresh.calls[:] = []
     fresh.mallopt = lambda param, value: fresh.calls.append(param) or (0 if param == -1 else 1)
     assert allocator.configure_allocator() == "unsupported"  # the second setting refused
@@ -124,7 +125,7 @@ def test_other_allocators_are_left_alone(fresh, monkeypatch, caplog, preload):
     caplog.set_level("INFO", logger="ttgnn.allocator")
     monkeypatch.setenv("LD_PRELOAD", preload)
     assert allocator.configure_allocator() == "unsupported" and fresh.calls == []
-    assert f"allocator {preload} preloaded; glibc settings left alone" in caplog.text
+    assert caplog.messages == [f"allocator {preload} preloaded; glibc settings left alone"]
 
 
 def test_unrelated_preload_still_retains(fresh, monkeypatch):
@@ -136,7 +137,7 @@ def test_other_c_libraries_are_left_alone(fresh, monkeypatch, caplog):
     caplog.set_level("DEBUG", logger="ttgnn.allocator")
     monkeypatch.setattr(allocator.platform, "libc_ver", lambda: ("", ""))  # musl reports nothing
     assert allocator.configure_allocator() == "unsupported" and fresh.calls == []
-    assert "not glibc" in caplog.text and allocator._configured is None
+    assert caplog.messages == ["not glibc (('', '')); allocator left alone"] and allocator._configured is None
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt only")
@@ -146,3 +147,13 @@ def test_retain_in_this_process(monkeypatch):
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     monkeypatch.setattr(allocator, "_configured", None)
     assert allocator.configure_allocator() == "retain"
+
+
+def test_the_c_library_is_found_by_name_else_libc_so_6(fresh, monkeypatch):
+    asked = []
+    monkeypatch.setattr(allocator.ctypes.util, "find_library", lambda name: asked.append(name) or "libc.so.7")
+    assert allocator.configure_allocator() == "retain"
+    assert asked == ["c"] and fresh.opened == ["libc.so.7"]
+    monkeypatch.setattr(allocator, "_configured", None)
+    monkeypatch.setattr(allocator.ctypes.util, "find_library", lambda name: None)
+    assert allocator.configure_allocator() == "retain" and fresh.opened[-1] == "libc.so.6"
