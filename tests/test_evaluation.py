@@ -1,10 +1,17 @@
-"""ttgnn.evaluation.Accuracy: plain accuracy and ogb's Evaluator agree, node by node, whatever the column shape."""
+"""Tests of ttgnn.evaluation: Accuracy (plain accuracy and ogb's Evaluator agree, node by node, whatever the
+column shape), and what evaluate, all_logits, evaluate_sampled and correct_and_smooth_metrics pass on."""
+import dataclasses
 import math
+import time
 
 import pytest
 import torch
 
-from ttgnn.evaluation import Accuracy
+from ttgnn.evaluation import (Accuracy, all_logits, evaluate, evaluate_sampled, known_labels, model_label_inputs,
+                              reuse_labels)
+from ttgnn.train import setup_run
+
+from configs import small_config
 
 PRED = torch.tensor([0, 1, 2, 2, 1])
 LABELS = torch.tensor([0, 1, 1, 2, 0])  # 3 of 5 right
@@ -26,14 +33,7 @@ def test_accuracy_of_no_nodes_is_nan_and_of_mismatched_counts_an_error(name):
         accuracy(PRED[:4], LABELS)
 
 
-# --- evaluate, all_logits, evaluate_sampled on a small trained-from-init model -----------------------
-
-import dataclasses  # noqa: E402
-
-from configs import small_config  # noqa: E402
-
-from ttgnn.evaluation import all_logits, evaluate, evaluate_sampled, known_labels  # noqa: E402
-from ttgnn.train import setup_run  # noqa: E402
+# --- evaluate, all_logits, evaluate_sampled and C&S on a small model at its initialisation ---------------
 
 
 def _run(planted, **kw):
@@ -42,12 +42,21 @@ def _run(planted, **kw):
     return setup_run(config, planted, 0, 1, torch.device("cpu"))
 
 
+class _Calls(list):
+    """The ``progress`` of each call, and their ``batch_size`` in :attr:`batch_sizes`."""
+
+    def __init__(self):
+        super().__init__()
+        self.batch_sizes = []
+
+
 def _spy_inference(monkeypatch, model):
-    """Record the ``progress`` of every layer-wise inference pass of ``model``."""
-    calls, real = [], model.inference
+    """Record every layer-wise inference pass of ``model`` (a :class:`_Calls`)."""
+    calls, real = _Calls(), model.inference
 
     def spy(*args, **kwargs):
         calls.append(kwargs.get("progress"))
+        calls.batch_sizes.append(kwargs.get("batch_size"))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(model, "inference", spy)
@@ -68,8 +77,13 @@ def test_progress_reaches_every_inference_pass(planted, monkeypatch):
     all_logits(run.model, run.graph, "minibatch", 64, planted, progress=True)
     assert calls == [True, True, True]  # two reuse rounds, then the logits
     calls.clear()
-    evaluate(run.model, run.graph, planted, "minibatch", eval_batch_size=64)
-    assert calls == [False, False, False]
+    evaluate(run.model, run.graph, planted, "minibatch", eval_batch_size=37)
+    assert calls == [False, False, False] and calls.batch_sizes[-3:] == [37, 37, 37]
+    calls.clear()
+    labels = known_labels(planted, planted.split["train"])
+    model_label_inputs(run.model, run.graph, "minibatch", 64, planted, labels)
+    reuse_labels(run.model, run.graph, "minibatch", 64, labels)
+    assert calls == [False, False, False, False]  # quiet by default
 
 
 def test_full_graph_mode_runs_one_forward_not_layer_wise_inference(planted, monkeypatch):
@@ -124,13 +138,16 @@ def test_correct_and_smooth_metrics_tunes_on_the_splits(planted, monkeypatch):
     from ttgnn.evaluation import correct_and_smooth_metrics
     from ttgnn.smoothing import tune_correct_and_smooth
 
-    run = _run(planted)
+    run = _run(planted, label_input=True)  # the logits see the training labels: the dataset reaches all_logits
     logits = all_logits(run.model, run.graph, "minibatch", 64, planted)
     calls = _spy_inference(monkeypatch, run.model)
     given = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", logits=logits)
     assert calls == []  # the logits given are used, not recomputed
+    start = time.perf_counter()
     computed = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", eval_batch_size=64)
-    assert calls == [False]
+    assert calls == [False] and 0 <= computed["seconds"] <= time.perf_counter() - start
+    full = correct_and_smooth_metrics(run.model, run.graph, planted, "full")
+    assert calls == [False] and full["test_acc"] == pytest.approx(computed["test_acc"], abs=1 / 80)  # no inference
     expected = tune_correct_and_smooth(logits, planted.normalized_adjacency(), planted.labels,
                                        planted.split["train"], planted.split["valid"])
     assert set(given) == {"train_acc", "valid_acc", "test_acc", "correct_alpha", "smooth_alpha", "seconds"}
