@@ -84,6 +84,10 @@ def test_progress_reaches_every_inference_pass(planted, monkeypatch):
     model_label_inputs(run.model, run.graph, "minibatch", 64, planted, labels)
     reuse_labels(run.model, run.graph, "minibatch", 64, labels)
     assert calls == [False, False, False, False]  # quiet by default
+    calls.clear()
+    calls.batch_sizes.clear()
+    evaluate(run.model, run.graph, planted, "minibatch")
+    assert calls.batch_sizes == [8192] * 3  # the documented default
 
 
 def test_full_graph_mode_runs_one_forward_not_layer_wise_inference(planted, monkeypatch):
@@ -144,8 +148,9 @@ def test_correct_and_smooth_metrics_tunes_on_the_splits(planted, monkeypatch):
     given = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", logits=logits)
     assert calls == []  # the logits given are used, not recomputed
     start = time.perf_counter()
-    computed = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", eval_batch_size=64)
+    computed = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch")
     assert calls == [False] and 0 <= computed["seconds"] <= time.perf_counter() - start
+    assert calls.batch_sizes == [8192]  # the documented default
     full = correct_and_smooth_metrics(run.model, run.graph, planted, "full")
     assert calls == [False] and full["test_acc"] == pytest.approx(computed["test_acc"], abs=1 / 80)  # no inference
     expected = tune_correct_and_smooth(logits, planted.normalized_adjacency(), planted.labels,
