@@ -72,6 +72,8 @@ MODULES = {
     "seeding": (["ttgnn/seeding.py"], ["tests/test_seeding.py"]),
     "synthetic": (["ttgnn/synthetic.py"], ["tests/test_synthetic.py"]),
     "allocator": (["ttgnn/allocator.py"], ["tests/test_allocator.py"]),
+    "config": (["ttgnn/config.py"], ["tests/test_config.py", "tests/test_sampled_eval.py", "tests/test_from_full.py",
+                                     "tests/test_train_resume.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
