@@ -230,3 +230,111 @@ def test_auto_rank_for_a_table_compressed_from_a_full_one_is_the_largest_at_100x
         assert TTShape.build(nodes, dim, rank).compression_ratio >= 100.0
         assert TTShape.build(nodes, dim, rank + 1).compression_ratio < 100.0
     assert auto_rank(50, 16, largest=True) == 1  # no rank reaches 100x
+
+
+def _largest_rank_by_scan(num_nodes, dim, num_cores=None, row_shape=None, col_shape=None, sparse_labels=False,
+                          largest=False):
+    """auto_rank by its definition: the preferred rank when it compresses at least AUTO_MIN_COMPRESSION
+    times, else the largest uniform rank that does (capped at the preferred one unless ``largest``),
+    else 1; found by trying ranks one by one."""
+    from ttgnn.config import AUTO_MIN_COMPRESSION, preferred_rank
+    from ttgnn.shapes import TTShape
+
+    preferred = preferred_rank(sparse_labels)
+    reach = [r for r in range(1, 129)
+             if TTShape.build(num_nodes, dim, r, num_cores, row_shape, col_shape).compression_ratio
+             >= AUTO_MIN_COMPRESSION]
+    if not largest and preferred in reach:
+        return preferred
+    if not reach:
+        return 1
+    return max(reach) if largest else min(max(reach), preferred)
+
+
+@pytest.mark.parametrize("largest", [False, True])
+@pytest.mark.parametrize("sparse_labels", [False, True])
+@pytest.mark.parametrize("num_nodes,dim,shape", [
+    (20_000, 16, {}), (20_000, 16, dict(num_cores=2)), (20_000, 16, dict(num_cores=4)),
+    (20_000, 16, dict(row_shape=[20, 1000])), (20_000, 16, dict(row_shape=[10, 10, 10, 20])),
+    (20_000, 16, dict(col_shape=[8, 2])), (10_000, 64, dict(col_shape=[2, 2, 16])),
+    (10_000, 64, dict(row_shape=[10, 1000], col_shape=[8, 8])), (5_000, 32, {}), (169_343, 128, {}),
+    (1_000, 8, {}), (30_000, 64, dict(num_cores=2))])
+def test_auto_rank_is_its_definition_for_any_shape(num_nodes, dim, shape, sparse_labels, largest):
+    from ttgnn.config import auto_rank
+
+    expected = _largest_rank_by_scan(num_nodes, dim, sparse_labels=sparse_labels, largest=largest, **shape)
+    assert auto_rank(num_nodes, dim, sparse_labels=sparse_labels, largest=largest, **shape) == expected
+
+
+def test_the_shape_given_changes_the_rank():
+    from ttgnn.config import auto_rank
+
+    assert [auto_rank(20_000, 16), auto_rank(20_000, 16, num_cores=2), auto_rank(20_000, 16, num_cores=4)] == [6, 2, 7]
+    assert auto_rank(10_000, 64) == 7 and auto_rank(10_000, 64, col_shape=[2, 2, 16]) == 8
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(compression=100.0, max_params=1000), "give at most one of compression and max_params"),
+    (dict(rank=4, compression=100.0), "rank=4 and compression both size the TT table: give one (the budget picks the "
+                                      "largest rank that fits it)"),
+    (dict(rank=4, max_params=1000), "rank=4 and max_params both size the TT table: give one (the budget picks the "
+                                    "largest rank that fits it)"),
+    (dict(compression=0.0), "compression must be a finite number > 0, got 0.0"),
+    (dict(compression=True), "compression must be a finite number > 0, got True"),
+    (dict(max_params=0), "max_params must be an integer >= 1, got 0"),
+    (dict(lr=True), "lr must be a finite number in (0, 1e+06], got True"),
+    (dict(finetune_epochs=0), "finetune_epochs must be an integer >= 1, got 0"),
+    (dict(weight_average=-1), "weight_average must be an integer >= 0, got -1"),
+    (dict(label_rate=1.0), "label_rate must be a finite number in (0, 1), got 1.0"),
+    (dict(label_spread=2, label_input=False), "label_spread=2 spreads the label input over the graph: it needs "
+                                              "label input, which is off (label_input=False)"),
+    (dict(label_reuse=2, label_input=False), "label_reuse=2 feeds predictions back as label input: it needs "
+                                             "label input, which is off (label_input=False)"),
+    (dict(resume=True), "resume needs output_dir"),
+    (dict(resume=True, overwrite=True, output_dir="x"),
+     "resume and overwrite exclude each other: continue the run in output_dir, or replace it"),
+    (dict(mode="full", eval_fanouts=[5, 5, 5]), "eval_fanouts (sampled evaluation) needs mode='minibatch'; "
+                                                "full-graph mode evaluates with the whole graph"),
+    (dict(mode="minibatch", fanouts=[5, 5, 5], eval_fanouts=[5, 5, 5], label_reuse=1),
+     "label_reuse=1 feeds back every node's prediction, which sampled evaluation (eval_fanouts [5, 5, 5]; the "
+     "default in mini-batch mode on graphs of more than 10,000,000 nodes) does not compute"),
+])
+def test_bad_settings_have_exact_messages(changes, message):
+    with pytest.raises(ValueError) as err:
+        TrainConfig(**changes).validate()
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("changes", [
+    dict(epochs=1, dim=1, hidden=1, num_layers=1, heads=1, batch_size=1, eval_batch_size=1, rank=1, num_threads=1,
+         finetune_epochs=1, weight_average=0, seed=0),
+    dict(compression=100.0), dict(compression=0.5), dict(max_params=1), dict(max_params=1000, rank=None),
+    dict(edge_dropout=0.3, mode="full"), dict(init="spectral", dim=16, spectral_vectors=16),
+    dict(init="auto", spectral_vectors=8), dict(label_rate=0.5),
+])
+def test_edge_settings_are_valid(changes):
+    TrainConfig(**changes).validate()
+
+
+def test_resume_keys_follow_the_mode_and_the_schedule():
+    base = set(TrainConfig.RESUME_KEYS + TrainConfig.RESUME_TRAINING_KEYS)
+    assert set(TrainConfig(mode="full").resume_keys()) == base
+    assert set(TrainConfig(mode="minibatch").resume_keys()) == base | {"fanouts", "batch_size"}
+    assert set(TrainConfig(mode="full", lr_schedule="cosine").resume_keys()) == base | {"epochs"}
+    both = TrainConfig(mode="minibatch", lr_schedule="cosine").resume_keys()
+    assert set(both) == base | {"fanouts", "batch_size", "epochs"} and len(both) == len(set(both))
+    config = TrainConfig(mode="minibatch", lr_schedule="cosine")
+    assert all(hasattr(config, key) for key in both)
+
+
+def test_rules_at_their_edges():
+    from ttgnn.config import AUTO_FROM_FULL_MAX_NODES, few_labels, from_full_for, label_input_for
+
+    assert few_labels(1, 1) is False and few_labels(1, 0) is True and few_labels(0, 0) is True
+    assert from_full_for(None, "tt", "full", AUTO_FROM_FULL_MAX_NODES, 1) is True  # one process by default
+    assert from_full_for(None, "tt", "full", AUTO_FROM_FULL_MAX_NODES + 1, 1) is False
+    assert from_full_for(None, "tt", "full", 1000, 1, world_size=2) is False
+    # few labels, reuse left to the rule: GAT in full-graph mode reuses (3 rounds), so label input is on
+    assert label_input_for(None, 1000, 10, label_reuse=None, model="gat", mode="full") is True
+    assert label_input_for(None, 1000, 10, label_reuse=None, model="sage", mode="full") is False
+    assert label_input_for(None, 1000, 10, label_reuse=None, model="gat", mode="minibatch") is False
