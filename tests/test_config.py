@@ -338,3 +338,13 @@ def test_rules_at_their_edges():
     assert label_input_for(None, 1000, 10, label_reuse=None, model="gat", mode="full") is True
     assert label_input_for(None, 1000, 10, label_reuse=None, model="sage", mode="full") is False
     assert label_input_for(None, 1000, 10, label_reuse=None, model="gat", mode="minibatch") is False
+
+
+def test_auto_rank_keeps_a_rank_at_exactly_the_floor_and_sampled_eval_default():
+    from ttgnn.config import AUTO_MIN_COMPRESSION, auto_rank, check_label_inputs_with_sampled_eval
+    from ttgnn.shapes import TTShape
+
+    # 90,000 x 8 at rank 8 (45 x 45 x 45 by 2 x 2 x 2): 7,200 parameters, exactly 100x
+    assert TTShape.build(90_000, 8, 8, None, None, None).compression_ratio == AUTO_MIN_COMPRESSION
+    assert auto_rank(90_000, 8) == 8
+    check_label_inputs_with_sampled_eval(0, [5, 5])  # no spreading unless asked
