@@ -72,6 +72,8 @@ MODULES = {
     "seeding": (["ttgnn/seeding.py"], ["tests/test_seeding.py"]),
     "synthetic": (["ttgnn/synthetic.py"], ["tests/test_synthetic.py"]),
     "allocator": (["ttgnn/allocator.py"], ["tests/test_allocator.py"]),
+    # the loaders of real graphs read $TTGNN_DATA (as in CI); the whole module's run takes hours: --sample
+    "data": (["ttgnn/data.py"], ["tests/test_data.py"]),
     "config": (["ttgnn/config.py"], ["tests/test_config.py", "tests/test_sampled_eval.py", "tests/test_from_full.py",
                                      "tests/test_train_resume.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
