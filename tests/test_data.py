@@ -548,3 +548,38 @@ def test_a_dataset_built_in_python_checks_its_features_and_name(changes, message
 def test_planted_partition_names_a_bad_seed(seed):
     with pytest.raises(ValueError, match=re.escape(f"seed must be an int >= 0, got {seed!r}")):
         planted_partition(100, num_classes=2, seed=seed)
+
+
+@pytest.mark.parametrize("release", [None, "RELEASE_v1.txt", "RELEASE_v2.txt"])
+def test_any_release_file_or_none_loads_without_a_prompt(tmp_path, release):
+    """ogb asks on stdin whether to delete a folder that lacks the release file of the version it
+    knows; a folder naming another release (v2 here, a newer download) made it ask before, which
+    read as 'EOFError: EOF when reading a line' without a terminal."""
+    folder = _products_layout(tmp_path / "root")
+    (folder / "RELEASE_v1.txt").unlink()
+    if release is not None:
+        (folder / release).write_text("a release\n")
+    ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert ds.num_nodes == 40 and (tmp_path / "cache" / "ogb" / "ogbn_products" / "RELEASE_v1.txt").is_file()
+
+
+def test_ogb_cache_is_reused_while_the_source_holds_and_rebuilt_when_it_changes(tmp_path, monkeypatch):
+    from ogb.nodeproppred import dataset as ogb_dataset
+
+    folder = _products_layout(tmp_path / "root")
+    builds = []
+    original = ogb_dataset.NodePropPredDataset.pre_process
+
+    def counted(self):
+        if not (Path(self.root) / "processed" / "data_processed").exists():
+            builds.append(self.root)
+        return original(self)
+
+    monkeypatch.setattr(ogb_dataset.NodePropPredDataset, "pre_process", counted)
+    first = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert len(builds) == 1 and torch.equal(first.labels, again.labels)  # the cache is reused
+    new_labels = [(label + 1) % 4 for label in first.labels.tolist()]
+    write_csv(folder / "raw" / "node-label.csv.gz", new_labels)  # the source changes
+    changed = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert len(builds) == 2 and changed.labels.tolist() == new_labels

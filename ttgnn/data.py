@@ -612,6 +612,16 @@ class _LogWriter:
         pass
 
 
+def _ogb_release_file(name: str) -> str:
+    """The release file ogb looks for in the folder of dataset ``name`` (``RELEASE_v1.txt`` for
+    the ``ogbn-*`` datasets of ogb 1.3.6): its master table's version of the dataset."""
+    import ogb.nodeproppred
+    import pandas as pd
+
+    master = pd.read_csv(Path(ogb.nodeproppred.__file__).parent / "master.csv", index_col=0, keep_default_na=False)
+    return f"RELEASE_v{master[name]['version']}.txt"
+
+
 def _mirror(source: Path, target: Path) -> None:
     """Mirror ``source`` into ``target`` with symlinks, so ogb's writes land in ``target``."""
     target.mkdir(parents=True, exist_ok=True)
@@ -637,11 +647,14 @@ def _mirror(source: Path, target: Path) -> None:
 
 
 def _ogb_stamp(folder: Path) -> str:
+    """What identifies the version of a dataset folder that ogb's processed files were made from:
+    each raw and split file's name, size and modification time in nanoseconds (whole seconds
+    missed a file rewritten in the same second at the same size, and a stale cache was read)."""
     parts = []
     for path in sorted((folder / "raw").glob("*")) + sorted((folder / "split").rglob("*.csv.gz")):
         if path.is_file():
             st = path.stat()
-            parts.append(f"{path.name}:{st.st_size}:{int(st.st_mtime)}")
+            parts.append(f"{path.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
     return "|".join(parts)
 
 
@@ -666,11 +679,11 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
             if not (source / "raw" / "edge.csv.gz").is_file() and not (source / "raw" / "data.npz").is_file():
                 raise FileNotFoundError(f"dataset file not found: {source / 'raw' / 'edge.csv.gz'}")
             _mirror(source, target)
-            # ogb asks on stdin when RELEASE_v*.txt is missing; we know the folder is the dataset.
-            for release in source.glob("RELEASE_v*.txt"):
-                (target / release.name).write_text("mirrored by ttgnn\n")
-            if not any(target.glob("RELEASE_v*.txt")):
-                (target / "RELEASE_v1.txt").write_text("mirrored by ttgnn\n")
+            # ogb asks on stdin whether to delete the folder when the release file of the version it
+            # knows is missing, whatever release the folder names; we know the folder is the dataset.
+            release = target / _ogb_release_file(name)
+            if not release.is_file():
+                release.write_text("mirrored by ttgnn\n")
             stamp_file = target / "processed" / "ttgnn-source.txt"
             stamp = f"{source.resolve()}\n{_ogb_stamp(source)}"
             fresh = stamp_file.is_file() and stamp_file.read_text() == stamp
