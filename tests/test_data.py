@@ -357,9 +357,11 @@ def test_dgl_graph_from_the_csr_has_self_loops_first_and_all_edges():
     assert bare.num_edges() == indices.shape[0]
 
 
-def _write_papers_layout(folder, num_nodes=50, compressed=True, labels=None):
+def _write_papers_layout(folder, num_nodes=50, compressed=True, labels=None, fortran=False):
     rng = np.random.default_rng(0)
     edges = rng.integers(0, num_nodes, (2, 200)).astype(np.int64)
+    if fortran:  # (src, dst) pairs side by side in the file
+        edges = np.asfortranarray(edges)
     save = np.savez_compressed if compressed else np.savez
     (folder / "raw").mkdir(parents=True)
     save(folder / "raw" / "data.npz", edge_index=edges, node_feat=rng.random((num_nodes, 4), dtype=np.float32),
@@ -376,11 +378,12 @@ def _write_papers_layout(folder, num_nodes=50, compressed=True, labels=None):
     return edges, labels
 
 
+@pytest.mark.parametrize("fortran", [False, True], ids=["C order", "Fortran order"])
 @pytest.mark.parametrize("compressed", [True, False], ids=["savez_compressed", "savez"])
-def test_papers100m_binary_layout_loads(tmp_path, monkeypatch, compressed):
+def test_papers100m_binary_layout_loads(tmp_path, monkeypatch, compressed, fortran):
     import ttgnn.data as data_module
 
-    edges, labels = _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=compressed)
+    edges, labels = _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=compressed, fortran=fortran)
     monkeypatch.setattr(data_module, "_NPZ_CHUNK", 16)  # several chunks from both streams
     ds = load_dataset("ogbn-papers100M", root=tmp_path, cache_dir=tmp_path / "cache")
     assert ds.num_nodes == 50 and ds.edge_index is None and ds.features is None
@@ -583,3 +586,39 @@ def test_ogb_cache_is_reused_while_the_source_holds_and_rebuilt_when_it_changes(
     write_csv(folder / "raw" / "node-label.csv.gz", new_labels)  # the source changes
     changed = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     assert len(builds) == 2 and changed.labels.tolist() == new_labels
+
+
+def test_an_empty_training_split_file_is_refused(tmp_path):
+    write_raw_dataset(tmp_path / "g", num_nodes=20, split={"train": [], "valid": [1, 2], "test": [3, 4]})
+    with pytest.raises(ValueError, match=r"train\.csv\.gz: it holds no lines \(empty or blank\)$"):
+        load_dataset(tmp_path / "g")
+    write_raw_dataset(tmp_path / "h", num_nodes=20, split={"train": [0], "valid": [1, 2], "test": [3, 4]})
+    assert load_dataset(tmp_path / "h").split["train"].tolist() == [0]  # one training node is enough
+
+
+def test_an_edge_file_of_three_columns_is_named(tmp_path):
+    write_raw_dataset(tmp_path / "g", num_nodes=20, edges=[[0, 1, 2], [1, 2, 3]])
+    with pytest.raises(ValueError) as err:
+        load_dataset(tmp_path / "g")
+    assert str(err.value) == (f"corrupted dataset file {tmp_path / 'g' / 'raw' / 'edge.csv.gz'}: expected 2 "
+                              "columns, got (2, 3)")
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(num_classes=0), "num_classes"), (dict(num_nodes=3, num_classes=4), "num_classes"),
+    (dict(homophily=1.5), r"^homophily must be in \[0, 1\], got 1.5$"),
+])
+def test_planted_partition_bounds(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        planted_partition(**{"num_nodes": 100, **kwargs})
+
+
+def test_planted_partition_edge_values_and_one_node_datasets():
+    pure = planted_partition(100, num_classes=4, homophily=1.0, seed=0)
+    src, dst = pure.edge_index
+    assert bool((pure.labels[src] == pure.labels[dst]).all())  # every edge inside its community
+    assert planted_partition(4, num_classes=4, seed=0).num_nodes == 4  # one node per class
+    one = NodeDataset("one", 1, np.zeros((2, 0), dtype=np.int64), torch.zeros(1, dtype=torch.long),
+                      {"train": torch.tensor([0]), "valid": torch.tensor([], dtype=torch.long),
+                       "test": torch.tensor([], dtype=torch.long)}, 1)
+    assert one.num_nodes == 1
