@@ -622,3 +622,38 @@ def test_planted_partition_edge_values_and_one_node_datasets():
                       {"train": torch.tensor([0]), "valid": torch.tensor([], dtype=torch.long),
                        "test": torch.tensor([], dtype=torch.long)}, 1)
     assert one.num_nodes == 1
+
+
+def test_label_file_errors_have_exact_messages(tmp_path):
+    write_raw_dataset(tmp_path / "short", num_nodes=20, labels=[0, 1] * 9 + [2])
+    path = tmp_path / "short" / "raw" / "node-label.csv.gz"
+    with pytest.raises(ValueError) as err:
+        load_dataset(tmp_path / "short")
+    assert str(err.value) == f"corrupted dataset file {path}: 19 labels for 20 nodes"
+    write_raw_dataset(tmp_path / "none", num_nodes=20, labels=[-1] * 20)
+    with pytest.raises(ValueError) as err:
+        load_dataset(tmp_path / "none")
+    assert str(err.value) == f"corrupted dataset file {tmp_path / 'none' / 'raw' / 'node-label.csv.gz'}: no node has a label"
+
+
+def test_an_ogb_label_beyond_the_datasets_classes_is_named(tmp_path):
+    folder = _products_layout(tmp_path / "root")
+    labels = [i % 4 for i in range(40)]
+    labels[5] = 50  # ogbn-products has 47 classes
+    write_csv(folder / "raw" / "node-label.csv.gz", labels)
+    with pytest.raises(ValueError) as err:
+        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert str(err.value) == (f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 6: label 50 is "
+                              "out of range (this dataset has 47 classes)")
+
+
+def test_planted_partition_defaults_and_edges():
+    assert planted_partition(100).num_classes == 8
+    assert planted_partition(100, num_classes=1).num_classes == 1
+    mixed = planted_partition(400, num_classes=4, homophily=0.0, seed=0)  # every edge to a random node
+    src, dst = mixed.edge_index
+    assert 0.1 < float((mixed.labels[src] == mixed.labels[dst]).float().mean()) < 0.4
+    with pytest.raises(ValueError) as err:
+        NodeDataset("x", 4, np.zeros((2, 0), dtype=np.int64), torch.zeros(3, dtype=torch.long),
+                    {"train": torch.tensor([0]), "valid": torch.tensor([1]), "test": torch.tensor([2])}, 1)
+    assert str(err.value) == "labels must have shape (4,), got (3,)"
