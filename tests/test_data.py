@@ -657,3 +657,49 @@ def test_planted_partition_defaults_and_edges():
         NodeDataset("x", 4, np.zeros((2, 0), dtype=np.int64), torch.zeros(3, dtype=torch.long),
                     {"train": torch.tensor([0]), "valid": torch.tensor([1]), "test": torch.tensor([2])}, 1)
     assert str(err.value) == "labels must have shape (4,), got (3,)"
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_self_loops_are_added_block_by_block_as_in_one_block(dtype):
+    from ttgnn.data import _with_self_loops
+
+    rng = np.random.default_rng(3)
+    degrees = rng.integers(0, 5, 23)
+    degrees[[0, 7, 22]] = 0  # empty rows at the start, inside and at the end
+    indptr = np.concatenate([[0], np.cumsum(degrees)]).astype(np.int64)
+    indices = rng.integers(0, 23, int(indptr[-1])).astype(dtype)
+    expected_indptr = indptr + np.arange(24)
+    expected = np.concatenate([np.concatenate([[v], indices[indptr[v]:indptr[v + 1]]]) for v in range(23)])
+    for block in (1, 2, 3, 7, 23, 1 << 24):
+        new_indptr, out = _with_self_loops(indptr, indices, block=block)
+        np.testing.assert_array_equal(new_indptr, expected_indptr)
+        np.testing.assert_array_equal(out, expected)
+        assert out.dtype == dtype and new_indptr.dtype == np.int64
+
+
+def test_planted_partition_sizes_splits_and_spread():
+    ds = planted_partition(100, train_frac=0.3, valid_frac=0.2)
+    assert [ds.split[k].numel() for k in ("train", "valid", "test")] == [30, 20, 50]
+    assert planted_partition(100, train_frac=0.001).split["train"].numel() == 1  # at least one training node
+    assert planted_partition(100, train_frac=0.5, valid_frac=0.0).split["valid"].numel() == 0
+    assert planted_partition(100).num_edges == 500 and planted_partition(100, avg_degree=0.5).num_edges == 25
+    assert planted_partition(100, avg_degree=0.001).num_edges == 1
+    default, seeded = planted_partition(100), planted_partition(100, seed=0)
+    assert np.array_equal(default.edge_index, seeded.edge_index)
+    pure = planted_partition(400, num_classes=4, homophily=1.0, avg_degree=10, seed=0)
+    src, dst = pure.edge_index
+    assert src.min() == 0 and dst.min() == 0 and src.max() == dst.max() == 399  # every node can be an end
+    assert np.unique(dst).size > 300  # ends spread over each community, not piled on one node
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(avg_degree=0), "avg_degree must be > 0, got 0"),
+    (dict(train_frac=0.0), "need train_frac > 0, valid_frac >= 0, sum < 1; got 0.0, 0.25"),
+    (dict(valid_frac=-0.1), "need train_frac > 0, valid_frac >= 0, sum < 1; got 0.5, -0.1"),
+    (dict(train_frac=0.5, valid_frac=0.5), "need train_frac > 0, valid_frac >= 0, sum < 1; got 0.5, 0.5"),
+    (dict(train_frac=1.5, valid_frac=0.0), "need train_frac > 0, valid_frac >= 0, sum < 1; got 1.5, 0.0"),
+])
+def test_planted_partition_refuses_bad_sizes_exactly(kwargs, message):
+    with pytest.raises(ValueError) as err:
+        planted_partition(100, **kwargs)
+    assert str(err.value) == message
