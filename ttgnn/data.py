@@ -648,8 +648,9 @@ def _mirror(source: Path, target: Path) -> None:
 
 def _ogb_stamp(folder: Path) -> str:
     """What identifies the version of a dataset folder that ogb's processed files were made from:
-    each raw and split file's name, size and modification time in nanoseconds (whole seconds
-    missed a file rewritten in the same second at the same size, and a stale cache was read)."""
+    each raw and split file's path within the folder, size and modification time in nanoseconds
+    (whole seconds missed a file rewritten in the same second at the same size: a stale cache was
+    read)."""
     parts = []
     for path in sorted((folder / "raw").glob("*")) + sorted((folder / "split").rglob("*.csv.gz")):
         if path.is_file():
