@@ -703,3 +703,59 @@ def test_planted_partition_refuses_bad_sizes_exactly(kwargs, message):
     with pytest.raises(ValueError) as err:
         planted_partition(100, **kwargs)
     assert str(err.value) == message
+
+
+def test_one_split_kind_loads_without_a_warning(tmp_path, caplog):
+    folder = write_raw_dataset(tmp_path / "g")
+    with caplog.at_level("WARNING", logger="ttgnn.data"):
+        load_dataset(str(folder))
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("edges,bad", [([[0, 1], [2, 20]], "[0, 20]"), ([[0, 1], [-1, 2]], "[-1, 2]")])
+def test_raw_edge_ids_outside_the_nodes_are_refused(tmp_path, edges, bad):
+    write_raw_dataset(tmp_path / "g", num_nodes=20, edges=edges)
+    with pytest.raises(ValueError, match=r"edge\.csv\.gz: node ids must lie in "):
+        load_dataset(tmp_path / "g")
+
+
+def _split3():
+    return {"train": torch.tensor([0]), "valid": torch.tensor([1]), "test": torch.tensor([2])}
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(edge_index=np.array([[0, 1], [2, 4]])), "edge endpoints must lie in [0, 4), got [0, 4]"),
+    (dict(edge_index=np.zeros((3, 2), dtype=np.int64)), "edge_index must have shape (2, E), got (3, 2)"),
+    (dict(num_classes=2.5), "num_classes must be an integer >= 1, got 2.5"),
+    (dict(num_nodes=4.0), "num_nodes must be an integer >= 1, got 4.0"),
+    (dict(labels=torch.tensor([-1, 0, 9, 1])), "labels must be class ids in [0, 3) or -1 (unlabeled); node 2 has 9"),
+    (dict(edge_index=None), "a NodeDataset needs edge_index or its symmetric CSR (_csr)"),
+    (dict(split={"train": torch.tensor([0]), "valid": torch.tensor([1])}),
+     "split is missing 'test' (has ['train', 'valid'])"),
+])
+def test_a_dataset_built_in_python_states_what_is_wrong(changes, message):
+    kwargs = dict(name="x", num_nodes=4, edge_index=np.array([[0, 1], [1, 2]]), labels=torch.tensor([0, 1, 2, 0]),
+                  split=_split3(), num_classes=3)
+    with pytest.raises(ValueError) as err:
+        NodeDataset(**{**kwargs, **changes})
+    assert str(err.value) == message
+
+
+def test_a_csr_only_dataset_counts_undirected_edges():
+    ds = planted_partition(50, num_classes=2, seed=1)
+    indptr, indices = ds.csr()
+    csr_only = NodeDataset("c", 50, None, ds.labels, ds.split, 2, _csr=ds.csr())
+    assert csr_only.num_edges == indices.shape[0] // 2 and isinstance(csr_only.num_edges, int)
+
+
+def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
+    """One cache, the same dataset name under two roots (a folder moved or replaced): the mirror's
+    links and ogb's processed files follow the root loaded."""
+    _products_layout(tmp_path / "a")
+    second = _products_layout(tmp_path / "b")
+    write_csv(second / "raw" / "node-label.csv.gz", [(i + 1) % 4 for i in range(40)])
+    a = load_dataset("ogbn-products", root=tmp_path / "a", cache_dir=tmp_path / "cache")
+    b = load_dataset("ogbn-products", root=tmp_path / "b", cache_dir=tmp_path / "cache")
+    assert a.labels.tolist() == [i % 4 for i in range(40)] and b.labels.tolist() == [(i + 1) % 4 for i in range(40)]
+    link = tmp_path / "cache" / "ogb" / "ogbn_products" / "raw" / "node-label.csv.gz"
+    assert link.is_symlink() and Path(os.readlink(link)) == (second / "raw" / "node-label.csv.gz").resolve()
