@@ -759,3 +759,36 @@ def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
     assert a.labels.tolist() == [i % 4 for i in range(40)] and b.labels.tolist() == [(i + 1) % 4 for i in range(40)]
     link = tmp_path / "cache" / "ogb" / "ogbn_products" / "raw" / "node-label.csv.gz"
     assert link.is_symlink() and Path(os.readlink(link)) == (second / "raw" / "node-label.csv.gz").resolve()
+
+
+def _rewrite_papers_data(folder, edge_index, num_nodes=50):
+    np.savez(folder / "raw" / "data.npz", edge_index=edge_index, node_feat=np.zeros((num_nodes, 4), np.float32),
+             node_year=np.zeros((num_nodes, 1), np.int64), num_nodes_list=np.array([num_nodes]),
+             num_edges_list=np.array([edge_index.shape[-1]]))
+
+
+@pytest.mark.parametrize("edge_index,message", [
+    (np.array([[0, 1], [2, 50]]), "edge_index has node ids outside [0, 50)"),
+    (np.array([[0, -1], [2, 3]]), "edge_index has node ids outside [0, 50)"),
+    (np.zeros((3, 4), dtype=np.int64), "edge_index must be integers of shape (2, E), got int64 (3, 4)"),
+    (np.zeros((2, 4), dtype=np.float64), "edge_index must be integers of shape (2, E), got float64 (2, 4)"),
+])
+def test_papers100m_layout_refuses_bad_edges(tmp_path, edge_index, message):
+    folder = tmp_path / "ogbn_papers100M"
+    _write_papers_layout(folder)
+    _rewrite_papers_data(folder, edge_index)
+    with pytest.raises(ValueError) as err:
+        load_dataset("ogbn-papers100M", root=tmp_path)
+    assert str(err.value) == f"corrupted dataset file {folder / 'raw' / 'data.npz'}: {message}"
+
+
+def test_papers100m_layout_never_unpickles_and_names_its_evaluator(tmp_path):
+    folder = tmp_path / "ogbn_papers100M"
+    _write_papers_layout(folder)
+    ds = load_dataset("ogbn-papers100M", root=tmp_path)
+    assert ds.evaluator_name == "ogbn-papers100M" and ds.split_files["train"].name == "train.csv.gz"
+    labels = np.empty((50, 1), dtype=object)
+    labels[:] = 1
+    np.savez(folder / "raw" / "node-label.npz", node_label=labels)  # an object array: a pickle inside
+    with pytest.raises(ValueError, match="allow_pickle=False"):
+        load_dataset("ogbn-papers100M", root=tmp_path)
