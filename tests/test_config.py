@@ -22,7 +22,6 @@ from ttgnn.partition import METHODS
     (dict(label_smoothing=-0.1), "label_smoothing"),
     (dict(edge_dropout=1.0), r"edge_dropout must be a finite number in \[0, 1\)"),
     (dict(edge_dropout=0.3, mode="minibatch"), "edge_dropout=0.3 is for full-graph training"),
-    (dict(label_rate=1.0), "label_rate"),
     (dict(label_rate=0.0), "label_rate"),
     (dict(epochs=0), "epochs"),
     (dict(batch_size=0), "batch_size"),
@@ -43,8 +42,6 @@ from ttgnn.partition import METHODS
     (dict(label_spread=-1), "label_spread must be an integer >= 0, got -1"),
     (dict(label_spread=True), "label_spread must be an integer"),
     (dict(label_spread=10, label_input=False), "label_spread=10 spreads the label input over the graph: it needs"),
-    (dict(resume=True), "resume needs output_dir"),
-    (dict(resume=True, overwrite=True, output_dir="x"), "exclude each other"),
     # before: an empty name read the root itself as a dataset folder; truthy strings passed as True
     (dict(dataset=""), "dataset must be a dataset name or a folder path, got ''"),
     (dict(dataset=None), "dataset must be a dataset name or a folder path, got None"),
