@@ -109,12 +109,6 @@ def test_corrupted_ogb_file_names_the_file(data_root, tmp_path):
         load_dataset("ogbn-arxiv", root, cache_dir=tmp_path / "cache")
 
 
-def test_an_ogb_cache_folder_that_cannot_be_created_is_named(tmp_path):
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(OSError, match=r"cannot create the cache folder .*file/cache/ogb, where ogb writes .*--cache-dir"):
-        load_dataset("ogbn-arxiv", tmp_path, cache_dir=tmp_path / "file" / "cache")
-
-
 def test_missing_dataset_and_unknown_ogb_name(tmp_path):
     with pytest.raises(FileNotFoundError, match="nonexistent"):
         load_dataset("nonexistent", tmp_path)
@@ -741,6 +735,7 @@ def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
     second = _products_layout(tmp_path / "b")
     write_csv(second / "raw" / "node-label.csv.gz", [(i + 1) % 4 for i in range(40)])
     a = load_dataset("ogbn-products", root=tmp_path / "a", cache_dir=tmp_path / "cache")
+    shutil.rmtree(tmp_path / "a")  # the mirror's links now point nowhere
     b = load_dataset("ogbn-products", root=tmp_path / "b", cache_dir=tmp_path / "cache")
     assert a.labels.tolist() == [i % 4 for i in range(40)] and b.labels.tolist() == [(i + 1) % 4 for i in range(40)]
     link = tmp_path / "cache" / "ogb" / "ogbn_products" / "raw" / "node-label.csv.gz"
@@ -771,3 +766,384 @@ def test_papers100m_layout_never_unpickles_and_names_its_evaluator(tmp_path):
     np.savez(folder / "raw" / "node-label.npz", node_label=labels)  # an object array: a pickle inside
     with pytest.raises(ValueError, match="allow_pickle=False"):
         load_dataset("ogbn-papers100M", root=tmp_path)
+
+
+# ---------------------------------------------------------------------- whole messages of the raw layout
+def _raised(error, call, *args, **kwargs) -> str:
+    """The message of the ``error`` that ``call(*args, **kwargs)`` raises."""
+    with pytest.raises(error) as err:
+        call(*args, **kwargs)
+    return str(err.value)
+
+
+def _label_rows(*first):
+    """60 labels: ``first``, then -1 (unlabelled) for the rest."""
+    return list(first) + [-1] * (60 - len(first))
+
+
+@pytest.mark.parametrize("file,rows,message", [
+    ("raw/num-node-list.csv.gz", [0], "{path}: 0 nodes"),
+    ("raw/num-node-list.csv.gz", [3.5], "{path}, line 1: [3.5] is not a list of integers"),
+    ("raw/num-node-list.csv.gz", [60, 60], "{path}: 2 values, expected one (a node property dataset is one graph)"),
+    # the line and the values as written, a string among numbers included
+    ("raw/edge.csv.gz", [[0, 1], [2, 3], [1, "x"]], "{path}, line 3: [1, 'x'] is not a list of integers"),
+    ("raw/edge.csv.gz", [[0, 1], [2, 3], [1, 2.5]], "{path}, line 3: [1.0, 2.5] is not a list of integers"),
+    ("raw/node-label.csv.gz", _label_rows(0, 1, "x"), "{path}: labels must be integers (could not convert string "
+                                                      "to float: 'x')"),
+    ("raw/node-label.csv.gz", _label_rows(0, 1, -2), "{path}, line 3: label -2.0 is not a class id (an integer >= 0, "
+                                                     "or empty/-1 for an unlabelled node)"),
+    # classes 0..2 for 2 labelled nodes: one class too many (a label equal to the labelled count)
+    ("raw/node-label.csv.gz", _label_rows(2, 0), "{path}, line 1: label 2 is out of range (3 classes would exceed "
+                                                 "the 2 labelled nodes; labels must be ids 0..C-1)"),
+    ("raw/node-feat.csv.gz", [[0.5, 1.0]] * 4 + [[0.5, "x"]] + [[0.5, 1.0]] * 55,
+     "{path}: could not convert string to float: 'x'"),
+    ("raw/node-feat.csv.gz", [[0.5, 1.0]] + [[0.5, "nan"]] + [[0.5, 1.0]] * 58,
+     "{path}: line 2 holds a value that is not a finite number (NaN, inf or empty)"),
+])
+def test_bad_raw_values_have_whole_messages(tmp_path, file, rows, message):
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / file, rows)
+    expected = "corrupted dataset file " + message.format(path=folder / file)
+    assert _raised(ValueError, load_dataset, folder) == expected
+
+
+def test_a_huge_count_is_read_exactly_not_through_floats(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g")
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [2 ** 62 + 1])  # a float64 reads 2**62
+    raw = folder / "raw"
+    assert _raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset: {raw / 'edge.csv.gz'} holds 360 edges, but {raw / 'num-edge-list.csv.gz'} says "
+        "4,611,686,018,427,387,905 (a truncated or mismatched file?)")
+
+
+def test_whole_number_floats_in_an_edge_file_load_as_int64(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=20, edges=[[0.0, 1.0], [2.0, 19.0]])
+    ds = load_dataset(folder)
+    assert ds.edge_index.dtype == np.int64 and ds.edge_index.tolist() == [[0, 2], [1, 19]]
+
+
+@pytest.mark.parametrize("remove,error,message", [
+    ("raw", FileNotFoundError, "dataset folder not found: {folder}/raw (expected OGB raw layout)"),
+    ("raw/num-node-list.csv.gz", FileNotFoundError, "dataset file not found: {folder}/raw/num-node-list.csv.gz"),
+    ("raw/edge.csv.gz", FileNotFoundError, "dataset file not found: {folder}/raw/edge.csv.gz"),
+    ("split", FileNotFoundError, "dataset split folder not found: {folder}/split"),
+    ("split/random", FileNotFoundError, "no split kind (e.g. {folder}/split/time) found in {folder}/split"),
+])
+def test_missing_raw_files_and_folders_have_whole_messages(tmp_path, remove, error, message):
+    folder = write_raw_dataset(tmp_path / "g")
+    path = folder / remove
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert _raised(error, load_dataset, folder) == message.format(folder=folder)
+
+
+def test_a_node_listed_many_times_names_its_first_five_places(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g", split={"train": [0, 1], "valid": [2] + [3] * 7, "test": [4]})
+    assert _raised(ValueError, load_dataset, folder) == (
+        f"corrupted split file {folder / 'split' / 'random' / 'valid.csv.gz'}: node 3 is listed more than once "
+        "(lines 2, 3, 4, 5, 6); 6 repeated entries in all")
+
+
+# ---------------------------------------------------------------------- NodeDataset's views and messages
+def test_a_dataset_shows_its_sizes_and_its_feature_width():
+    ds = _built()
+    assert repr(ds) == "NodeDataset('x', nodes=10, edges=10, classes=3, features=0, train=5, valid=2, test=3)"
+    assert ds.num_features == 0 and _built(features=torch.ones(10, 7)).num_features == 7
+
+
+def test_the_csr_keeps_isolated_nodes_at_the_end():
+    ds = _built(edge_index=np.array([[0, 1], [1, 2]]))  # nodes 3-9 have no edge
+    graph = ds.csr()
+    assert graph.num_nodes == 10 and graph.indptr.tolist() == [0, 1, 3, 4] + [4] * 7
+    assert graph.indices.tolist() == [1, 0, 2, 1] and ds.csr() is graph  # cached
+
+
+def test_the_normalized_adjacency_is_cached_per_device():
+    ds = _built(edge_index=np.array([[0, 1, 1], [1, 2, 3]]))  # a star around node 1, nodes 4-9 isolated
+    adjacency = ds.normalized_adjacency()
+    degree = np.array([1, 3, 1, 1] + [0] * 6, dtype=np.float64)
+    dense = np.zeros((10, 10))
+    for u, v in ((0, 1), (1, 2), (1, 3)):
+        dense[u, v] = dense[v, u] = 1 / np.sqrt(degree[u] * degree[v])
+    np.testing.assert_allclose(adjacency.to_dense().numpy(), dense, rtol=1e-6)
+    assert adjacency.dtype == torch.float32 and adjacency.layout == torch.sparse_csr
+    assert ds.normalized_adjacency("cpu") is adjacency and ds.normalized_adjacency(torch.device("cpu")) is adjacency
+
+
+def test_the_dgl_graph_has_self_loops_and_edge_ids_by_default():
+    ds = _built()
+    graph = ds.dgl_graph()
+    indptr, indices, edge_ids = graph.adj_tensors("csc")
+    assert graph.num_edges() == 20 + 10 and graph.num_nodes() == 10 and graph.idtype == torch.int64
+    assert indices[indptr[:-1]].tolist() == list(range(10))  # each column's self-loop first
+    assert edge_ids.tolist() == list(range(30))
+    bare = ds.dgl_graph(self_loops=False, edge_ids=False)
+    assert bare.num_edges() == 20 and bare.adj_tensors("csc")[2].numel() == 0
+
+
+@pytest.mark.parametrize("change,error,message", [
+    (dict(features=[[1.0]] * 10), ValueError,
+     "features must be a (10, F) floating-point tensor or None, got list of shape ()"),
+    (dict(split={"train": torch.tensor([], dtype=torch.long), "valid": torch.tensor([5]), "test": torch.tensor([7])},
+          split_files={"train": Path("t.csv.gz"), "valid": Path("v.csv.gz"), "test": Path("s.csv.gz")}),
+     ValueError, "the training split t.csv.gz is empty"),
+])
+def test_a_dataset_built_in_python_has_whole_messages(change, error, message):
+    assert _raised(error, _built, **change) == message
+
+
+def test_a_csr_of_another_node_count_is_refused():
+    other = planted_partition(12, num_classes=3, seed=0).csr()
+    assert _raised(ValueError, _built, edge_index=None, _csr=other) == "the CSR has 12 nodes, num_nodes is 10"
+
+
+def test_planted_partition_draws_random_ends_from_every_node():
+    src, dst = planted_partition(10, num_classes=2, avg_degree=40, homophily=0.0, seed=0).edge_index
+    assert sorted(set(src.tolist())) == sorted(set(dst.tolist())) == list(range(10))
+
+
+# ---------------------------------------------------------------------- load_dataset's arguments
+def test_the_cache_directory_defaults_to_the_users_cache(tmp_path, monkeypatch):
+    from ttgnn.data import default_cache_dir
+
+    monkeypatch.delenv("TTGNN_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "ttgnn"
+    monkeypatch.setenv("TTGNN_CACHE", str(tmp_path / "elsewhere"))
+    assert default_cache_dir() == tmp_path / "elsewhere"
+    assert default_cache_dir(tmp_path / "given") == tmp_path / "given"  # the argument first
+
+
+@pytest.mark.parametrize("count,shown", [
+    (20, ", ".join(f"g{i:02d}" for i in range(20))),
+    (21, ", ".join(f"g{i:02d}" for i in range(20)) + " and 1 more"),
+    (23, ", ".join(f"g{i:02d}" for i in range(20)) + " and 3 more"),
+])
+def test_a_name_not_found_under_a_crowded_root_lists_twenty_datasets(tmp_path, count, shown):
+    for i in range(count):
+        (tmp_path / f"g{i:02d}" / "raw").mkdir(parents=True)
+    assert _raised(FileNotFoundError, load_dataset, "nothing-like-these", tmp_path) == (
+        f"dataset folder not found: {tmp_path / 'nothing-like-these'} (root {tmp_path} holds {shown}; "
+        "set --root or $TTGNN_DATA)")
+
+
+def test_load_dataset_refuses_bad_names_with_whole_messages(tmp_path):
+    assert _raised(TypeError, load_dataset, 3, tmp_path) == "name must be a dataset name or a folder path, got int"
+    assert _raised(ValueError, load_dataset, " ", tmp_path) == (
+        'name is empty: give a dataset name ("ogbn-arxiv", "cora"...) or a folder path')
+    assert _raised(FileNotFoundError, load_dataset, str(tmp_path / "absent"), tmp_path) == (
+        f"dataset folder not found: {tmp_path / 'absent'}")
+
+
+# ---------------------------------------------------------------------- the ogb loader's branches
+def _ogb_messages(caplog) -> list:
+    return [r.getMessage() for r in caplog.records if r.name == "ttgnn.data"]
+
+
+def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplog):
+    from ogb.nodeproppred import dataset as ogb_dataset
+
+    folder = _products_layout(tmp_path / "root")
+    write_csv(folder / "mapping" / "nodeidx2asin.csv.gz", [[i, f"a{i}"] for i in range(40)])
+    decide = ogb_dataset.decide_download
+    target = tmp_path / "cache" / "ogb" / "ogbn_products"
+    with caplog.at_level("INFO", logger="ttgnn.data"):
+        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert _ogb_messages(caplog) == [
+        f"loading ogbn-products offline from {folder} (ogb cache {target})",
+        "ogb: Loading necessary files...", "ogb: This might take a while.", "ogb: Processing graphs...",
+        "ogb: Saving..."]  # ogb's prints, into the log
+    assert ogb_dataset.decide_download is decide  # ogb is left as found
+    link = target / "mapping" / "nodeidx2asin.csv.gz"
+    assert link.is_symlink() and Path(os.readlink(link)) == (folder / "mapping" / "nodeidx2asin.csv.gz").resolve()
+    assert (target / "RELEASE_v1.txt").read_text() == "mirrored by ttgnn\n"  # ogb's marker, written by us
+
+
+def test_a_file_added_to_an_ogb_folder_joins_the_mirror(tmp_path):
+    folder = _products_layout(tmp_path / "root")
+    assert load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache").features is None
+    write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 0.5] for i in range(40)])
+    ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert ds.features.dtype == torch.float32 and ds.features[:3, 0].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_changed_split_is_read_without_processing_ogbs_files_again(tmp_path):
+    folder = _products_layout(tmp_path / "root")
+    first = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
+    built = processed.stat().st_mtime_ns
+    test_file = folder / "split" / "sales_ranking" / "test.csv.gz"
+    write_csv(test_file, first.split["test"].tolist()[1:])
+    again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert again.split["test"].tolist() == first.split["test"].tolist()[1:]  # ogb reads the split on every load
+    assert processed.stat().st_mtime_ns == built  # its processed graph and labels kept
+
+
+def test_ogb_errors_name_the_source(tmp_path):
+    folder = _products_layout(tmp_path / "root")
+    load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    split = folder / "split" / "sales_ranking"
+    good = (split / "valid.csv.gz").read_bytes()
+    write_csv(split / "valid.csv.gz", [1, 1])
+    assert _raised(ValueError, load_dataset, **load) == (
+        f"corrupted split file {folder / 'split'}/valid (as read by ogb): node 1 is listed more than once "
+        "(lines 1, 2); 1 repeated entries in all")
+    (split / "valid.csv.gz").write_bytes(good[:-6])  # a gzip without its trailer: ogb fails, the file is named
+    assert _raised(ValueError, load_dataset, **load) == (
+        f"corrupted dataset file {split / 'valid.csv.gz'}: Compressed file ended before the end-of-stream marker "
+        "was reached")
+    (split / "valid.csv.gz").write_bytes(good)
+    (folder / "raw" / "edge.csv.gz").unlink()
+    assert _raised(FileNotFoundError, load_dataset, **load) == f"dataset file not found: {folder}/raw/edge.csv.gz"
+
+
+def test_a_broken_processed_ogb_file_is_removed_after_naming_it(tmp_path):
+    folder = _products_layout(tmp_path / "root")
+    load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    reference = load_dataset(**load)
+    processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
+    processed.write_bytes(b"garbage")  # e.g. a full disk; the stamp still matches the source
+    assert _raised(ValueError, load_dataset, **load) == (
+        f"ogb could not load ogbn-products from {folder}: UnpicklingError: pickle data was truncated")
+    assert not processed.exists()  # so the next load builds it again
+    assert torch.equal(load_dataset(**load).labels, reference.labels)
+
+
+def test_an_ogb_cache_folder_that_cannot_be_created_is_named_with_its_errno(tmp_path):
+    import errno
+
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError) as err:
+        load_dataset("ogbn-arxiv", tmp_path, cache_dir=tmp_path / "file" / "cache")
+    assert err.value.errno == errno.ENOTDIR and str(err.value) == (
+        f"[Errno {errno.ENOTDIR}] cannot create the cache folder {tmp_path}/file/cache/ogb, where ogb writes its "
+        "processed files (Not a directory); choose another with --cache-dir")
+
+
+def _serve_products(monkeypatch, tmp_path, **layout):
+    """ogb's download of ogbn-products replaced by a zip of a small graph in its layout (``layout``:
+    :func:`write_raw_dataset`'s keywords); the zip's path is returned as ogb's download_url does."""
+    from ogb.nodeproppred import dataset as ogb_dataset
+
+    staging = tmp_path / "server"
+    folder = write_raw_dataset(staging / "products", **{"num_nodes": 40, "num_classes": 4, **layout})
+    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
+    write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 1] for i in range(40)])  # integers: ogb reads int64
+    (folder / "RELEASE_v1.txt").write_text("1\n")
+    urls = []
+
+    def download_url(url, into):
+        urls.append(url)
+        return shutil.make_archive(str(Path(into) / "products"), "zip", root_dir=staging, base_dir="products")
+
+    monkeypatch.setattr(ogb_dataset, "download_url", download_url)
+    return urls
+
+
+def test_an_ogb_dataset_not_under_the_root_is_downloaded_into_the_cache(tmp_path, monkeypatch, caplog):
+    urls = _serve_products(monkeypatch, tmp_path)
+    (tmp_path / "root").mkdir()
+    cache = tmp_path / "cache" / "ogb"
+    with caplog.at_level("INFO", logger="ttgnn.data"):
+        ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert urls == ["http://snap.stanford.edu/ogb/data/nodeproppred/products.zip"]
+    assert ds.num_nodes == 40 and ds.num_classes == 47 and ds.features.dtype == torch.float32
+    assert ds.features[:3].tolist() == [[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]
+    assert _ogb_messages(caplog)[:2] == [
+        f"ogbn-products not found under {tmp_path / 'root'}; ogb downloads it into {cache}",
+        f"ogb: Extracting {cache}/products.zip"]
+    assert (cache / "ogbn_products" / "raw" / "edge.csv.gz").is_file() and not (tmp_path / "root").joinpath(
+        "ogbn_products").exists()  # downloaded into the cache, never into the root
+    assert ds.split_files["train"] == cache / "ogbn_products" / "split" / "train (as read by ogb)"
+
+
+@pytest.mark.parametrize("layout,message", [
+    (dict(labels=[50] + [i % 4 for i in range(1, 40)]),
+     "corrupted dataset file {cache}/ogbn_products/raw/node-label.csv.gz, line 1: label 50 is out of range "
+     "(this dataset has 47 classes)"),
+    (dict(split={"train": [0, 1], "valid": [2, 2], "test": [3]}),
+     "corrupted split file {cache}/ogbn_products/split/valid (as read by ogb): node 2 is listed more than once "
+     "(lines 1, 2); 1 repeated entries in all"),
+])
+def test_errors_in_a_downloaded_ogb_dataset_name_the_cache(tmp_path, monkeypatch, layout, message):
+    _serve_products(monkeypatch, tmp_path, **layout)
+    assert _raised(ValueError, load_dataset, "ogbn-products", tmp_path, cache_dir=tmp_path / "cache") == (
+        message.format(cache=tmp_path / "cache" / "ogb"))
+
+
+def test_a_failed_download_names_the_cache(tmp_path, monkeypatch):
+    from ogb.nodeproppred import dataset as ogb_dataset
+
+    def offline(url, into):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(ogb_dataset, "download_url", offline)
+    assert _raised(ValueError, load_dataset, "ogbn-products", tmp_path, cache_dir=tmp_path / "cache") == (
+        f"ogb could not load ogbn-products from {tmp_path / 'cache' / 'ogb'}: OSError: network unreachable")
+
+
+def test_ogbs_prints_reach_the_log_a_line_at_a_time(caplog):
+    from ttgnn.data import _ogb_guards
+
+    with caplog.at_level("INFO", logger="ttgnn.data"), _ogb_guards():
+        print("Extracting", "a.zip")
+        sys.stdout.write("50%\n\nno newline at the end")
+    assert _ogb_messages(caplog) == ["ogb: Extracting a.zip", "ogb: 50%", "ogb: no newline at the end"]
+
+
+# ---------------------------------------------------------------------- the binary layout's edges
+def _rewrite_npz(path, version=(1, 0), drop=(), edges_cut_to=None):
+    """Rewrite the ``.npz`` at ``path`` member by member in npy format ``version``, without the
+    arrays named in ``drop``; ``edges_cut_to`` keeps that many values of ``edge_index`` (its header
+    unchanged: a file cut short)."""
+    import zipfile
+
+    with np.load(path) as archive:
+        arrays = {key: archive[key] for key in archive.files if key not in drop}
+    with zipfile.ZipFile(path, "w") as out:
+        for key, array in arrays.items():
+            with out.open(f"{key}.npy", "w") as fh:
+                if key == "edge_index" and edges_cut_to is not None:
+                    np.lib.format.write_array_header_1_0(fh, np.lib.format.header_data_from_array_1_0(array))
+                    fh.write(array.reshape(-1)[:edges_cut_to].tobytes())
+                else:
+                    np.lib.format.write_array(fh, array, version=version)
+
+
+def test_papers100m_layout_reads_npy_format_2(tmp_path):
+    edges, _ = _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
+    reference = load_dataset("ogbn-papers100M", root=tmp_path).csr()
+    _rewrite_npz(tmp_path / "ogbn_papers100M" / "raw" / "data.npz", version=(2, 0))
+    again = load_dataset("ogbn-papers100M", root=tmp_path).csr()
+    np.testing.assert_array_equal(again.indptr, reference.indptr)
+    np.testing.assert_array_equal(again.indices, reference.indices)
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(drop=("edge_index",)), "no 'edge_index' array in it"),
+    (dict(edges_cut_to=150), "edge_index ends early"),
+])
+def test_papers100m_layout_names_a_missing_or_short_edge_list(tmp_path, change, message):
+    data = tmp_path / "ogbn_papers100M" / "raw" / "data.npz"
+    _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
+    _rewrite_npz(data, **change)
+    assert _raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == f"corrupted dataset file {data}: {message}"
+
+
+def test_papers100m_layout_counts_and_labels_have_whole_messages(tmp_path, caplog):
+    folder = tmp_path / "ogbn_papers100M"
+    _write_papers_layout(folder, compressed=False)
+    with caplog.at_level("INFO", logger="ttgnn.data"):
+        load_dataset("ogbn-papers100M", root=tmp_path)
+    assert _ogb_messages(caplog) == [
+        f"ogbn-papers100M: 50 nodes, 200 stored edges read from {folder / 'raw' / 'data.npz'} (features not loaded)"]
+    labels = np.zeros(50)
+    labels[3] = -2
+    np.savez(folder / "raw" / "node-label.npz", node_label=labels.reshape(-1, 1))
+    assert _raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
+        f"corrupted dataset file {folder / 'raw' / 'node-label.npz'}, line 4: label -2.0 is not a class id (an "
+        "integer >= 0, or empty/-1 for an unlabelled node)")
+    with np.load(folder / "raw" / "data.npz") as archive:
+        arrays = dict(archive)
+    np.savez(folder / "raw" / "data.npz", **{**arrays, "num_nodes_list": np.array([0])})
+    assert _raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
+        f"corrupted dataset file {folder / 'raw' / 'data.npz'}: num_nodes_list says 0 nodes")

@@ -226,8 +226,7 @@ class NodeDataset:
                 sampling does not need them, so a huge mini-batch-only graph may leave them
                 out. (default: ``True``)
         """
-        os.environ.setdefault("DGLBACKEND", "pytorch")
-        import dgl
+        import dgl  # the package's __init__ has set DGLBACKEND
 
         indptr, indices = self.csr()
         if self_loops:
@@ -340,19 +339,19 @@ def _one_count(path: Path, required: bool) -> Optional[int]:
     return int(values.reshape(-1)[0])
 
 
-def _read_split(folder: Path, kind: Optional[str]) -> tuple[dict, dict]:
-    """``(split, files)``: node ids of every split, and the file each came from."""
+def _read_split(folder: Path) -> tuple[dict, dict]:
+    """``(split, files)``: node ids of every split, and the file each came from (the split kind
+    first by name when ``split/`` holds several)."""
     split_root = folder / "split"
     if not split_root.is_dir():
         raise FileNotFoundError(f"dataset split folder not found: {split_root}")
-    if kind is None:
-        kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir())
-        if not kinds:
-            raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
-        kind = kinds[0]
-        if len(kinds) > 1:
-            log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
-                        ", ".join(kinds), kind)
+    kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir())
+    if not kinds:
+        raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
+    kind = kinds[0]
+    if len(kinds) > 1:
+        log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
+                    ", ".join(kinds), kind)
     split, files = {}, {}
     for key in SPLIT_NAMES:
         files[key] = split_root / kind / f"{key}.csv.gz"
@@ -440,7 +439,7 @@ def _integer_tensor(values, what: str) -> torch.Tensor:
     return tensor.to(torch.int64)
 
 
-def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) -> NodeDataset:
+def _load_raw_folder(folder: Path, name: str) -> NodeDataset:
     raw = folder / "raw"
     if not raw.is_dir():
         raise FileNotFoundError(f"dataset folder not found: {raw} (expected OGB raw layout)")
@@ -470,7 +469,7 @@ def _load_raw_folder(folder: Path, name: str, split_kind: Optional[str] = None) 
             raise ValueError(f"corrupted dataset file {feat_path}: line {_first_bad_row(~np.isfinite(feats))} holds "
                              "a value that is not a finite number (NaN, inf or empty)")
     features = None if feats is None else torch.from_numpy(feats)
-    split, files = _read_split(folder, split_kind)
+    split, files = _read_split(folder)
     num_classes = int(labels.max()) + 1
     return NodeDataset(name, num_nodes, edge_index, labels, split, num_classes, features, split_files=files)
 
@@ -569,7 +568,7 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
 
     csr = csr_from_edge_chunks(checked, num_nodes)
     labels = _labels_from(label_values, label_path, num_nodes)
-    split, files = _read_split(folder, None)
+    split, files = _read_split(folder)
     log.info("%s: %d nodes, %d stored edges read from %s (features not loaded)", name, num_nodes, num_edges,
              data_path)
     return NodeDataset(name, num_nodes, None, labels, split, int(labels.max()) + 1, None,
@@ -579,37 +578,58 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
 # ---------------------------------------------------------------------- ogb
 @contextlib.contextmanager
 def _ogb_guards():
-    """Let ogb run non-interactively and reload its own processed files under torch >= 2.6."""
+    """Let ogb run non-interactively, save its processed files into a folder its downloads lack,
+    and reload them under torch >= 2.6; its prints go to the log."""
     import ogb.nodeproppred.dataset as ogb_dataset
 
     saved_decide = ogb_dataset.decide_download
-    saved_load = torch.load
+    saved_load, saved_save = torch.load, torch.save
 
     def trusted_load(*args, **kwargs):
         # Only ogb's own processed files in our cache directory are read through this.
         kwargs.setdefault("weights_only", False)
         return saved_load(*args, **kwargs)
 
+    def save_into_new_folder(obj, f, *args, **kwargs):
+        # ogb 1.3.6 saves to <dataset>/processed/ without creating it, and a downloaded dataset
+        # has none (torch then fails: "Parent directory ... does not exist").
+        if isinstance(f, (str, os.PathLike)):
+            Path(f).parent.mkdir(parents=True, exist_ok=True)
+        return saved_save(obj, f, *args, **kwargs)
+
     ogb_dataset.decide_download = lambda url: True
-    torch.load = trusted_load
+    torch.load, torch.save = trusted_load, save_into_new_folder
+    writer = _LogWriter()
     try:
-        with contextlib.redirect_stdout(_LogWriter()):
+        with contextlib.redirect_stdout(writer):
             yield
     finally:
+        writer.flush()
         ogb_dataset.decide_download = saved_decide
-        torch.load = saved_load
+        torch.load, torch.save = saved_load, saved_save
 
 
 class _LogWriter:
-    """File-like object that forwards ogb's prints to the log."""
+    """File-like object that forwards ogb's prints to the log, a line at a time (``print(a, b)``
+    writes its pieces separately)."""
+
+    def __init__(self) -> None:
+        self._partial = ""
 
     def write(self, text: str) -> int:
-        if text.strip():
-            log.info("ogb: %s", text.strip())
+        *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            self._log(line)
         return len(text)
 
     def flush(self) -> None:
-        pass
+        self._log(self._partial)
+        self._partial = ""
+
+    @staticmethod
+    def _log(line: str) -> None:
+        if line.strip():
+            log.info("ogb: %s", line.strip())
 
 
 def _ogb_release_file(name: str) -> str:
@@ -624,7 +644,7 @@ def _ogb_release_file(name: str) -> str:
 
 def _mirror(source: Path, target: Path) -> None:
     """Mirror ``source`` into ``target`` with symlinks, so ogb's writes land in ``target``."""
-    target.mkdir(parents=True, exist_ok=True)
+    target.mkdir(exist_ok=True)  # in the cache's ogb folder, which exists
     for sub in ("raw", "split", "mapping"):
         src = source / sub
         if not src.is_dir():
@@ -647,12 +667,12 @@ def _mirror(source: Path, target: Path) -> None:
 
 
 def _ogb_stamp(folder: Path) -> str:
-    """What identifies the version of a dataset folder that ogb's processed files were made from:
-    each raw and split file's path within the folder, size and modification time in nanoseconds
-    (whole seconds missed a file rewritten in the same second at the same size: a stale cache was
-    read)."""
+    """What identifies the version of a dataset folder that ogb's processed files (the graph and
+    the labels) were made from: each raw file's path within the folder, size and modification time
+    in nanoseconds (whole seconds missed a file rewritten in the same second at the same size: a
+    stale cache was read). ogb reads the split files anew on every load."""
     parts = []
-    for path in sorted((folder / "raw").glob("*")) + sorted((folder / "split").rglob("*.csv.gz")):
+    for path in sorted((folder / "raw").glob("*")):
         if path.is_file():
             st = path.stat()
             parts.append(f"{path.relative_to(folder)}:{st.st_size}:{st.st_mtime_ns}")
@@ -677,7 +697,7 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     with exclusive_lock(lock, waiting=f"waiting for another process that is preparing {name} in {target}"):
         fresh = True  # ogb's processed files match the source (nothing to stamp for a download)
         if source.is_dir():
-            if not (source / "raw" / "edge.csv.gz").is_file() and not (source / "raw" / "data.npz").is_file():
+            if not (source / "raw" / "edge.csv.gz").is_file():  # (load_dataset reads data.npz folders itself)
                 raise FileNotFoundError(f"dataset file not found: {source / 'raw' / 'edge.csv.gz'}")
             _mirror(source, target)
             # ogb asks on stdin whether to delete the folder when the release file of the version it
@@ -694,7 +714,6 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
             log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
         else:
             log.info("%s not found under %s; ogb downloads it into %s", name, root, ogb_root)
-            ogb_root.mkdir(parents=True, exist_ok=True)
         try:
             with _ogb_guards():
                 dataset = NodePropPredDataset(name=name, root=str(ogb_root))
