@@ -426,9 +426,9 @@ def test_products_csv_layout_loads_through_ogb(tmp_path):
     assert indices.dtype == np.int32 and indptr[-1] == indices.shape[0] > 0
 
 
-def _products_layout(root: Path) -> Path:
+def _products_layout(root: Path, num_nodes: int = 40) -> Path:
     folder = root / "ogbn_products"
-    write_raw_dataset(folder, num_nodes=40, num_classes=4)
+    write_raw_dataset(folder, num_nodes=num_nodes, num_classes=4)
     (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
     (folder / "RELEASE_v1.txt").write_text("test\n")
     return folder
@@ -643,13 +643,13 @@ def test_label_file_errors_have_exact_messages(tmp_path):
 
 
 def test_an_ogb_label_beyond_the_datasets_classes_is_named(tmp_path):
-    folder = _products_layout(tmp_path / "root")
-    labels = [i % 4 for i in range(40)]
-    labels[5] = 50  # ogbn-products has 47 classes
+    folder = _products_layout(tmp_path / "root", num_nodes=60)  # more labelled nodes than classes
+    labels = [i % 4 for i in range(60)]
+    labels[5] = 47  # ogbn-products has 47 classes: 0..46
     write_csv(folder / "raw" / "node-label.csv.gz", labels)
     with pytest.raises(ValueError) as err:
         load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert str(err.value) == (f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 6: label 50 is "
+    assert str(err.value) == (f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 6: label 47 is "
                               "out of range (this dataset has 47 classes)")
 
 
@@ -807,6 +807,14 @@ def test_bad_raw_values_have_whole_messages(tmp_path, file, rows, message):
     assert _raised(ValueError, load_dataset, folder) == expected
 
 
+def test_a_truncated_raw_file_has_a_whole_message(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g")
+    edges = folder / "raw" / "edge.csv.gz"
+    edges.write_bytes(edges.read_bytes()[:-6])  # a gzip without its trailer
+    assert _raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {edges}: Compressed file ended before the end-of-stream marker was reached")
+
+
 def test_a_huge_count_is_read_exactly_not_through_floats(tmp_path):
     folder = write_raw_dataset(tmp_path / "g")
     write_csv(folder / "raw" / "num-edge-list.csv.gz", [2 ** 62 + 1])  # a float64 reads 2**62
@@ -940,6 +948,7 @@ def _ogb_messages(caplog) -> list:
 
 
 def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplog):
+    import ogb.utils.url as ogb_url
     from ogb.nodeproppred import dataset as ogb_dataset
 
     folder = _products_layout(tmp_path / "root")
@@ -952,7 +961,7 @@ def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplo
         f"loading ogbn-products offline from {folder} (ogb cache {target})",
         "ogb: Loading necessary files...", "ogb: This might take a while.", "ogb: Processing graphs...",
         "ogb: Saving..."]  # ogb's prints, into the log
-    assert ogb_dataset.decide_download is decide  # ogb is left as found
+    assert ogb_dataset.decide_download is decide is ogb_url.decide_download  # ogb is left as found
     link = target / "mapping" / "nodeidx2asin.csv.gz"
     assert link.is_symlink() and Path(os.readlink(link)) == (folder / "mapping" / "nodeidx2asin.csv.gz").resolve()
     assert (target / "RELEASE_v1.txt").read_text() == "mirrored by ttgnn\n"  # ogb's marker, written by us
@@ -1088,6 +1097,23 @@ def test_ogbs_prints_reach_the_log_a_line_at_a_time(caplog):
         print("Extracting", "a.zip")
         sys.stdout.write("50%\n\nno newline at the end")
     assert _ogb_messages(caplog) == ["ogb: Extracting a.zip", "ogb: 50%", "ogb: no newline at the end"]
+
+
+def test_ogb_saves_into_a_new_folder_with_its_arguments_and_is_left_as_found(tmp_path, monkeypatch):
+    import ogb.utils.url
+    from ogb.nodeproppred import dataset as ogb_dataset
+
+    from ttgnn.data import _ogb_guards
+
+    saved = []
+    monkeypatch.setattr(torch, "save", lambda obj, f, *args, **kwargs: saved.append((obj, f, args, kwargs)))
+    path = tmp_path / "ogbn_x" / "processed" / "data_processed"
+    with _ogb_guards():
+        assert ogb_dataset.decide_download("any url") is True  # never asks
+        torch.save({"graph": 1}, str(path), 4, pickle_protocol=4)  # ogb passes the pickle protocol
+    assert path.parent.is_dir() and saved == [({"graph": 1}, str(path), (4,), {"pickle_protocol": 4})]
+    assert ogb_dataset.decide_download is ogb.utils.url.decide_download  # ogb's own, put back
+    assert torch.save is not saved and torch.load is torch.serialization.load
 
 
 # ---------------------------------------------------------------------- the binary layout's edges

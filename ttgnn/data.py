@@ -663,7 +663,6 @@ def _mirror(source: Path, target: Path) -> None:
                     continue
                 dst.unlink()
             os.symlink(path.resolve(), dst)
-    (target / "processed").mkdir(exist_ok=True)
 
 
 def _ogb_stamp(folder: Path) -> str:
