@@ -9,3 +9,9 @@ SMALL = dict(dataset="planted-400", model="sage", embedding="tt", dim=16, rank=4
 def small_config(out, **kw) -> TrainConfig:
     """:data:`SMALL` with ``kw`` on top; ``out`` is the run folder (``None``: the run writes nothing)."""
     return TrainConfig(**{**SMALL, "output_dir": None if out is None else str(out), **kw})
+
+
+def minibatch_config(out, **kw) -> TrainConfig:
+    """:func:`small_config` in mini-batch mode without label input or label reuse, seed 0: where the
+    evaluation tests start."""
+    return small_config(out, **{"mode": "minibatch", "label_input": False, "label_reuse": 0, "seed": 0, **kw})

@@ -444,3 +444,145 @@ def test_the_embedding_demo_runs_and_refuses_bad_sizes_in_one_line():
         bad = subprocess.run([sys.executable, str(script)] + args, capture_output=True, text=True, timeout=600)
         assert bad.returncode == 2 and bad.stderr.strip().endswith(f"error: {message}"), bad.stderr
         assert "Traceback" not in bad.stderr
+
+
+# ---------------------------------------------------------------------- every option, and what the commands print
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+
+
+def _options():
+    """``(command, action)`` of every option of every sub-command."""
+    for name, sub in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices.items():
+        for action in sub._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                yield name, action
+
+
+def test_every_option_has_help_and_parses_its_default_back_to_its_type():
+    """A flag without help, or whose type was lost (a string reaching TrainConfig or plan), fails here."""
+    for command, action in _options():
+        assert action.help, (command, action.option_strings)
+        default = action.default
+        if default is None or isinstance(default, bool) or action.nargs == 0:
+            continue
+        text = ",".join(map(str, default)) if isinstance(default, list) and action.nargs is None else str(default)
+        values = [str(v) for v in default] if action.nargs in ("+", "*") else [text]
+        required = ["--rows", "1"] if command == "info" and action.dest != "rows" else []
+        extra = ["--dataset", "x"] if command == "partition" and action.dest != "dataset" else []
+        parsed = build_parser().parse_args([command, *required, *extra, action.option_strings[0], *values])
+        value = getattr(parsed, action.dest)
+        assert value == default and type(value) is type(default), (command, action.option_strings, value)
+
+
+def test_help_shows_defaults_in_process():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    text = sub["plan"].format_help()
+    assert "GAT heads (default: 4)" in text and "output classes (default: 172)" in text
+    assert "--json" in text and "print JSON instead of tables\n" in text  # a store_true flag: no default shown
+    train = sub["train"].format_help()
+    assert "(default: off)" in train and "(default: on)" in train and "(default: None)" not in train
+    from ttgnn.cli import script_parser
+    from ttgnn.config import TrainConfig
+
+    assert script_parser("Trains X.", TrainConfig()).description == "Trains X."
+
+
+def test_plan_takes_its_optimisers_models_and_shapes(capsys):
+    import json
+
+    from ttgnn.plan import OPTIMIZERS
+
+    parser = build_parser()
+    for optimizer in OPTIMIZERS:
+        assert parser.parse_args(["plan", "--optimizer", optimizer]).optimizer == optimizer
+    for bad in (["--optimizer", "lion"], ["--model", "gcn"], ["--heads", "two"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["plan", *bad])
+    capsys.readouterr()
+    assert main(["plan", "--nodes", "1000", "--dim", "16", "--rank", "4", "--row-shape", "10,10,10",
+                 "--col-shape", "4,2,2", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('{\n "1": {\n  "tt": {')  # indented by one space a level
+    details = json.loads(out)["1"]["tt"]["details"]
+    assert details["row_shape"] == [10, 10, 10] and details["col_shape"] == [4, 2, 2]
+
+
+@pytest.mark.parametrize("extra,evaluation", [
+    ([], "exact"), (["--eval-fanouts", "4,4", "--eval-batch-size", "99"], "sampled (fan-outs [4, 4], batch 99)")])
+def test_plan_heads_each_table_with_its_configuration(capsys, extra, evaluation):
+    assert main(["plan", "--nodes", "1000", "--dim", "16", "--rank", "4", "--row-shape", "10,10,10",
+                 "--col-shape", "4,2,2", "--fanouts", "5,5", "--hidden", "32", "--batch-size", "64",
+                 "--world-size", "1", "2", *extra]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if " nodes x " in line]
+    assert lines == [
+        f"1,000 nodes x 16, sage 2 layers x 32, fan-outs [5, 5], batch 64/rank, adam, {world} rank(s); TT [10, 10, 10] "
+        f"x [4, 2, 2] ranks [1, 4, 4, 1]: 560 parameters; evaluation {evaluation}" for world in (1, 2)]
+
+
+@pytest.mark.parametrize("text,size", [("512", 512), ("512B", 512), ("2k", 2048), ("2KiB", 2048), ("1.5M", 1.5 * 2**20),
+                                       ("3GB", 3 * 2**30), ("1 tib", 2**40)])
+def test_device_memory_takes_sizes_with_units(text, size):
+    assert build_parser().parse_args(["plan", "--device-memory", text]).device_memory == size
+
+
+@pytest.mark.parametrize("dtype,tt,dense", [([], "2.2 KiB", "62.5 KiB"), (["--dtype", "float64"], "4.4 KiB", "125.0 KiB")])
+def test_info_prints_memory_in_the_tables_number_type(capsys, dtype, tt, dense):
+    # 1,000 x 16 at rank 4: 560 parameters (2,240 bytes in float32) against 16,000 values
+    assert main(["info", "--rows", "1000", "--dim", "16", "--rank", "4", *dtype]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{'rank':>6} {'row shape':>20} {'col shape':>12} {'ranks':>20} {'params':>12} {'TT memory':>11} "
+        f"{'dense memory':>13} {'compression':>12}",
+        f"{4:>6} {'[10, 10, 10]':>20} {'[4, 2, 2]':>12} {'[1, 4, 4, 1]':>20} {560:>12,} {tt:>11} {dense:>13} "
+        f"{16000 / 560:>11,.1f}x"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["info", "--dim", "16"])  # --rows is required
+    assert "the following arguments are required: --rows" in capsys.readouterr().err
+
+
+def test_partition_heads_its_figures_with_the_shared_digits(graph_root, capsys):
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--row-shape", "7,7,7", "--no-cache",
+                 "--method", "random"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == f"{'method':>20}{'shared 1 digit':>18}{'shared 2 digits':>18}{'seconds':>10}{'total s':>10}"
+    assert out[2].split()[0] == "random" and len(out[2].split()) == 5
+
+
+def test_the_run_summary_has_its_optional_lines():
+    from ttgnn.cli import format_summary
+
+    metrics = dict(dataset="d", model="sage", embedding="tt", best_valid_acc=0.5, best_epoch=3, test_acc=0.25,
+                   compression_ratio=1234.5)
+    assert format_summary(metrics) == "d sage+tt: best valid 0.5000 (epoch 3), test 0.2500, compression 1,234.5x"
+    metrics.update(epoch_time=1.234, peak_memory_mib=99.6, correct_smooth=dict(valid_acc=0.6, test_acc=0.3))
+    assert format_summary(metrics) == (
+        "d sage+tt: best valid 0.5000 (epoch 3), test 0.2500, compression 1,234.5x, epoch time 1.23s, peak memory "
+        "100 MiB\n  with correct and smooth: valid 0.6000, test 0.3000")
+
+
+def test_a_bad_loss_is_named_with_the_choices(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--loss", "mse"])
+    assert "argument --loss: expected 'auto' or one of ce, log-ce, got 'mse'" in capsys.readouterr().err
+
+
+def test_train_waits_for_other_ranks_as_long_as_asked(graph_root, tmp_path, monkeypatch):
+    import ttgnn.distributed as tdist
+
+    asked = []
+
+    def distributed(device, timeout):
+        asked.append((device, timeout))
+        raise RuntimeError("stop before training")
+
+    monkeypatch.setattr(tdist, "distributed", distributed)
+    with pytest.raises(RuntimeError, match="stop before training"):
+        main(_train_args(graph_root, tmp_path / "run", "--dist-timeout", "2.5"))
+    assert asked == [("cpu", datetime.timedelta(minutes=2.5))]
+
+
+def test_info_needs_the_row_count(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["info", "--dim", "16"])
+    assert "the following arguments are required: --rows" in capsys.readouterr().err

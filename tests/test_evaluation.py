@@ -11,7 +11,7 @@ from ttgnn.evaluation import (Accuracy, all_logits, evaluate, evaluate_sampled, 
                               reuse_labels)
 from ttgnn.train import setup_run
 
-from configs import small_config
+from configs import minibatch_config
 
 PRED = torch.tensor([0, 1, 2, 2, 1])
 LABELS = torch.tensor([0, 1, 1, 2, 0])  # 3 of 5 right
@@ -37,8 +37,7 @@ def test_accuracy_of_no_nodes_is_nan_and_of_mismatched_counts_an_error(name):
 
 
 def _run(planted, **kw):
-    config = small_config(None, **{"epochs": 1, "mode": "minibatch", "label_input": False, "label_reuse": 0,
-                                   "seed": 0, **kw})
+    config = minibatch_config(None, **{"epochs": 1, **kw})
     return setup_run(config, planted, 0, 1, torch.device("cpu"))
 
 

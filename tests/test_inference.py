@@ -145,7 +145,9 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
     assert main(["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "cache"),
                  "--output", str(tmp_path / "pred.csv.gz"), "--embeddings", str(tmp_path / "emb.npy")]) == 0
     printed = capsys.readouterr().out
-    assert f"test {recorded['test_acc']:.4f}" in printed and f"best epoch {recorded['best_epoch']}" in printed
+    assert re.fullmatch(
+        rf"{re.escape(str(out))}: gat \+ tt on tiny, best epoch {recorded['best_epoch']}; accuracy: train [01]\.\d{{4}}, "
+        rf"valid {recorded['best_valid_acc']:.4f}, test {recorded['test_acc']:.4f}", printed.splitlines()[0])
     with gzip.open(tmp_path / "pred.csv.gz", "rt") as fh:
         lines = fh.read().splitlines()
     assert lines[0] == "node,predicted_class,probability" and len(lines) == 301
@@ -155,7 +157,11 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
         assert main(["predict", str(out / name), "--root", str(root), "--cache-dir", str(tmp_path / "cache")]) == 0
         assert which in capsys.readouterr().out
     assert main(["predict", str(out), "--root", str(root), "--correct-smooth"]) == 0
-    assert f"test {recorded['correct_smooth']['test_acc']:.4f}" in capsys.readouterr().out
+    smoothed = recorded["correct_smooth"]
+    assert re.fullmatch(
+        rf"{re.escape(str(out))}: gat \+ tt on tiny, best epoch {recorded['best_epoch']}; accuracy after Correct and "
+        rf"Smooth: train [01]\.\d{{4}}, valid {smoothed['valid_acc']:.4f}, test {smoothed['test_acc']:.4f}",
+        capsys.readouterr().out.splitlines()[0])
     # bad values: one line, exit code 2, nothing computed
     assert main(["predict", str(out), "--output", str(tmp_path / "pred.txt")]) == 2
     assert "--output must name a .npy / .csv / .csv.gz file" in capsys.readouterr().err

@@ -15,10 +15,10 @@ from ttgnn.evaluation import evaluate, evaluate_sampled
 from ttgnn.seeding import seed_everything
 from ttgnn.train import setup_run, train
 
-from configs import small_config
+from configs import minibatch_config
 
 
-_config = functools.partial(small_config, epochs=2, mode="minibatch", label_input=False, label_reuse=0, seed=0)
+_config = functools.partial(minibatch_config, epochs=2)
 
 
 @pytest.mark.parametrize("model,backend,label_input", [("sage", "dgl", False), ("sage", "dgl", True),

@@ -28,6 +28,7 @@ from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUS
                      AUTO_LOSS, AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS,
                      AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
                      SAMPLED_EVAL_MIN_NODES, TrainConfig)
+from .plan import OPTIMIZERS
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary", "script_parser",
            "start_script", "report_errors"]
@@ -143,7 +144,8 @@ def _add_info_parser(sub) -> None:
     p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-8 (default: from N)")
     p.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
     p.add_argument("--col-shape", type=_int_list, default=None, help="e.g. 8,4,4 (default: automatic)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                   help="the table's number type: bytes per value in the memory columns")
     p.set_defaults(func=_cmd_info)
 
 
@@ -560,16 +562,17 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--num-cores", type=int, default=None, help="TT cores (default: automatic from N)")
     p.add_argument("--row-shape", type=_int_list, default=None, help="TT row shape, e.g. 55,55,56")
     p.add_argument("--col-shape", type=_int_list, default=None, help="TT column shape, e.g. 8,4,4")
-    p.add_argument("--model", choices=MODELS, default="sage")
-    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--model", choices=MODELS, default="sage", help="GNN architecture")
+    p.add_argument("--hidden", type=int, default=256, help="hidden width of the GNN")
     p.add_argument("--heads", type=int, default=4, help="GAT heads")
     p.add_argument("--classes", type=int, default=172, help="output classes")
     p.add_argument("--fanouts", type=_int_list, default=[15, 10, 5], help="neighbours per layer (sets the layers)")
     p.add_argument("--batch-size", type=int, default=1024, help="seed nodes per step and rank")
-    p.add_argument("--optimizer", choices=("adam", "adamw", "adagrad", "sgd", "momentum"), default="adam")
+    p.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adam",
+                   help="the optimiser whose state is counted (Adam: two values per parameter)")
     p.add_argument("--world-size", type=int, nargs="+", default=[1], help="one or more numbers of GPUs/machines")
     p.add_argument("--avg-degree", type=float, default=10.0, help="mean degree of the symmetric graph")
-    p.add_argument("--mode", choices=MODES, default="minibatch")
+    p.add_argument("--mode", choices=MODES, default="minibatch", help="full-graph training or sampled mini-batches")
     p.add_argument("--eval-fanouts", type=_int_list, default=None,
                    help="sampled evaluation's fan-outs, as `ttgnn train` (default: as training chooses)")
     p.add_argument("--eval-batch-size", type=int, default=8192, help="nodes per evaluation batch")
