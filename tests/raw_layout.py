@@ -36,3 +36,13 @@ def write_raw_dataset(folder: Path, num_nodes: int = 60, num_classes: int = 3, s
     for key, ids in split.items():
         write_csv(folder / "split" / "random" / f"{key}.csv.gz", ids)
     return folder
+
+
+def write_products_layout(root: Path, num_nodes: int = 40) -> Path:
+    """``root/ogbn_products``: a small graph (4 classes) in the layout of ogbn-products, which
+    ``load_dataset("ogbn-products", root)`` reads through ogb (its split kind ``sales_ranking``)."""
+    folder = root / "ogbn_products"
+    write_raw_dataset(folder, num_nodes=num_nodes, num_classes=4)
+    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
+    (folder / "RELEASE_v1.txt").write_text("test\n")
+    return folder

@@ -66,6 +66,7 @@ def test_info_budget_errors_print_no_table(capsys, extra, message):
 # ---------------------------------------------------------------------- errors, exit codes, help
 import contextlib  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -397,6 +398,8 @@ def test_products_example_runs_on_its_synthetic_stand_in(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "planted-5000 sage+tt" in proc.stdout
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["epochs"]
+    logged = [line for line in proc.stderr.splitlines() if " INFO " in line]  # start_script's format
+    assert logged and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \S", line) for line in logged)
 
 
 def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path):
@@ -452,10 +455,12 @@ import datetime  # noqa: E402
 
 
 def _options():
-    """``(command, action)`` of every option of every sub-command."""
-    for name, sub in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices.items():
+    """``(command, action)`` of every option of ``ttgnn`` (command ``None``) and of every sub-command."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, sub in [(None, parser), *commands.items()]:
         for action in sub._actions:
-            if action.option_strings and not isinstance(action, argparse._HelpAction):
+            if action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
                 yield name, action
 
 
@@ -463,6 +468,8 @@ def test_every_option_has_help_and_parses_its_default_back_to_its_type():
     """A flag without help, or whose type was lost (a string reaching TrainConfig or plan), fails here."""
     for command, action in _options():
         assert action.help, (command, action.option_strings)
+        if command is None:
+            continue
         default = action.default
         if default is None or isinstance(default, bool) or action.nargs == 0:
             continue
@@ -521,8 +528,10 @@ def test_plan_heads_each_table_with_its_configuration(capsys, extra, evaluation)
         f"x [4, 2, 2] ranks [1, 4, 4, 1]: 560 parameters; evaluation {evaluation}" for world in (1, 2)]
 
 
-@pytest.mark.parametrize("text,size", [("512", 512), ("512B", 512), ("2k", 2048), ("2KiB", 2048), ("1.5M", 1.5 * 2**20),
-                                       ("3GB", 3 * 2**30), ("1 tib", 2**40)])
+@pytest.mark.parametrize("text,size", [("512", 512), ("512B", 512), ("2k", 2048), ("2KB", 2048), ("2KiB", 2048),
+                                       ("1.5M", 1.5 * 2**20), ("1.5MB", 1.5 * 2**20), ("1.5MiB", 1.5 * 2**20),
+                                       ("3G", 3 * 2**30), ("3GB", 3 * 2**30), ("3gib", 3 * 2**30), ("1T", 2**40),
+                                       ("1TB", 2**40), ("1 tib", 2**40)])
 def test_device_memory_takes_sizes_with_units(text, size):
     assert build_parser().parse_args(["plan", "--device-memory", text]).device_memory == size
 
@@ -586,3 +595,86 @@ def test_info_needs_the_row_count(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["info", "--dim", "16"])
     assert "the following arguments are required: --rows" in capsys.readouterr().err
+
+
+def test_the_options_with_choices_take_those_of_ttgnn_choices_and_refuse_others(capsys):
+    from ttgnn import choices
+    from ttgnn.plan import OPTIMIZERS
+
+    expected = {("info", "--dtype"): ("float32", "float64"), ("train", "--model"): choices.MODEL_CHOICES,
+                ("train", "--embedding"): choices.EMBEDDINGS, ("train", "--order"): choices.ORDERS,
+                ("train", "--init"): choices.INITS, ("train", "--norm"): choices.NORMS,
+                ("train", "--gnn-backend"): choices.GNN_BACKENDS, ("train", "--mode"): choices.MODES,
+                ("train", "--lr-schedule"): choices.LR_SCHEDULES, ("train", "--device"): choices.DEVICES,
+                ("partition", "--method"): choices.ORDERS, ("plan", "--model"): choices.MODELS,
+                ("plan", "--optimizer"): tuple(OPTIMIZERS), ("plan", "--mode"): choices.MODES}
+    found = {(command, action.option_strings[0]): tuple(action.choices) for command, action in _options()
+             if action.choices is not None}
+    assert found == expected
+    for command, option in expected:
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, option, "not-a-choice"])
+        assert "invalid choice: 'not-a-choice'" in capsys.readouterr().err, (command, option)
+
+
+def test_the_parser_names_itself_ttgnn_and_says_what_it_is():
+    import ttgnn.cli
+
+    parser = build_parser()
+    assert parser.prog == "ttgnn" and parser.format_help().startswith("usage: ttgnn ")
+    assert parser.description == ttgnn.cli.__doc__.splitlines()[0] and parser.description in parser.format_help()
+
+
+def test_a_script_parser_keeps_every_default_the_script_gives():
+    from ttgnn.cli import script_parser
+    from ttgnn.config import TrainConfig
+
+    # every setting whose own default is None, given a value
+    defaults = TrainConfig(root="r", cache_dir="c", rank=3, num_cores=3, compression=10.0, max_params=1000,
+                           row_shape=[2, 2, 2], col_shape=[2, 2, 2], spectral_vectors=4, eval_fanouts=[3, 3],
+                           loss="ce", label_input=True, label_reuse=1, label_spread=2, from_full=True,
+                           num_threads=1, output_dir="o")
+    assert config_from_args(script_parser("s", defaults).parse_args([])) == defaults
+
+
+def test_a_command_other_than_train_interrupted_says_so_without_a_checkpoint(monkeypatch, capsys):
+    import ttgnn.cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ttgnn.cli, "_cmd_info", interrupted)
+    assert main(["info", "--rows", "10"]) == 130
+    assert capsys.readouterr().err == "ttgnn info: interrupted\n"
+
+
+def test_memory_sizes_step_up_a_unit_at_1024():
+    from ttgnn.cli import _format_bytes
+
+    assert [_format_bytes(n) for n in (1023, 1024, 2**20 - 1, 2**20, 2**50)] == [
+        "1023 B", "1.0 KiB", "1024.0 KiB", "1.0 MiB", "1024.0 TiB"]
+
+
+def test_partition_takes_seeds_below_2_to_the_31(graph_root, capsys):
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--seed", str(2**31)]) == 2
+    assert "--seed must be in [0, 2**31), got 2147483648" in capsys.readouterr().err
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--seed", str(2**31 - 1),
+                 "--no-cache", "--method", "random"]) == 0
+
+
+def test_commands_log_with_the_time_level_and_logger(graph_root):
+    proc = subprocess.run([sys.executable, "-m", "ttgnn", "partition", "--dataset", "tiny", "--root", str(graph_root),
+                           "--no-cache", "--method", "hierarchical-metis"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if " INFO " in line]
+    assert lines and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ttgnn[\w.]*: \S", line) for line in lines)
+
+
+def test_plan_reads_a_dataset_through_the_cache_it_is_given(tmp_path, capsys):
+    from raw_layout import write_products_layout
+
+    write_products_layout(tmp_path / "root", num_nodes=40)
+    assert main(["plan", "--dataset", "ogbn-products", "--root", str(tmp_path / "root"), "--cache-dir",
+                 str(tmp_path / "cache"), "--dim", "16", "--rank", "4", "--json"]) == 0
+    assert "ogbn-products: 40 nodes, mean degree " in capsys.readouterr().err  # (after ogb's own bar)
+    assert (tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed").is_file()

@@ -210,7 +210,7 @@ def test_a_dataset_built_in_python_without_training_nodes_is_for_evaluation_only
 
 
 # ---------------------------------------------------------------------- bad values in raw files
-from raw_layout import write_csv, write_raw_dataset  # noqa: E402
+from raw_layout import write_csv, write_products_layout, write_raw_dataset  # noqa: E402
 
 
 def test_raw_folder_loads(tmp_path):
@@ -426,21 +426,13 @@ def test_products_csv_layout_loads_through_ogb(tmp_path):
     assert indices.dtype == np.int32 and indptr[-1] == indices.shape[0] > 0
 
 
-def _products_layout(root: Path, num_nodes: int = 40) -> Path:
-    folder = root / "ogbn_products"
-    write_raw_dataset(folder, num_nodes=num_nodes, num_classes=4)
-    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
-    (folder / "RELEASE_v1.txt").write_text("test\n")
-    return folder
-
-
 def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path, caplog):
     """Two trainings started at once on a fresh cache both cleared ogb's processed files (one
     crashed on a file the other had removed); the second now waits and reads the first's files."""
     import fcntl
     import threading
 
-    _products_layout(tmp_path / "root")
+    write_products_layout(tmp_path / "root")
     cache = tmp_path / "cache"
     lock = cache / "ogb" / ".ogbn_products.lock"
     lock.parent.mkdir(parents=True)
@@ -463,7 +455,7 @@ def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path,
 def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
     """A kill while ogb writes its processed file leaves no stamp, so the next load starts over
     (the stamp used to be written first: the next load met a half-written file and failed)."""
-    _products_layout(tmp_path / "root")
+    write_products_layout(tmp_path / "root")
     reference = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "other")
     cache = tmp_path / "cache"
     saved_save = torch.save
@@ -486,7 +478,7 @@ def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
 def test_concurrent_processes_load_one_fresh_ogb_cache(tmp_path):
     """Three processes on one fresh cache: one builds ogb's processed file, the others wait and
     read it. Building is slowed to 4 s so that, without the lock, all three would build at once."""
-    _products_layout(tmp_path / "root")
+    write_products_layout(tmp_path / "root")
     code = ("import os, sys, time\n"
             "from ogb.nodeproppred import dataset as ogb_dataset\n"
             "original = ogb_dataset.NodePropPredDataset.pre_process\n"
@@ -564,7 +556,7 @@ def test_any_release_file_or_none_loads_without_a_prompt(tmp_path, release):
     """ogb asks on stdin whether to delete a folder that lacks the release file of the version it
     knows; a folder naming another release (v2 here, a newer download) made it ask before, which
     read as 'EOFError: EOF when reading a line' without a terminal."""
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     (folder / "RELEASE_v1.txt").unlink()
     if release is not None:
         (folder / release).write_text("a release\n")
@@ -575,7 +567,7 @@ def test_any_release_file_or_none_loads_without_a_prompt(tmp_path, release):
 def test_ogb_cache_is_reused_while_the_source_holds_and_rebuilt_when_it_changes(tmp_path, monkeypatch):
     from ogb.nodeproppred import dataset as ogb_dataset
 
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     builds = []
     original = ogb_dataset.NodePropPredDataset.pre_process
 
@@ -643,7 +635,7 @@ def test_label_file_errors_have_exact_messages(tmp_path):
 
 
 def test_an_ogb_label_beyond_the_datasets_classes_is_named(tmp_path):
-    folder = _products_layout(tmp_path / "root", num_nodes=60)  # more labelled nodes than classes
+    folder = write_products_layout(tmp_path / "root", num_nodes=60)  # more labelled nodes than classes
     labels = [i % 4 for i in range(60)]
     labels[5] = 47  # ogbn-products has 47 classes: 0..46
     write_csv(folder / "raw" / "node-label.csv.gz", labels)
@@ -731,8 +723,8 @@ def test_a_csr_only_dataset_counts_undirected_edges():
 def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
     """One cache, the same dataset name under two roots (a folder moved or replaced): the mirror's
     links and ogb's processed files follow the root loaded."""
-    _products_layout(tmp_path / "a")
-    second = _products_layout(tmp_path / "b")
+    write_products_layout(tmp_path / "a")
+    second = write_products_layout(tmp_path / "b")
     write_csv(second / "raw" / "node-label.csv.gz", [(i + 1) % 4 for i in range(40)])
     a = load_dataset("ogbn-products", root=tmp_path / "a", cache_dir=tmp_path / "cache")
     shutil.rmtree(tmp_path / "a")  # the mirror's links now point nowhere
@@ -951,7 +943,7 @@ def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplo
     import ogb.utils.url as ogb_url
     from ogb.nodeproppred import dataset as ogb_dataset
 
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     write_csv(folder / "mapping" / "nodeidx2asin.csv.gz", [[i, f"a{i}"] for i in range(40)])
     decide = ogb_dataset.decide_download
     target = tmp_path / "cache" / "ogb" / "ogbn_products"
@@ -968,7 +960,7 @@ def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplo
 
 
 def test_a_file_added_to_an_ogb_folder_joins_the_mirror(tmp_path):
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     assert load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache").features is None
     write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 0.5] for i in range(40)])
     ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
@@ -976,7 +968,7 @@ def test_a_file_added_to_an_ogb_folder_joins_the_mirror(tmp_path):
 
 
 def test_a_changed_split_is_read_without_processing_ogbs_files_again(tmp_path):
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     first = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
     built = processed.stat().st_mtime_ns
@@ -988,7 +980,7 @@ def test_a_changed_split_is_read_without_processing_ogbs_files_again(tmp_path):
 
 
 def test_ogb_errors_name_the_source(tmp_path):
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     split = folder / "split" / "sales_ranking"
     good = (split / "valid.csv.gz").read_bytes()
@@ -1006,7 +998,7 @@ def test_ogb_errors_name_the_source(tmp_path):
 
 
 def test_a_broken_processed_ogb_file_is_removed_after_naming_it(tmp_path):
-    folder = _products_layout(tmp_path / "root")
+    folder = write_products_layout(tmp_path / "root")
     load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     reference = load_dataset(**load)
     processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"

@@ -152,6 +152,9 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
         lines = fh.read().splitlines()
     assert lines[0] == "node,predicted_class,probability" and len(lines) == 301
     assert np.load(tmp_path / "emb.npy").shape == (300, 16)
+    assert main(["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "cache"), "--embeddings",
+                 str(tmp_path / "again.npy"), "--progress"]) == 0
+    assert "embeddings: 100%" in capsys.readouterr().err  # the bar asked for
     for name, which in (("best_model.pt", f"best epoch {recorded['best_epoch']}"),
                         ("checkpoint.pt", "epoch 2 (the checkpoint's last)")):  # a file instead of the folder
         assert main(["predict", str(out / name), "--root", str(root), "--cache-dir", str(tmp_path / "cache")]) == 0
