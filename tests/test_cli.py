@@ -490,6 +490,11 @@ def test_help_shows_defaults_in_process():
     assert "--json" in text and "print JSON instead of tables\n" in text  # a store_true flag: no default shown
     train = sub["train"].format_help()
     assert "(default: off)" in train and "(default: on)" in train and "(default: None)" not in train
+    from ttgnn.cli import HelpFormatter
+
+    for command, action in _options():  # a help that names its default itself gets no second one
+        shown = HelpFormatter("ttgnn")._expand_help(action)
+        assert shown.count("default") <= 1 and "(default: None)" not in shown, (command, shown)
     from ttgnn.cli import script_parser
     from ttgnn.config import TrainConfig
 
@@ -633,7 +638,7 @@ def test_a_script_parser_keeps_every_default_the_script_gives():
     defaults = TrainConfig(root="r", cache_dir="c", rank=3, num_cores=3, compression=10.0, max_params=1000,
                            row_shape=[2, 2, 2], col_shape=[2, 2, 2], spectral_vectors=4, eval_fanouts=[3, 3],
                            loss="ce", label_input=True, label_reuse=1, label_spread=2, from_full=True,
-                           num_threads=1, output_dir="o")
+                           num_threads=1, output_dir="o", resume=True, overwrite=True)
     assert config_from_args(script_parser("s", defaults).parse_args([])) == defaults
 
 
@@ -678,3 +683,53 @@ def test_plan_reads_a_dataset_through_the_cache_it_is_given(tmp_path, capsys):
                  str(tmp_path / "cache"), "--dim", "16", "--rank", "4", "--json"]) == 0
     assert "ogbn-products: 40 nodes, mean degree " in capsys.readouterr().err  # (after ogb's own bar)
     assert (tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed").is_file()
+
+
+def test_only_names_and_paths_are_taken_as_strings():
+    """An option that lost its ``type=`` hands a string on (e.g. ``--max-params "1000"``, whose default is None,
+    so the round trip of defaults above cannot see it)."""
+    strings = {(command, action.option_strings[0]) for command, action in _options()
+               if action.type is None and action.choices is None and action.nargs != 0
+               and isinstance(action, argparse._StoreAction)}
+    paths = {"--root", "--cache-dir"}
+    assert strings == {("train", "--dataset"), ("train", "--output-dir"), ("partition", "--dataset"),
+                       ("partition", "--output"), ("plan", "--dataset"), ("predict", "--output"),
+                       ("predict", "--embeddings")} | {(c, o) for c in ("train", "partition", "plan", "predict")
+                                                      for o in paths}
+    args = build_parser().parse_args(["train", "--max-params", "1000", "--label-spread", "2", "--row-shape", "10x10x10"])
+    assert (args.max_params, args.label_spread, args.row_shape) == (1000, 2, [10, 10, 10])
+
+
+def test_ttgnn_without_a_command_says_one_is_needed(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([])
+    assert exit_.value.code == 2 and "the following arguments are required: command" in capsys.readouterr().err
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    described = {choice.dest: choice.help for choice in sub._choices_actions}  # the commands in `ttgnn --help`
+    assert sorted(described) == sorted(sub.choices) and all(described.values())
+
+
+def test_plan_counts_each_world_size_and_needs_a_graph(capsys):
+    import json
+
+    assert main(["plan", "--nodes", "1000", "--dim", "16", "--rank", "4", "--world-size", "1", "2", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)
+    assert plans["1"]["tt"]["allreduce_bytes"] == 0 < plans["2"]["tt"]["allreduce_bytes"]
+    assert main(["plan"]) == 2
+    assert capsys.readouterr().err == "ttgnn plan: error: give --nodes N (with --avg-degree and --classes) or --dataset NAME\n"
+
+
+def test_partition_passes_its_seed_and_node_count(tmp_path, capsys):
+    import numpy as np
+
+    from ttgnn.data import load_dataset
+    from ttgnn.partition import hierarchical_order
+
+    edges = [[i, (i + 1) % 40] for i in range(40)]  # a ring of 40; nodes 40-59 have no edge
+    write_raw_dataset(tmp_path / "data" / "g", num_nodes=60, num_classes=3, edges=edges)
+    out = tmp_path / "order.npy"
+    assert main(["partition", "--dataset", "g", "--root", str(tmp_path / "data"), "--row-shape", "4,4,4",
+                 "--no-cache", "--method", "random", "--seed", "5", "--output", str(out)]) == 0
+    dataset = load_dataset("g", tmp_path / "data")
+    expected = hierarchical_order(dataset.edge_index, [4, 4, 4], method="random", seed=5, num_nodes=60).perm
+    assert np.array_equal(np.load(out), expected) and len(expected) == 60

@@ -148,6 +148,8 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
     assert re.fullmatch(
         rf"{re.escape(str(out))}: gat \+ tt on tiny, best epoch {recorded['best_epoch']}; accuracy: train [01]\.\d{{4}}, "
         rf"valid {recorded['best_valid_acc']:.4f}, test {recorded['test_acc']:.4f}", printed.splitlines()[0])
+    assert printed.splitlines()[1:] == [f"predicted classes of 300 nodes: {tmp_path / 'pred.csv.gz'}",
+                                        f"input table, 300 x 16 float32 rows in node-id order: {tmp_path / 'emb.npy'}"]
     with gzip.open(tmp_path / "pred.csv.gz", "rt") as fh:
         lines = fh.read().splitlines()
     assert lines[0] == "node,predicted_class,probability" and len(lines) == 301
