@@ -730,6 +730,20 @@ def test_partition_passes_its_seed_and_node_count(tmp_path, capsys):
     out = tmp_path / "order.npy"
     assert main(["partition", "--dataset", "g", "--root", str(tmp_path / "data"), "--row-shape", "4,4,4",
                  "--no-cache", "--method", "random", "--seed", "5", "--output", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    loaded = re.fullmatch(r"g: 60 nodes, 40 stored edges \(loaded in (\d+\.\d) s\); row shape \[4, 4, 4\]", first)
+    assert loaded and float(loaded.group(1)) < 600  # a duration, not a clock reading
     dataset = load_dataset("g", tmp_path / "data")
     expected = hierarchical_order(dataset.edge_index, [4, 4, 4], method="random", seed=5, num_nodes=60).perm
     assert np.array_equal(np.load(out), expected) and len(expected) == 60
+
+
+def test_the_help_quotes_the_label_input_threshold_it_uses():
+    import re
+
+    from ttgnn.cli import HelpFormatter
+    from ttgnn.config import LABEL_INPUT_MIN_TRAIN_FRACTION
+
+    shown = [HelpFormatter("ttgnn")._expand_help(action) for command, action in _options() if command == "train"]
+    shares = re.findall(r"(\d+)% of (?:a|the) graph", " ".join(shown))
+    assert len(shares) >= 3 and set(shares) == {f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}"}
