@@ -38,11 +38,12 @@ def write_raw_dataset(folder: Path, num_nodes: int = 60, num_classes: int = 3, s
     return folder
 
 
-def write_products_layout(root: Path, num_nodes: int = 40) -> Path:
-    """``root/ogbn_products``: a small graph (4 classes) in the layout of ogbn-products, which
-    ``load_dataset("ogbn-products", root)`` reads through ogb (its split kind ``sales_ranking``)."""
-    folder = root / "ogbn_products"
-    write_raw_dataset(folder, num_nodes=num_nodes, num_classes=4)
+def write_products_layout(root: Path, num_nodes: int = 40, *, folder: str = "ogbn_products", **layout) -> Path:
+    """``root/folder``: a small graph (4 classes) in the layout of ogbn-products, which
+    ``load_dataset("ogbn-products", root)`` reads through ogb (its split kind ``sales_ranking``);
+    ``layout``: :func:`write_raw_dataset`'s ``edges``, ``labels``, ``split``."""
+    folder = root / folder
+    write_raw_dataset(folder, num_nodes=num_nodes, num_classes=4, **layout)
     (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
     (folder / "RELEASE_v1.txt").write_text("test\n")
     return folder

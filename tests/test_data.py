@@ -20,6 +20,13 @@ PLANETOID = {  # name: (nodes, stored edges, classes, train, valid, test), from 
 }
 
 
+def _raised(error, call, *args, **kwargs) -> str:
+    """The message of the ``error`` that ``call(*args, **kwargs)`` raises."""
+    with pytest.raises(error) as err:
+        call(*args, **kwargs)
+    return str(err.value)
+
+
 def _copy_dataset(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
@@ -596,10 +603,8 @@ def test_an_empty_training_split_file_is_refused(tmp_path):
 
 def test_an_edge_file_of_three_columns_is_named(tmp_path):
     write_raw_dataset(tmp_path / "g", num_nodes=20, edges=[[0, 1, 2], [1, 2, 3]])
-    with pytest.raises(ValueError) as err:
-        load_dataset(tmp_path / "g")
-    assert str(err.value) == (f"corrupted dataset file {tmp_path / 'g' / 'raw' / 'edge.csv.gz'}: expected 2 "
-                              "columns, got (2, 3)")
+    assert _raised(ValueError, load_dataset, tmp_path / "g") == (
+        f"corrupted dataset file {tmp_path / 'g' / 'raw' / 'edge.csv.gz'}: expected 2 columns, got (2, 3)")
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -625,13 +630,10 @@ def test_planted_partition_edge_values_and_one_node_datasets():
 def test_label_file_errors_have_exact_messages(tmp_path):
     write_raw_dataset(tmp_path / "short", num_nodes=20, labels=[0, 1] * 9 + [2])
     path = tmp_path / "short" / "raw" / "node-label.csv.gz"
-    with pytest.raises(ValueError) as err:
-        load_dataset(tmp_path / "short")
-    assert str(err.value) == f"corrupted dataset file {path}: 19 labels for 20 nodes"
+    assert _raised(ValueError, load_dataset, tmp_path / "short") == f"corrupted dataset file {path}: 19 labels for 20 nodes"
     write_raw_dataset(tmp_path / "none", num_nodes=20, labels=[-1] * 20)
-    with pytest.raises(ValueError) as err:
-        load_dataset(tmp_path / "none")
-    assert str(err.value) == f"corrupted dataset file {tmp_path / 'none' / 'raw' / 'node-label.csv.gz'}: no node has a label"
+    assert _raised(ValueError, load_dataset, tmp_path / "none") == (
+        f"corrupted dataset file {tmp_path / 'none' / 'raw' / 'node-label.csv.gz'}: no node has a label")
 
 
 def test_an_ogb_label_beyond_the_datasets_classes_is_named(tmp_path):
@@ -639,10 +641,9 @@ def test_an_ogb_label_beyond_the_datasets_classes_is_named(tmp_path):
     labels = [i % 4 for i in range(60)]
     labels[5] = 47  # ogbn-products has 47 classes: 0..46
     write_csv(folder / "raw" / "node-label.csv.gz", labels)
-    with pytest.raises(ValueError) as err:
-        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert str(err.value) == (f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 6: label 47 is "
-                              "out of range (this dataset has 47 classes)")
+    assert _raised(ValueError, load_dataset, "ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache") == (
+        f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 6: label 47 is out of range (this "
+        "dataset has 47 classes)")
 
 
 def test_planted_partition_defaults_and_edges():
@@ -694,9 +695,7 @@ def test_planted_partition_sizes_splits_and_spread():
     (dict(train_frac=1.5, valid_frac=0.0), "need train_frac > 0, valid_frac >= 0, sum < 1; got 1.5, 0.0"),
 ])
 def test_planted_partition_refuses_bad_sizes_exactly(kwargs, message):
-    with pytest.raises(ValueError) as err:
-        planted_partition(100, **kwargs)
-    assert str(err.value) == message
+    assert _raised(ValueError, planted_partition, 100, **kwargs) == message
 
 
 def test_one_split_kind_loads_without_a_warning(tmp_path, caplog):
@@ -743,9 +742,8 @@ def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
 def test_papers100m_layout_refuses_bad_edges(tmp_path, edge_index, message):
     folder = tmp_path / "ogbn_papers100M"
     _write_papers_layout(folder, compressed=False, edges=edge_index)
-    with pytest.raises(ValueError) as err:
-        load_dataset("ogbn-papers100M", root=tmp_path)
-    assert str(err.value) == f"corrupted dataset file {folder / 'raw' / 'data.npz'}: {message}"
+    assert _raised(ValueError, load_dataset, "ogbn-papers100M", root=tmp_path) == (
+        f"corrupted dataset file {folder / 'raw' / 'data.npz'}: {message}")
 
 
 def test_papers100m_layout_never_unpickles_and_names_its_evaluator(tmp_path):
@@ -761,13 +759,6 @@ def test_papers100m_layout_never_unpickles_and_names_its_evaluator(tmp_path):
 
 
 # ---------------------------------------------------------------------- whole messages of the raw layout
-def _raised(error, call, *args, **kwargs) -> str:
-    """The message of the ``error`` that ``call(*args, **kwargs)`` raises."""
-    with pytest.raises(error) as err:
-        call(*args, **kwargs)
-    return str(err.value)
-
-
 def _label_rows(*first):
     """60 labels: ``first``, then -1 (unlabelled) for the rest."""
     return list(first) + [-1] * (60 - len(first))
@@ -1026,10 +1017,8 @@ def _serve_products(monkeypatch, tmp_path, **layout):
     from ogb.nodeproppred import dataset as ogb_dataset
 
     staging = tmp_path / "server"
-    folder = write_raw_dataset(staging / "products", **{"num_nodes": 40, "num_classes": 4, **layout})
-    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
+    folder = write_products_layout(staging, folder="products", **layout)  # the zip's folder name
     write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 1] for i in range(40)])  # integers: ogb reads int64
-    (folder / "RELEASE_v1.txt").write_text("1\n")
     urls = []
 
     def download_url(url, into):
