@@ -29,6 +29,17 @@ def test_bench_lookup_small_run(regime, tmp_path):
     assert f"malloc {regime}" in proc.stdout and "| arxiv | 4 | 2,000 |" in proc.stdout
 
 
+def test_exit_race_counts_aborted_ranks_per_mode(tmp_path):
+    # One run of each mode on an idle machine: the plain mode may or may not abort (it did in
+    # 16 of 100 loaded runs), the kept handles never; the script fails if they do.
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "exit_race.py"), "--runs", "1", "--hogs", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    table = proc.stdout[proc.stdout.index("| mode |"):].splitlines()
+    assert table[2].startswith("| plain | 1 | ") and table[2].endswith(" | 0 |")
+    assert table[3] == "| kept | 1 | 0 | 0 |"
+
+
 def _run(embedding, rank, test_acc, init="ortho", vectors=None):
     return {"dataset": "cora", "model": "sage", "label_input": False, "embedding": embedding, "rank": rank,
             "test_acc": test_acc, "compression_ratio": 100.0 if rank else 1.0, "epoch_time": 0.1,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -133,10 +134,18 @@ def test_rank_1_of_a_gloo_group_sums_broadcasts_and_averages_gradients(peer, cap
                     raise KeyError("inner")
             assert dist.is_initialized()
             # float64: 2^25 + 1 is exact (not in float32)
+            kept = tdist._FINISHED_WORK
+            kept.clear()
             assert tdist.all_reduce_sums({"loss": 0.25, "count": 1.0}) == {"loss": 10.25, "count": 2.0 ** 25 + 1}
             assert tdist.all_reduce_sums({}) == {}
+            # The handle (and with it the summed tensor) is kept: this thread, not gloo's, frees it.
+            assert [w.result()[0].tolist() for w in kept] == [[10.25, 2.0 ** 25 + 1]]
             assert tdist.broadcast_object({"from": 1}) == {"from": 0, "best": 0.9}
             assert tdist.broadcast_object({"from": 1, "epoch": 7}, src=1) == {"from": 1, "epoch": 7}
+            # Each broadcast kept its size's and its payload's handles; the payloads' memory is freed.
+            sizes = [len(pickle.dumps({"from": 0, "best": 0.9})), len(pickle.dumps({"from": 1, "epoch": 7}))]
+            assert [w.result()[0].tolist() for w in list(kept)[1::2]] == [[size] for size in sizes]
+            assert [w.result()[0].untyped_storage().nbytes() for w in list(kept)[2::2]] == [0, 0]
             tdist.configure_logging()
             filters = [f for f in handler.filters if isinstance(f, tdist._RankFilter)]
             assert [(f.rank, f.min_level) for f in filters] == [(1, logging.WARNING)]
@@ -302,6 +311,16 @@ class _Work:
 
     def wait(self):
         self.waited = True
+
+
+def test_a_barrier_waits_and_keeps_its_handle(monkeypatch):
+    work = _Work()
+    barrier = Recorder(result=work)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "barrier", barrier)
+    monkeypatch.setattr(tdist, "_FINISHED_WORK", [])
+    tdist.barrier()
+    assert barrier.calls == [((), {"async_op": True})] and work.waited and tdist._FINISHED_WORK == [work]
 
 
 def test_teardown_waits_at_a_barrier_keeps_its_handle_and_destroys_the_group(monkeypatch, caplog):

@@ -46,11 +46,13 @@ Example (what ``ttgnn train`` does under ``torchrun``)::
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime
 import inspect
 import logging
 import os
+import pickle
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,8 +301,25 @@ def setup(device: Union[str, torch.device] = "auto", backend: Optional[str] = No
     return DistContext(info, backend, dev)
 
 
-# Handles of the barriers run by teardown(), freed by the main thread at exit (see teardown).
-_FINISHED_WORK: list = []
+#: Handles of this process's latest collectives (see :func:`_wait_and_keep`).
+_FINISHED_WORK: collections.deque = collections.deque(maxlen=16)
+
+
+def _wait_and_keep(work) -> None:
+    """Wait for a collective started with ``async_op=True`` and keep its handle.
+
+    Why: gloo's worker thread drops its reference to a finished collective a moment after the
+    caller's ``wait()`` has returned. When that reference is the last one, the worker frees the
+    tensors the collective used, and freeing tensors that Python has seen takes the GIL. If the
+    process was already shutting down (a rank leaving right after its last collective, as on a
+    diverged run), the worker was killed inside that destructor and the rank aborted ("terminate
+    called without an active exception": 16 of 100 loaded runs of ``benchmarks/exit_race.py``, 0 of
+    100 with this). Holding the handle here makes the main thread, not the worker, free the
+    collective and its tensors. Each worker thread lets go of one collective before it takes the
+    next, so the last few handles suffice.
+    """
+    work.wait()
+    _FINISHED_WORK.append(work)
 
 
 def teardown(wait: bool = True) -> None:
@@ -311,20 +330,13 @@ def teardown(wait: bool = True) -> None:
             error, where the peers may be stuck elsewhere and a barrier would hang.
             (default: ``True``)
 
-    Why the barrier, and why its handle is kept: gloo frees a finished collective on its worker
-    thread a moment after the caller's ``wait()`` has returned, and freeing tensors that Python
-    has seen takes the GIL. When a rank's last collective was a broadcast and the interpreter was
-    already shutting down, the worker was killed inside that destructor and the rank aborted
-    ("terminate called without an active exception", about 1 run in 10 on a loaded machine).
-    A barrier holds (weak) references to the work queued before it, so keeping the barrier's
-    handle until the interpreter exits makes the main thread, not the worker, free that work.
+    The collectives of this module keep their handles (:func:`_wait_and_keep`), so a rank may
+    leave on an error right after one of them.
     """
     if dist.is_available() and dist.is_initialized():
         if wait:
             try:
-                work = dist.barrier(async_op=True)
-                work.wait()
-                _FINISHED_WORK.append(work)
+                _wait_and_keep(dist.barrier(async_op=True))
             except RuntimeError as exc:  # DistBackendError included: a peer is gone, nothing to wait for
                 log.warning("barrier before destroying the process group failed: %s", exc)
         dist.destroy_process_group()
@@ -370,16 +382,44 @@ def is_main_process() -> bool:
 def barrier() -> None:
     """Wait for all ranks (no-op without a process group)."""
     if _active():
-        dist.barrier()
+        _wait_and_keep(dist.barrier(async_op=True))
+
+
+def _collective_device() -> torch.device:
+    """Where a collective's tensors must live: the current GPU for NCCL, else the CPU."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def broadcast_object(obj: Any, src: int = 0) -> Any:
-    """``obj`` of rank ``src`` on every rank (picklable objects; no-op without a process group)."""
+    """``obj`` of rank ``src`` on every rank (picklable objects; no-op without a process group).
+
+    The wire format of :func:`torch.distributed.broadcast_object_list` with one object (its pickled
+    size as an int64 tensor, then the pickle as a uint8 tensor), so a peer may use either; unlike
+    it, the collectives' handles are kept (:func:`_wait_and_keep`), and the payload's memory is
+    released once the object is read (it can be a whole checkpoint).
+    """
     if not _active():
         return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=src)
-    return box[0]
+    device = _collective_device()
+    is_src = dist.get_rank() == src
+    payload = pickle.dumps(obj) if is_src else b""
+    size = torch.tensor([len(payload)], dtype=torch.int64, device=device)
+    _wait_and_keep(dist.broadcast(size, src=src, async_op=True))
+    if is_src:  # a copy that torch owns: a tensor over a Python buffer would free it under the GIL
+        data = torch.frombuffer(bytearray(payload), dtype=torch.uint8).to(device, copy=True)
+    else:
+        data = torch.empty(int(size.item()), dtype=torch.uint8, device=device)
+    _wait_and_keep(dist.broadcast(data, src=src, async_op=True))
+    if not is_src:  # copied out (data.numpy() would pin data's memory) and read
+        received = np.empty(data.numel(), dtype=np.uint8)
+        torch.from_numpy(received).copy_(data)
+        obj = pickle.loads(received)
+    elif device.type == "cuda":  # NCCL's wait() only orders the stream: let the send finish first
+        torch.cuda.current_stream(device).synchronize()
+    data.untyped_storage().resize_(0)
+    return obj
 
 
 def all_reduce_sums(values: Mapping[str, float], device: Optional[torch.device] = None) -> dict[str, float]:
@@ -400,10 +440,9 @@ def all_reduce_sums(values: Mapping[str, float], device: Optional[torch.device] 
     if not _active() or not names:
         return {k: float(values[k]) for k in names}
     if device is None:
-        device = (torch.device("cuda", torch.cuda.current_device())
-                  if dist.get_backend() == "nccl" else torch.device("cpu"))
+        device = _collective_device()
     buf = torch.tensor([float(values[k]) for k in names], dtype=torch.float64, device=device)
-    dist.all_reduce(buf, op=dist.ReduceOp.SUM)
+    _wait_and_keep(dist.all_reduce(buf, op=dist.ReduceOp.SUM, async_op=True))
     return {k: float(v) for k, v in zip(names, buf.tolist())}
 
 
