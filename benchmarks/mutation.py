@@ -74,7 +74,7 @@ MODULES = {
     "allocator": (["ttgnn/allocator.py"], ["tests/test_allocator.py"]),
     # the tests on real graphs (marked data) stay out as everywhere: small graphs in OGB's layouts test the
     # loaders; the whole module: about 25 minutes on 2 cores
-    "data": (["ttgnn/data.py"], ["tests/test_data.py"]),
+    "data": (["ttgnn/data.py"], ["tests/test_data.py", "tests/test_data_ogb.py"]),
     "config": (["ttgnn/config.py"], ["tests/test_config.py", "tests/test_sampled_eval.py", "tests/test_from_full.py",
                                      "tests/test_train_resume.py"]),
     # the command line: its own tests and those that call main() (plan, predict, upgrade-checkpoint); the

@@ -1,16 +1,15 @@
-"""Tests of ttgnn.data: OGB and raw-layout loading, symmetrisation, errors, synthetic graphs."""
-import gzip
-import os
+"""Tests of ttgnn.data: raw-layout and binary-layout loading, symmetrisation, errors, synthetic graphs
+(the OGB loader: test_data_ogb.py)."""
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from messages import logged, raised
+from raw_layout import write_csv, write_raw_dataset
 from ttgnn.data import NodeDataset, load_dataset, planted_partition, resolve_root, symmetric_csr
 
 PLANETOID = {  # name: (nodes, stored edges, classes, train, valid, test), from data/README.md
@@ -18,13 +17,6 @@ PLANETOID = {  # name: (nodes, stored edges, classes, train, valid, test), from 
     "citeseer": (3327, 4552, 6, 120, 500, 1000),
     "pubmed": (19717, 44324, 3, 60, 500, 1000),
 }
-
-
-def _raised(error, call, *args, **kwargs) -> str:
-    """The message of the ``error`` that ``call(*args, **kwargs)`` raises."""
-    with pytest.raises(error) as err:
-        call(*args, **kwargs)
-    return str(err.value)
 
 
 def _copy_dataset(src: Path, dst: Path) -> Path:
@@ -58,32 +50,6 @@ def test_planetoid_loads(data_root, name):
 
 
 @pytest.mark.data
-def test_ogbn_arxiv_offline_without_writing_root(data_root, tmp_path):
-    before = sorted(str(p) for p in (data_root / "ogbn_arxiv").rglob("*"))
-    ds = load_dataset("ogbn-arxiv", data_root, cache_dir=tmp_path)
-    assert (ds.num_nodes, ds.num_edges, ds.num_classes) == (169_343, 1_166_243, 40)
-    assert [len(ds.split[k]) for k in ("train", "valid", "test")] == [90_941, 29_799, 48_603]
-    assert ds.evaluator_name == "ogbn-arxiv" and ds.features is None
-    assert (tmp_path / "ogb" / "ogbn_arxiv" / "processed").is_dir()
-    # Second load reads ogb's processed file (the torch weights_only pitfall) and gives the same data.
-    again = load_dataset("ogbn-arxiv", data_root, cache_dir=tmp_path)
-    assert np.array_equal(again.edge_index, ds.edge_index)
-    assert torch.equal(again.labels, ds.labels)
-    assert sorted(str(p) for p in (data_root / "ogbn_arxiv").rglob("*")) == before
-
-
-@pytest.mark.data
-def test_ogb_folder_without_release_file_does_not_prompt(data_root, tmp_path):
-    root = tmp_path / "root"
-    src = data_root / "ogbn_arxiv"
-    (root / "ogbn_arxiv").mkdir(parents=True)
-    for sub in ("raw", "split"):
-        (root / "ogbn_arxiv" / sub).symlink_to(src / sub)
-    ds = load_dataset("ogbn-arxiv", root, cache_dir=tmp_path / "cache")  # would call input() otherwise
-    assert ds.num_nodes == 169_343
-
-
-@pytest.mark.data
 def test_corrupted_raw_file_names_the_file(data_root, tmp_path):
     folder = _copy_dataset(data_root / "cora", tmp_path / "cora")
     edge_file = folder / "raw" / "edge.csv.gz"
@@ -95,25 +61,6 @@ def test_corrupted_raw_file_names_the_file(data_root, tmp_path):
     edge_file.write_bytes(data)
     with pytest.raises(FileNotFoundError, match="node-label.csv.gz"):
         load_dataset(str(folder))
-
-
-@pytest.mark.data
-def test_corrupted_ogb_file_names_the_file(data_root, tmp_path):
-    root = tmp_path / "root"
-    folder = root / "ogbn_arxiv"
-    folder.mkdir(parents=True)
-    (folder / "RELEASE_v1.txt").write_text("x")
-    (folder / "split").symlink_to(data_root / "ogbn_arxiv" / "split")
-    (folder / "raw").mkdir()
-    for path in (data_root / "ogbn_arxiv" / "raw").iterdir():
-        (folder / "raw" / path.name).symlink_to(path)
-    (folder / "raw" / "node-label.csv.gz").unlink()
-    with gzip.open(folder / "raw" / "node-label.csv.gz", "wt") as fh:
-        fh.write("1\n2\n")
-    raw = (folder / "raw" / "node-label.csv.gz").read_bytes()
-    (folder / "raw" / "node-label.csv.gz").write_bytes(raw[:-6])  # cut the gzip trailer
-    with pytest.raises(ValueError, match="node-label.csv.gz"):
-        load_dataset("ogbn-arxiv", root, cache_dir=tmp_path / "cache")
 
 
 def test_missing_dataset_and_unknown_ogb_name(tmp_path):
@@ -217,7 +164,6 @@ def test_a_dataset_built_in_python_without_training_nodes_is_for_evaluation_only
 
 
 # ---------------------------------------------------------------------- bad values in raw files
-from raw_layout import write_csv, write_products_layout, write_raw_dataset  # noqa: E402
 
 
 def test_raw_folder_loads(tmp_path):
@@ -421,91 +367,6 @@ def test_papers100m_layout_errors_name_the_file(tmp_path):
         load_dataset("ogbn-papers100M", root=other)
 
 
-def test_products_csv_layout_loads_through_ogb(tmp_path):
-    folder = tmp_path / "ogbn_products"
-    write_raw_dataset(folder, num_nodes=40, num_classes=4)
-    (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
-    (folder / "RELEASE_v1.txt").write_text("test\n")
-    ds = load_dataset("ogbn-products", root=tmp_path, cache_dir=tmp_path / "cache")
-    assert ds.num_nodes == 40 and ds.evaluator_name == "ogbn-products" and ds.num_classes == 47
-    assert sorted(torch.cat(list(ds.split.values())).tolist()) == list(range(40))
-    indptr, indices = ds.csr()
-    assert indices.dtype == np.int32 and indptr[-1] == indices.shape[0] > 0
-
-
-def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path, caplog):
-    """Two trainings started at once on a fresh cache both cleared ogb's processed files (one
-    crashed on a file the other had removed); the second now waits and reads the first's files."""
-    import fcntl
-    import threading
-
-    write_products_layout(tmp_path / "root")
-    cache = tmp_path / "cache"
-    lock = cache / "ogb" / ".ogbn_products.lock"
-    lock.parent.mkdir(parents=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)  # another process is preparing the dataset
-    result = []
-    with caplog.at_level("WARNING"):
-        loader = threading.Thread(target=lambda: result.append(
-            load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)))
-        loader.start()
-        loader.join(timeout=2)
-        assert loader.is_alive() and not (cache / "ogb" / "ogbn_products").exists()
-        os.close(fd)
-        loader.join(timeout=120)
-    assert not loader.is_alive() and result[0].num_nodes == 40
-    assert any("waiting for another process that is preparing ogbn-products" in r.getMessage()
-               for r in caplog.records)
-
-
-def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
-    """A kill while ogb writes its processed file leaves no stamp, so the next load starts over
-    (the stamp used to be written first: the next load met a half-written file and failed)."""
-    write_products_layout(tmp_path / "root")
-    reference = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "other")
-    cache = tmp_path / "cache"
-    saved_save = torch.save
-
-    def killed_save(obj, f, *args, **kwargs):
-        Path(f).write_bytes(b"half a file")
-        raise KeyboardInterrupt  # the process dies here
-
-    monkeypatch.setattr(torch, "save", killed_save)
-    with pytest.raises(KeyboardInterrupt):
-        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
-    processed = cache / "ogb" / "ogbn_products" / "processed"
-    assert any(processed.iterdir()) and not (processed / "ttgnn-source.txt").exists()
-    monkeypatch.setattr(torch, "save", saved_save)
-    again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
-    assert np.array_equal(again.edge_index, reference.edge_index) and torch.equal(again.labels, reference.labels)
-    assert (processed / "ttgnn-source.txt").is_file()
-
-
-def test_concurrent_processes_load_one_fresh_ogb_cache(tmp_path):
-    """Three processes on one fresh cache: one builds ogb's processed file, the others wait and
-    read it. Building is slowed to 4 s so that, without the lock, all three would build at once."""
-    write_products_layout(tmp_path / "root")
-    code = ("import os, sys, time\n"
-            "from ogb.nodeproppred import dataset as ogb_dataset\n"
-            "original = ogb_dataset.NodePropPredDataset.pre_process\n"
-            "def slow(self):\n"
-            "    if not os.path.exists(os.path.join(self.root, 'processed', 'data_processed')):\n"
-            "        print('BUILDS', file=sys.stderr, flush=True)\n"
-            "        time.sleep(4)\n"
-            "    return original(self)\n"
-            "ogb_dataset.NodePropPredDataset.pre_process = slow\n"
-            "from ttgnn.data import load_dataset\n"
-            "ds = load_dataset('ogbn-products', root=sys.argv[1], cache_dir=sys.argv[2])\n"
-            "print(ds.num_nodes, int(ds.labels.sum()))\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "root"), str(tmp_path / "cache")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    outputs = [proc.communicate(timeout=300) for proc in procs]
-    assert [proc.returncode for proc in procs] == [0, 0, 0], [err[-2000:] for _, err in outputs]
-    assert len({out for out, _ in outputs}) == 1 and outputs[0][0].split()[0] == "40"
-    assert sum("BUILDS" in err for _, err in outputs) == 1
-
-
 def test_an_empty_or_missing_dataset_name_is_refused_before_the_root_is_read(tmp_path):
     # An empty name used to read the root itself as a dataset folder ("dataset folder not found: ROOT/raw").
     for name in ("", "  "):
@@ -558,41 +419,6 @@ def test_planted_partition_names_a_bad_seed(seed):
         planted_partition(100, num_classes=2, seed=seed)
 
 
-@pytest.mark.parametrize("release", [None, "RELEASE_v1.txt", "RELEASE_v2.txt"])
-def test_any_release_file_or_none_loads_without_a_prompt(tmp_path, release):
-    """ogb asks on stdin whether to delete a folder that lacks the release file of the version it
-    knows; a folder naming another release (v2 here, a newer download) made it ask before, which
-    read as 'EOFError: EOF when reading a line' without a terminal."""
-    folder = write_products_layout(tmp_path / "root")
-    (folder / "RELEASE_v1.txt").unlink()
-    if release is not None:
-        (folder / release).write_text("a release\n")
-    ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert ds.num_nodes == 40 and (tmp_path / "cache" / "ogb" / "ogbn_products" / "RELEASE_v1.txt").is_file()
-
-
-def test_ogb_cache_is_reused_while_the_source_holds_and_rebuilt_when_it_changes(tmp_path, monkeypatch):
-    from ogb.nodeproppred import dataset as ogb_dataset
-
-    folder = write_products_layout(tmp_path / "root")
-    builds = []
-    original = ogb_dataset.NodePropPredDataset.pre_process
-
-    def counted(self):
-        if not (Path(self.root) / "processed" / "data_processed").exists():
-            builds.append(self.root)
-        return original(self)
-
-    monkeypatch.setattr(ogb_dataset.NodePropPredDataset, "pre_process", counted)
-    first = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert len(builds) == 1 and torch.equal(first.labels, again.labels)  # the cache is reused
-    new_labels = [(label + 1) % 4 for label in first.labels.tolist()]
-    write_csv(folder / "raw" / "node-label.csv.gz", new_labels)  # the source changes
-    changed = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert len(builds) == 2 and changed.labels.tolist() == new_labels
-
-
 def test_an_empty_training_split_file_is_refused(tmp_path):
     write_raw_dataset(tmp_path / "g", num_nodes=20, split={"train": [], "valid": [1, 2], "test": [3, 4]})
     with pytest.raises(ValueError, match=r"train\.csv\.gz: it holds no lines \(empty or blank\)$"):
@@ -603,7 +429,7 @@ def test_an_empty_training_split_file_is_refused(tmp_path):
 
 def test_an_edge_file_of_three_columns_is_named(tmp_path):
     write_raw_dataset(tmp_path / "g", num_nodes=20, edges=[[0, 1, 2], [1, 2, 3]])
-    assert _raised(ValueError, load_dataset, tmp_path / "g") == (
+    assert raised(ValueError, load_dataset, tmp_path / "g") == (
         f"corrupted dataset file {tmp_path / 'g' / 'raw' / 'edge.csv.gz'}: expected 2 columns, got (2, 3)")
 
 
@@ -630,20 +456,10 @@ def test_planted_partition_edge_values_and_one_node_datasets():
 def test_label_file_errors_have_exact_messages(tmp_path):
     write_raw_dataset(tmp_path / "short", num_nodes=20, labels=[0, 1] * 9 + [2])
     path = tmp_path / "short" / "raw" / "node-label.csv.gz"
-    assert _raised(ValueError, load_dataset, tmp_path / "short") == f"corrupted dataset file {path}: 19 labels for 20 nodes"
+    assert raised(ValueError, load_dataset, tmp_path / "short") == f"corrupted dataset file {path}: 19 labels for 20 nodes"
     write_raw_dataset(tmp_path / "none", num_nodes=20, labels=[-1] * 20)
-    assert _raised(ValueError, load_dataset, tmp_path / "none") == (
+    assert raised(ValueError, load_dataset, tmp_path / "none") == (
         f"corrupted dataset file {tmp_path / 'none' / 'raw' / 'node-label.csv.gz'}: no node has a label")
-
-
-def test_an_ogb_label_beyond_the_datasets_classes_is_named(tmp_path):
-    folder = write_products_layout(tmp_path / "root", num_nodes=60)  # more labelled nodes than classes
-    labels = [i % 4 for i in range(60)]
-    labels[5] = 47  # ogbn-products has 47 classes: 0..46
-    write_csv(folder / "raw" / "node-label.csv.gz", labels)
-    assert _raised(ValueError, load_dataset, "ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache") == (
-        f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 6: label 47 is out of range (this "
-        "dataset has 47 classes)")
 
 
 def test_planted_partition_defaults_and_edges():
@@ -695,7 +511,7 @@ def test_planted_partition_sizes_splits_and_spread():
     (dict(train_frac=1.5, valid_frac=0.0), "need train_frac > 0, valid_frac >= 0, sum < 1; got 1.5, 0.0"),
 ])
 def test_planted_partition_refuses_bad_sizes_exactly(kwargs, message):
-    assert _raised(ValueError, planted_partition, 100, **kwargs) == message
+    assert raised(ValueError, planted_partition, 100, **kwargs) == message
 
 
 def test_one_split_kind_loads_without_a_warning(tmp_path, caplog):
@@ -719,20 +535,6 @@ def test_a_csr_only_dataset_counts_undirected_edges():
     assert csr_only.num_edges == indices.shape[0] // 2 and isinstance(csr_only.num_edges, int)
 
 
-def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
-    """One cache, the same dataset name under two roots (a folder moved or replaced): the mirror's
-    links and ogb's processed files follow the root loaded."""
-    write_products_layout(tmp_path / "a")
-    second = write_products_layout(tmp_path / "b")
-    write_csv(second / "raw" / "node-label.csv.gz", [(i + 1) % 4 for i in range(40)])
-    a = load_dataset("ogbn-products", root=tmp_path / "a", cache_dir=tmp_path / "cache")
-    shutil.rmtree(tmp_path / "a")  # the mirror's links now point nowhere
-    b = load_dataset("ogbn-products", root=tmp_path / "b", cache_dir=tmp_path / "cache")
-    assert a.labels.tolist() == [i % 4 for i in range(40)] and b.labels.tolist() == [(i + 1) % 4 for i in range(40)]
-    link = tmp_path / "cache" / "ogb" / "ogbn_products" / "raw" / "node-label.csv.gz"
-    assert link.is_symlink() and Path(os.readlink(link)) == (second / "raw" / "node-label.csv.gz").resolve()
-
-
 @pytest.mark.parametrize("edge_index,message", [
     (np.array([[0, 1], [2, 50]]), "edge_index has node ids outside [0, 50)"),
     (np.array([[0, -1], [2, 3]]), "edge_index has node ids outside [0, 50)"),
@@ -742,7 +544,7 @@ def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
 def test_papers100m_layout_refuses_bad_edges(tmp_path, edge_index, message):
     folder = tmp_path / "ogbn_papers100M"
     _write_papers_layout(folder, compressed=False, edges=edge_index)
-    assert _raised(ValueError, load_dataset, "ogbn-papers100M", root=tmp_path) == (
+    assert raised(ValueError, load_dataset, "ogbn-papers100M", root=tmp_path) == (
         f"corrupted dataset file {folder / 'raw' / 'data.npz'}: {message}")
 
 
@@ -787,14 +589,14 @@ def test_bad_raw_values_have_whole_messages(tmp_path, file, rows, message):
     folder = write_raw_dataset(tmp_path / "g")
     write_csv(folder / file, rows)
     expected = "corrupted dataset file " + message.format(path=folder / file)
-    assert _raised(ValueError, load_dataset, folder) == expected
+    assert raised(ValueError, load_dataset, folder) == expected
 
 
 def test_a_truncated_raw_file_has_a_whole_message(tmp_path):
     folder = write_raw_dataset(tmp_path / "g")
     edges = folder / "raw" / "edge.csv.gz"
     edges.write_bytes(edges.read_bytes()[:-6])  # a gzip without its trailer
-    assert _raised(ValueError, load_dataset, folder) == (
+    assert raised(ValueError, load_dataset, folder) == (
         f"corrupted dataset file {edges}: Compressed file ended before the end-of-stream marker was reached")
 
 
@@ -802,7 +604,7 @@ def test_a_huge_count_is_read_exactly_not_through_floats(tmp_path):
     folder = write_raw_dataset(tmp_path / "g")
     write_csv(folder / "raw" / "num-edge-list.csv.gz", [2 ** 62 + 1])  # a float64 reads 2**62
     raw = folder / "raw"
-    assert _raised(ValueError, load_dataset, folder) == (
+    assert raised(ValueError, load_dataset, folder) == (
         f"corrupted dataset: {raw / 'edge.csv.gz'} holds 360 edges, but {raw / 'num-edge-list.csv.gz'} says "
         "4,611,686,018,427,387,905 (a truncated or mismatched file?)")
 
@@ -824,12 +626,12 @@ def test_missing_raw_files_and_folders_have_whole_messages(tmp_path, remove, err
     folder = write_raw_dataset(tmp_path / "g")
     path = folder / remove
     shutil.rmtree(path) if path.is_dir() else path.unlink()
-    assert _raised(error, load_dataset, folder) == message.format(folder=folder)
+    assert raised(error, load_dataset, folder) == message.format(folder=folder)
 
 
 def test_a_node_listed_many_times_names_its_first_five_places(tmp_path):
     folder = write_raw_dataset(tmp_path / "g", split={"train": [0, 1], "valid": [2] + [3] * 7, "test": [4]})
-    assert _raised(ValueError, load_dataset, folder) == (
+    assert raised(ValueError, load_dataset, folder) == (
         f"corrupted split file {folder / 'split' / 'random' / 'valid.csv.gz'}: node 3 is listed more than once "
         "(lines 2, 3, 4, 5, 6); 6 repeated entries in all")
 
@@ -879,12 +681,12 @@ def test_the_dgl_graph_has_self_loops_and_edge_ids_by_default():
      ValueError, "the training split t.csv.gz is empty"),
 ])
 def test_a_dataset_built_in_python_has_whole_messages(change, error, message):
-    assert _raised(error, _built, **change) == message
+    assert raised(error, _built, **change) == message
 
 
 def test_a_csr_of_another_node_count_is_refused():
     other = planted_partition(12, num_classes=3, seed=0).csr()
-    assert _raised(ValueError, _built, edge_index=None, _csr=other) == "the CSR has 12 nodes, num_nodes is 10"
+    assert raised(ValueError, _built, edge_index=None, _csr=other) == "the CSR has 12 nodes, num_nodes is 10"
 
 
 def test_planted_partition_draws_random_ends_from_every_node():
@@ -912,189 +714,17 @@ def test_the_cache_directory_defaults_to_the_users_cache(tmp_path, monkeypatch):
 def test_a_name_not_found_under_a_crowded_root_lists_twenty_datasets(tmp_path, count, shown):
     for i in range(count):
         (tmp_path / f"g{i:02d}" / "raw").mkdir(parents=True)
-    assert _raised(FileNotFoundError, load_dataset, "nothing-like-these", tmp_path) == (
+    assert raised(FileNotFoundError, load_dataset, "nothing-like-these", tmp_path) == (
         f"dataset folder not found: {tmp_path / 'nothing-like-these'} (root {tmp_path} holds {shown}; "
         "set --root or $TTGNN_DATA)")
 
 
 def test_load_dataset_refuses_bad_names_with_whole_messages(tmp_path):
-    assert _raised(TypeError, load_dataset, 3, tmp_path) == "name must be a dataset name or a folder path, got int"
-    assert _raised(ValueError, load_dataset, " ", tmp_path) == (
+    assert raised(TypeError, load_dataset, 3, tmp_path) == "name must be a dataset name or a folder path, got int"
+    assert raised(ValueError, load_dataset, " ", tmp_path) == (
         'name is empty: give a dataset name ("ogbn-arxiv", "cora"...) or a folder path')
-    assert _raised(FileNotFoundError, load_dataset, str(tmp_path / "absent"), tmp_path) == (
+    assert raised(FileNotFoundError, load_dataset, str(tmp_path / "absent"), tmp_path) == (
         f"dataset folder not found: {tmp_path / 'absent'}")
-
-
-# ---------------------------------------------------------------------- the ogb loader's branches
-def _ogb_messages(caplog) -> list:
-    return [r.getMessage() for r in caplog.records if r.name == "ttgnn.data"]
-
-
-def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplog):
-    import ogb.utils.url as ogb_url
-    from ogb.nodeproppred import dataset as ogb_dataset
-
-    folder = write_products_layout(tmp_path / "root")
-    write_csv(folder / "mapping" / "nodeidx2asin.csv.gz", [[i, f"a{i}"] for i in range(40)])
-    decide = ogb_dataset.decide_download
-    target = tmp_path / "cache" / "ogb" / "ogbn_products"
-    with caplog.at_level("INFO", logger="ttgnn.data"):
-        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert _ogb_messages(caplog) == [
-        f"loading ogbn-products offline from {folder} (ogb cache {target})",
-        "ogb: Loading necessary files...", "ogb: This might take a while.", "ogb: Processing graphs...",
-        "ogb: Saving..."]  # ogb's prints, into the log
-    assert ogb_dataset.decide_download is decide is ogb_url.decide_download  # ogb is left as found
-    link = target / "mapping" / "nodeidx2asin.csv.gz"
-    assert link.is_symlink() and Path(os.readlink(link)) == (folder / "mapping" / "nodeidx2asin.csv.gz").resolve()
-    assert (target / "RELEASE_v1.txt").read_text() == "mirrored by ttgnn\n"  # ogb's marker, written by us
-
-
-def test_a_file_added_to_an_ogb_folder_joins_the_mirror(tmp_path):
-    folder = write_products_layout(tmp_path / "root")
-    assert load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache").features is None
-    write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 0.5] for i in range(40)])
-    ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert ds.features.dtype == torch.float32 and ds.features[:3, 0].tolist() == [0.0, 1.0, 2.0]
-
-
-def test_a_changed_split_is_read_without_processing_ogbs_files_again(tmp_path):
-    folder = write_products_layout(tmp_path / "root")
-    first = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
-    built = processed.stat().st_mtime_ns
-    test_file = folder / "split" / "sales_ranking" / "test.csv.gz"
-    write_csv(test_file, first.split["test"].tolist()[1:])
-    again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert again.split["test"].tolist() == first.split["test"].tolist()[1:]  # ogb reads the split on every load
-    assert processed.stat().st_mtime_ns == built  # its processed graph and labels kept
-
-
-def test_ogb_errors_name_the_source(tmp_path):
-    folder = write_products_layout(tmp_path / "root")
-    load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    split = folder / "split" / "sales_ranking"
-    good = (split / "valid.csv.gz").read_bytes()
-    write_csv(split / "valid.csv.gz", [1, 1])
-    assert _raised(ValueError, load_dataset, **load) == (
-        f"corrupted split file {folder / 'split'}/valid (as read by ogb): node 1 is listed more than once "
-        "(lines 1, 2); 1 repeated entries in all")
-    (split / "valid.csv.gz").write_bytes(good[:-6])  # a gzip without its trailer: ogb fails, the file is named
-    assert _raised(ValueError, load_dataset, **load) == (
-        f"corrupted dataset file {split / 'valid.csv.gz'}: Compressed file ended before the end-of-stream marker "
-        "was reached")
-    (split / "valid.csv.gz").write_bytes(good)
-    (folder / "raw" / "edge.csv.gz").unlink()
-    assert _raised(FileNotFoundError, load_dataset, **load) == f"dataset file not found: {folder}/raw/edge.csv.gz"
-
-
-def test_a_broken_processed_ogb_file_is_removed_after_naming_it(tmp_path):
-    folder = write_products_layout(tmp_path / "root")
-    load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    reference = load_dataset(**load)
-    processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
-    processed.write_bytes(b"garbage")  # e.g. a full disk; the stamp still matches the source
-    assert _raised(ValueError, load_dataset, **load) == (
-        f"ogb could not load ogbn-products from {folder}: UnpicklingError: pickle data was truncated")
-    assert not processed.exists()  # so the next load builds it again
-    assert torch.equal(load_dataset(**load).labels, reference.labels)
-
-
-def test_an_ogb_cache_folder_that_cannot_be_created_is_named_with_its_errno(tmp_path):
-    import errno
-
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(NotADirectoryError) as err:
-        load_dataset("ogbn-arxiv", tmp_path, cache_dir=tmp_path / "file" / "cache")
-    assert err.value.errno == errno.ENOTDIR and str(err.value) == (
-        f"[Errno {errno.ENOTDIR}] cannot create the cache folder {tmp_path}/file/cache/ogb, where ogb writes its "
-        "processed files (Not a directory); choose another with --cache-dir")
-
-
-def _serve_products(monkeypatch, tmp_path, **layout):
-    """ogb's download of ogbn-products replaced by a zip of a small graph in its layout (``layout``:
-    :func:`write_raw_dataset`'s keywords); the zip's path is returned as ogb's download_url does."""
-    from ogb.nodeproppred import dataset as ogb_dataset
-
-    staging = tmp_path / "server"
-    folder = write_products_layout(staging, folder="products", **layout)  # the zip's folder name
-    write_csv(folder / "raw" / "node-feat.csv.gz", [[i, 1] for i in range(40)])  # integers: ogb reads int64
-    urls = []
-
-    def download_url(url, into):
-        urls.append(url)
-        return shutil.make_archive(str(Path(into) / "products"), "zip", root_dir=staging, base_dir="products")
-
-    monkeypatch.setattr(ogb_dataset, "download_url", download_url)
-    return urls
-
-
-def test_an_ogb_dataset_not_under_the_root_is_downloaded_into_the_cache(tmp_path, monkeypatch, caplog):
-    urls = _serve_products(monkeypatch, tmp_path)
-    (tmp_path / "root").mkdir()
-    cache = tmp_path / "cache" / "ogb"
-    with caplog.at_level("INFO", logger="ttgnn.data"):
-        ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert urls == ["http://snap.stanford.edu/ogb/data/nodeproppred/products.zip"]
-    assert ds.num_nodes == 40 and ds.num_classes == 47 and ds.features.dtype == torch.float32
-    assert ds.features[:3].tolist() == [[0.0, 1.0], [1.0, 1.0], [2.0, 1.0]]
-    assert _ogb_messages(caplog)[:2] == [
-        f"ogbn-products not found under {tmp_path / 'root'}; ogb downloads it into {cache}",
-        f"ogb: Extracting {cache}/products.zip"]
-    assert (cache / "ogbn_products" / "raw" / "edge.csv.gz").is_file() and not (tmp_path / "root").joinpath(
-        "ogbn_products").exists()  # downloaded into the cache, never into the root
-    assert ds.split_files["train"] == cache / "ogbn_products" / "split" / "train (as read by ogb)"
-
-
-@pytest.mark.parametrize("layout,message", [
-    (dict(labels=[50] + [i % 4 for i in range(1, 40)]),
-     "corrupted dataset file {cache}/ogbn_products/raw/node-label.csv.gz, line 1: label 50 is out of range "
-     "(this dataset has 47 classes)"),
-    (dict(split={"train": [0, 1], "valid": [2, 2], "test": [3]}),
-     "corrupted split file {cache}/ogbn_products/split/valid (as read by ogb): node 2 is listed more than once "
-     "(lines 1, 2); 1 repeated entries in all"),
-])
-def test_errors_in_a_downloaded_ogb_dataset_name_the_cache(tmp_path, monkeypatch, layout, message):
-    _serve_products(monkeypatch, tmp_path, **layout)
-    assert _raised(ValueError, load_dataset, "ogbn-products", tmp_path, cache_dir=tmp_path / "cache") == (
-        message.format(cache=tmp_path / "cache" / "ogb"))
-
-
-def test_a_failed_download_names_the_cache(tmp_path, monkeypatch):
-    from ogb.nodeproppred import dataset as ogb_dataset
-
-    def offline(url, into):
-        raise OSError("network unreachable")
-
-    monkeypatch.setattr(ogb_dataset, "download_url", offline)
-    assert _raised(ValueError, load_dataset, "ogbn-products", tmp_path, cache_dir=tmp_path / "cache") == (
-        f"ogb could not load ogbn-products from {tmp_path / 'cache' / 'ogb'}: OSError: network unreachable")
-
-
-def test_ogbs_prints_reach_the_log_a_line_at_a_time(caplog):
-    from ttgnn.data import _ogb_guards
-
-    with caplog.at_level("INFO", logger="ttgnn.data"), _ogb_guards():
-        print("Extracting", "a.zip")
-        sys.stdout.write("50%\n\nno newline at the end")
-    assert _ogb_messages(caplog) == ["ogb: Extracting a.zip", "ogb: 50%", "ogb: no newline at the end"]
-
-
-def test_ogb_saves_into_a_new_folder_with_its_arguments_and_is_left_as_found(tmp_path, monkeypatch):
-    import ogb.utils.url
-    from ogb.nodeproppred import dataset as ogb_dataset
-
-    from ttgnn.data import _ogb_guards
-
-    saved = []
-    monkeypatch.setattr(torch, "save", lambda obj, f, *args, **kwargs: saved.append((obj, f, args, kwargs)))
-    path = tmp_path / "ogbn_x" / "processed" / "data_processed"
-    with _ogb_guards():
-        assert ogb_dataset.decide_download("any url") is True  # never asks
-        torch.save({"graph": 1}, str(path), 4, pickle_protocol=4)  # ogb passes the pickle protocol
-    assert path.parent.is_dir() and saved == [({"graph": 1}, str(path), (4,), {"pickle_protocol": 4})]
-    assert ogb_dataset.decide_download is ogb.utils.url.decide_download  # ogb's own, put back
-    assert torch.save is not saved and torch.load is torch.serialization.load
 
 
 # ---------------------------------------------------------------------- the binary layout's edges
@@ -1133,7 +763,7 @@ def test_papers100m_layout_names_a_missing_or_short_edge_list(tmp_path, change, 
     data = tmp_path / "ogbn_papers100M" / "raw" / "data.npz"
     _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
     _rewrite_npz(data, **change)
-    assert _raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == f"corrupted dataset file {data}: {message}"
+    assert raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == f"corrupted dataset file {data}: {message}"
 
 
 def test_papers100m_layout_counts_and_labels_have_whole_messages(tmp_path, caplog):
@@ -1141,16 +771,16 @@ def test_papers100m_layout_counts_and_labels_have_whole_messages(tmp_path, caplo
     _write_papers_layout(folder, compressed=False)
     with caplog.at_level("INFO", logger="ttgnn.data"):
         load_dataset("ogbn-papers100M", root=tmp_path)
-    assert _ogb_messages(caplog) == [
+    assert logged(caplog, "ttgnn.data") == [
         f"ogbn-papers100M: 50 nodes, 200 stored edges read from {folder / 'raw' / 'data.npz'} (features not loaded)"]
     labels = np.zeros(50)
     labels[3] = -2
     np.savez(folder / "raw" / "node-label.npz", node_label=labels.reshape(-1, 1))
-    assert _raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
+    assert raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
         f"corrupted dataset file {folder / 'raw' / 'node-label.npz'}, line 4: label -2.0 is not a class id (an "
         "integer >= 0, or empty/-1 for an unlabelled node)")
     with np.load(folder / "raw" / "data.npz") as archive:
         arrays = dict(archive)
     np.savez(folder / "raw" / "data.npz", **{**arrays, "num_nodes_list": np.array([0])})
-    assert _raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
+    assert raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
         f"corrupted dataset file {folder / 'raw' / 'data.npz'}: num_nodes_list says 0 nodes")
