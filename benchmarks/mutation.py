@@ -82,6 +82,10 @@ MODULES = {
     # tests of a mutant by the calls it recorded in-process, does not know they do: use --sample
     "cli": (["ttgnn/cli.py"], ["tests/test_cli.py", "tests/test_plan.py", "tests/test_inference.py",
                                "tests/test_checkpoint.py"]),
+    # finding, building and loading the kernels' library: compilers and loaders are fakes in test_ext.py;
+    # test_cuda_build.py compiles the CUDA source for real (about 30 s) where a mutant reaches nvcc's flags
+    "ext": (["ttgnn/_ext.py", "ttgnn/_build.py", "ttgnn/build_kernels.py"],
+            ["tests/test_ext.py", "tests/test_cuda_build.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",
