@@ -171,8 +171,9 @@ def write_config(copy: Path, patterns: list[str], tests: list[str], timeout_mult
     (copy / "setup.cfg").write_text(
         "[mutmut]\n"
         "source_paths = ttgnn\n"
-        # tests that run the example and benchmark scripts find them next to tests/
-        "also_copy =\n    examples\n    benchmarks\n"
+        # tests that run the example and benchmark scripts find them next to tests/, and the kernels'
+        # tests find the sources and setup.py there
+        "also_copy =\n    examples\n    benchmarks\n    kernels\n    setup.py\n"
         f"only_mutate ={lines(patterns)}\n"
         f"pytest_add_cli_args_test_selection ={lines(tests)}\n"
         f"pytest_add_cli_args ={lines(pytest_args)}\n"
