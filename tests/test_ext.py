@@ -7,6 +7,7 @@ first-use cache in a fresh virtual environment.
 import fcntl
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -156,6 +157,47 @@ def test_stale_prebuilt_is_not_imported_and_a_build_for_this_torch_is_made(fresh
     assert Path(info.path).parent == _ext.jit_build_dir(cuda=False)
 
 
+def test_a_build_that_registers_no_ops_is_unavailable_with_its_path_and_notes(fresh_ext, monkeypatch, tmp_path):
+    # A library that loads but whose ops are not there (a build of other sources) is not used:
+    # the reference runs, the warning names the library, and the notes of what was set aside stay.
+    library = tmp_path / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so"
+    library.parent.mkdir()
+    library.write_bytes(b"a library without a build record")
+    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
+    monkeypatch.setattr(_ext, "_ops_registered", lambda: False)
+
+    info, caught = _load_collecting_warnings()
+
+    built = str(_ext.jit_build_dir(cuda=False) / "ttgnn_C.so")
+    assert (info.origin, info.path, info.error) == (
+        "unavailable", built, f"{built} loaded but did not register the ttgnn ops")
+    assert info.notes == (f"{library} was not built for this torch: it has no build record (built by an older "
+                          "setup.py, or copied by hand)",)
+    assert [str(w.message).split(". Using")[0] for w in caught] == [
+        f"ttgnn: the compiled TT-lookup kernels are unavailable: {info.error}"]
+
+
+def test_a_build_has_ninja_the_architectures_and_cxx_in_its_environment_and_leaves_it_as_found(monkeypatch):
+    import ninja
+
+    keys = ("PATH", "TORCH_CUDA_ARCH_LIST", "CXX")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    monkeypatch.setenv("CXX", "c++")
+    with _ext._build_environment(cuda=True, cxx="g++-13"):
+        inside = {key: os.environ.get(key) for key in keys}
+    assert inside == {"PATH": os.pathsep.join([str(Path(sys.executable).parent), str(ninja.BIN_DIR), "/usr/bin"]),
+                      "TORCH_CUDA_ARCH_LIST": _build.cuda_arch_list(), "CXX": "g++-13"}
+    assert {key: os.environ.get(key) for key in keys} == {"PATH": "/usr/bin", "TORCH_CUDA_ARCH_LIST": None, "CXX": "c++"}
+    # Without a PATH the system's default search path follows ours; a CPU build sets no architectures.
+    monkeypatch.delenv("PATH")
+    with _ext._build_environment(cuda=False):
+        inside = {key: os.environ.get(key) for key in keys}
+    assert inside["PATH"].split(os.pathsep)[-len(os.defpath.split(os.pathsep)):] == os.defpath.split(os.pathsep)
+    assert inside["TORCH_CUDA_ARCH_LIST"] is None and inside["CXX"] == "c++"
+    assert "PATH" not in os.environ
+
+
 def test_matching_prebuilt_is_imported(fresh_ext, monkeypatch, tmp_path):
     library = tmp_path / "_C.so"
     library.write_bytes(b"")
@@ -266,7 +308,7 @@ def test_cache_of_another_torch_is_not_used(fresh_ext, monkeypatch):
     assert "torch2.14.1+cpu" in info.path and len(fresh_ext.loaded) == 2  # each after compiling
 
 
-def test_a_build_killed_midway_does_not_block_the_next_one(fresh_ext, caplog):
+def test_a_build_killed_midway_does_not_block_the_next_one(fresh_ext, caplog, monkeypatch):
     """A killed build leaves torch's ``lock`` file and its own lock held by a dead process; the
     next process compiles at once (flock is released by the kernel when its holder dies)."""
     build_dir = _ext.jit_build_dir(cuda=False)
@@ -281,11 +323,18 @@ def test_a_build_killed_midway_does_not_block_the_next_one(fresh_ext, caplog):
     finally:
         holder.kill()
         holder.wait()
-    with caplog.at_level("WARNING", logger="ttgnn._ext"):
+    monkeypatch.setattr(_build, "cxx_override", lambda: None)  # this machine's compiler, whatever it is
+    with caplog.at_level("INFO", logger="ttgnn._ext"):
         info, _ = _load_collecting_warnings()
     assert info.origin == "compiled" and len(fresh_ext.compiles) == 1
     assert not (build_dir / "lock").exists()
-    assert any("did not finish" in r.getMessage() for r in caplog.records)
+    *messages, took = [r.getMessage() for r in caplog.records if r.name == "ttgnn._ext"]
+    assert messages == [
+        f"ttgnn: removing {build_dir / 'lock'}, left by a build that did not finish",
+        f"ttgnn: compiling the TT-lookup kernels (CPU) for torch {torch.__version__} into {build_dir}; this "
+        "happens once per torch version and takes a few minutes"]
+    seconds = re.fullmatch(r"ttgnn: compiled the TT-lookup kernels in (\d+) s", took)
+    assert seconds and int(seconds.group(1)) < 60  # the fake compile writes one small file
 
 
 def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, caplog):
