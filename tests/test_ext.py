@@ -690,3 +690,28 @@ def test_first_use_without_a_shared_libstdcxx_compiles_nothing_and_says_why(comp
     assert fresh_ext.compiles == []  # no CUDA attempt, no CPU retry
     # the one warning of a fallback to the reference, with the reason; none about the CUDA part
     assert len(caught) == 1 and "static libstdc++" in str(caught[0].message)
+
+
+# --- what the log says about the lookup's backends -------------------------------------------
+
+def test_the_backends_are_logged_once_with_the_library_and_the_devices_it_serves(monkeypatch, caplog):
+    def logged_now(info, kernels):
+        monkeypatch.setattr(_ext, "_logged_once", False)
+        monkeypatch.setattr(_ext, "_info", info)
+        monkeypatch.setattr(_ext, "_kernels", dict(kernels))
+        caplog.clear()
+        with caplog.at_level("INFO", logger="ttgnn._ext"):
+            _ext.log_backends()
+            _ext.log_backends()  # once per process
+        return [r.getMessage() for r in caplog.records if r.name == "ttgnn._ext"]
+
+    library = _ext.ExtensionInfo("cache", "/cache/ttgnn_C.so")
+    reference = "other devices use the pure-PyTorch reference"
+    assert logged_now(library, {"cpu": True, "cuda": True}) == [
+        f"TT lookup: compiled kernels (cache, /cache/ttgnn_C.so) for cpu, cuda; {reference}"]
+    assert logged_now(library, {"cpu": True, "cuda": False}) == [
+        f"TT lookup: compiled kernels (cache, /cache/ttgnn_C.so) for cpu; {reference}"]
+    assert logged_now(library, {"cpu": False, "cuda": False}) == [
+        f"TT lookup: compiled kernels (cache, /cache/ttgnn_C.so) for no device; {reference}"]
+    assert logged_now(_ext.ExtensionInfo("unavailable", error="no C++ compiler"), {}) == [
+        "TT lookup: compiled kernels unavailable (no C++ compiler); using the pure-PyTorch reference"]
