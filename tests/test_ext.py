@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from messages import logged
 from ttgnn import _build, _ext, build_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -328,7 +329,7 @@ def test_a_build_killed_midway_does_not_block_the_next_one(fresh_ext, caplog, mo
         info, _ = _load_collecting_warnings()
     assert info.origin == "compiled" and len(fresh_ext.compiles) == 1
     assert not (build_dir / "lock").exists()
-    *messages, took = [r.getMessage() for r in caplog.records if r.name == "ttgnn._ext"]
+    *messages, took = logged(caplog, "ttgnn._ext")
     assert messages == [
         f"ttgnn: removing {build_dir / 'lock'}, left by a build that did not finish",
         f"ttgnn: compiling the TT-lookup kernels (CPU) for torch {torch.__version__} into {build_dir}; this "
@@ -703,7 +704,7 @@ def test_the_backends_are_logged_once_with_the_library_and_the_devices_it_serves
         with caplog.at_level("INFO", logger="ttgnn._ext"):
             _ext.log_backends()
             _ext.log_backends()  # once per process
-        return [r.getMessage() for r in caplog.records if r.name == "ttgnn._ext"]
+        return logged(caplog, "ttgnn._ext")
 
     library = _ext.ExtensionInfo("cache", "/cache/ttgnn_C.so")
     reference = "other devices use the pure-PyTorch reference"
