@@ -114,13 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{cpu_model()}, {os.cpu_count()} cores, {args.hogs} busy processes\n")
     print("| mode | runs | a rank aborted | other failures |")
     print("|---|---|---|---|")
+    failed = bool(outcomes["kept"].count("aborted"))
     for mode in MODES:
         others = [o for o in outcomes[mode] if o not in ("ok", "aborted")]
         print(f"| {mode} | {len(outcomes[mode])} | {outcomes[mode].count('aborted')} | {len(others)} |")
         for text in sorted(set(others)):
             print(f"  {mode}: {text}")
-    failed = any(o not in ("ok", "aborted") for mode in MODES for o in outcomes[mode])
-    return 1 if failed or outcomes["kept"].count("aborted") else 0
+        failed = failed or bool(others)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

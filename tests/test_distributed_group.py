@@ -313,23 +313,27 @@ class _Work:
         self.waited = True
 
 
-def test_a_barrier_waits_and_keeps_its_handle(monkeypatch):
+@pytest.fixture
+def recorded_barrier(monkeypatch):
+    """A group that looks initialised, whose barrier is recorded and returns a :class:`_Work`;
+    no handles kept yet. Yields ``(work, barrier)``."""
     work = _Work()
     barrier = Recorder(result=work)
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
     monkeypatch.setattr(dist, "barrier", barrier)
     monkeypatch.setattr(tdist, "_FINISHED_WORK", [])
+    return work, barrier
+
+
+def test_a_barrier_waits_and_keeps_its_handle(recorded_barrier):
+    work, barrier = recorded_barrier
     tdist.barrier()
     assert barrier.calls == [((), {"async_op": True})] and work.waited and tdist._FINISHED_WORK == [work]
 
 
-def test_teardown_waits_at_a_barrier_keeps_its_handle_and_destroys_the_group(monkeypatch, caplog):
-    work, destroy = _Work(), Recorder()
-    barrier = Recorder(result=work)
-    monkeypatch.setattr(dist, "is_initialized", lambda: True)
-    monkeypatch.setattr(dist, "barrier", barrier)
+def test_teardown_waits_at_a_barrier_keeps_its_handle_and_destroys_the_group(recorded_barrier, monkeypatch, caplog):
+    (work, barrier), destroy = recorded_barrier, Recorder()
     monkeypatch.setattr(dist, "destroy_process_group", destroy)
-    monkeypatch.setattr(tdist, "_FINISHED_WORK", [])
     tdist.teardown()
     assert barrier.calls == [((), {"async_op": True})] and work.waited and tdist._FINISHED_WORK == [work]
     assert len(destroy.calls) == 1

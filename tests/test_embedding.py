@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from messages import logged
 from ttgnn import TTNodeEmbedding
 from ttgnn.ops import tt_dense_table, tt_lookup_reference
 from ttgnn.shapes import index_to_digits
@@ -395,7 +396,7 @@ def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(cap
     expected = float(torch.linalg.norm(low.full_weight().double() - weight.double())
                      / torch.linalg.norm(weight.double()))
     assert 0.1 < low.svd_relative_error == pytest.approx(expected, rel=1e-9)
-    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.embedding"] == [
+    assert logged(caplog, "ttgnn.embedding") == [
         f"TT-SVD of a 60x8 table at ranks [1, 2, 1]: relative error {expected:.3e}"]
     assert TTNodeEmbedding.from_pretrained(torch.zeros(60, 8), ranks=2).svd_relative_error == 0.0
     # a table of norm below 1 still reports its relative error

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from configs import small_config
+from messages import logged
 from raw_layout import write_raw_dataset
 from ttgnn.cli import main
 from ttgnn.inference import class_probabilities, load_run, predict, write_embeddings, write_predictions
@@ -192,7 +193,7 @@ def test_load_run_messages_log_line_and_a_file_without_settings(tmp_path, plante
     metrics = train(small_config(tmp_path / "run", epochs=1, correct_smooth=False), planted)
     with caplog.at_level(logging.INFO, logger="ttgnn.inference"):
         load_run(tmp_path / "run", planted)
-    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.inference"] == [
+    assert logged(caplog, "ttgnn.inference") == [
         f"loaded the best model of {tmp_path / 'run'} (epoch {metrics['best_epoch']}): sage + tt on planted-400"]
     # weights without the settings they were trained with: not a model load_run can rebuild
     torch.save({"version": CHECKPOINT_VERSION, "epoch": 1, "model": {"w": torch.zeros(1)}}, tmp_path / "bare.pt")

@@ -4,6 +4,7 @@ import re
 import pytest
 import torch
 
+from messages import logged
 from ttgnn import TTNodeEmbedding
 from ttgnn.init import gaussian_core_std, orthogonal_, tt_svd
 from ttgnn.shapes import TTShape
@@ -318,7 +319,7 @@ def test_ortho_extra_input_channels_are_random_per_slice_at_the_unfoldings_scale
     with caplog.at_level(logging.INFO, logger="ttgnn.init"):
         effective = orthogonal_(cores, generator=torch.Generator().manual_seed(1))
     assert effective == [1, 2, 4, 1]
-    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.init"] == [
+    assert logged(caplog, "ttgnn.init") == [
         "orthogonal init: effective ranks [1, 2, 4, 1] (requested [1, 4, 4, 1])"]
     extra = cores[1][:, 2:, :, :]  # (n, 2, m, r_out), drawn with std 1 / sqrt(r'_0 * n_1) = 1 / sqrt(8)
     assert not torch.equal(extra[0], extra[1]) and not torch.equal(extra[1], extra[2])

@@ -26,6 +26,7 @@ from ttgnn.spectral import spectral_table
 from ttgnn.train import TrainingInterrupted, build_classifier, summarize, train
 
 from configs import small_config
+from messages import logged
 from raw_layout import write_raw_dataset
 
 
@@ -47,7 +48,7 @@ def _first_losses(tmp_path, dataset, **kw) -> tuple[float, float]:
 
 
 def _messages(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "ttgnn.train"]
+    return logged(caplog, "ttgnn.train")
 
 
 # ---------------------------------------------------------------------- losses and progress
