@@ -85,7 +85,7 @@ MODULES = {
     # finding, building and loading the kernels' library: compilers and loaders are fakes in test_ext.py;
     # test_cuda_build.py compiles the CUDA source for real (about 30 s) where a mutant reaches nvcc's flags
     "ext": (["ttgnn/_ext.py", "ttgnn/_build.py", "ttgnn/build_kernels.py"],
-            ["tests/test_ext.py", "tests/test_cuda_build.py"]),
+            ["tests/test_ext.py", "tests/test_build_recipe.py", "tests/test_cuda_build.py"]),
     # mutmut's call recording is a graph break to torch.compile(fullgraph=True): that test stays out
     "ops": (["ttgnn/ops.py"], ["tests/test_ops.py", "-k", "not test_compile_fullgraph"]),
     "train": (["ttgnn/train.py"], ["tests/test_train.py", "tests/test_train_resume.py", "tests/test_train_steps.py",

@@ -62,3 +62,16 @@ def set_umask():
     os.umask(old)
     yield os.umask
     os.umask(old)
+
+
+@pytest.fixture
+def compilers(tmp_path, monkeypatch):
+    """Two stand-in C++ compilers for the build's libstdc++ check: ``static/g++`` with only
+    libstdc++.a (it prints the bare name, as GCC does), ``bin/g++`` with the shared library;
+    PATH holds only ``bin``."""
+    from build_fakes import fake_compiler
+
+    static = fake_compiler(tmp_path / "static" / "g++", "libstdc++.so")
+    shared = fake_compiler(tmp_path / "bin" / "g++", "/usr/lib/gcc/x86_64-linux-gnu/13/libstdc++.so")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    return static, shared

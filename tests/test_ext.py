@@ -1,13 +1,18 @@
-"""How ttgnn finds kernels built for the running torch (ttgnn/_ext.py, ttgnn/_build.py, setup.py).
+"""How ttgnn finds kernels built for the running torch (ttgnn/_ext.py, setup.py) and the command
+that builds them (ttgnn/build_kernels.py); the recipe they share (ttgnn/_build.py) is tested in
+tests/test_build_recipe.py.
 
 Loading and compiling are replaced by fakes here (a process can load the kernels' library only
 once, and a real compile takes minutes); tests/test_packaging.py loads a real library from the
 first-use cache in a fresh virtual environment.
 """
 import fcntl
+import functools
+import importlib.machinery
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,22 +22,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from build_fakes import KERNELS, ROOT, FakeCppExtension, cuda_torch, tag
 from messages import logged
-from ttgnn import _build, _ext, build_kernels
-
-ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "kernels"
+from ttgnn import _build, _ext, build_kernels, ops
 
 
 def _cpu_sources():
     """The CPU sources of the checkout: kernels/*.cpp and kernels/cpu/*.cpp."""
     return list(KERNELS.glob("*.cpp")) + list(KERNELS.glob("cpu/*.cpp"))
-
-
-def _tag(**changes):
-    tag = _build.torch_tag()
-    tag.update(changes)
-    return tag
 
 
 class FakeBuilds:
@@ -42,10 +39,12 @@ class FakeBuilds:
         self.fail_cuda_with = fail_cuda_with
         self.fail_with = fail_with
         self.compiles = []  # the keyword arguments of each cpp_extension.load call
+        self.environments = []  # CXX and TORCH_CUDA_ARCH_LIST during each call
         self.loaded = []  # libraries loaded from the cache
 
     def compile(self, **kwargs):
         self.compiles.append(kwargs)
+        self.environments.append({key: os.environ.get(key) for key in ("CXX", "TORCH_CUDA_ARCH_LIST")})
         if kwargs["with_cuda"] and self.fail_cuda_with:
             raise RuntimeError(self.fail_cuda_with)
         if self.fail_with:
@@ -80,6 +79,28 @@ def fresh_ext(monkeypatch, tmp_path):
     return fakes
 
 
+def _compile_call(build_dir: Path, cuda: bool) -> dict:
+    """What the first-use build asks of torch's compiler: the recipe of ttgnn/_build.py."""
+    return dict(name="ttgnn_C", sources=[str(path) for path in _build.sources(KERNELS, cuda=cuda)],
+                extra_cflags=_build.cxx_flags() + list(_build.JIT_EXTRA_CFLAGS),
+                extra_cuda_cflags=list(_build.NVCC_FLAGS) if cuda else None,
+                extra_ldflags=list(_build.LINK_FLAGS), extra_include_paths=[str(KERNELS)],
+                build_directory=str(build_dir), with_cuda=cuda, is_python_module=False, verbose=False)
+
+
+def _cached_build(build_dir: Path, sources=None, library="ttgnn_C.so") -> Path:
+    """What a finished first-use build leaves in ``build_dir``: the library and its build record
+    (for the running torch and ``sources``, default the checkout's CPU sources). Returns the library."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    path = build_dir / library
+    path.write_bytes(b"fake library")
+    record = _build.make_record(_build.torch_tag(), sources or _build.source_digest(KERNELS, cuda=False),
+                                cuda_kernels=False, cuda_skipped=None, flags=_build.cxx_flags(), built_by="jit")
+    record["library"] = library
+    _build.write_record(build_dir / "build.json", record)
+    return path
+
+
 def _load_collecting_warnings():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -89,82 +110,77 @@ def _load_collecting_warnings():
 
 # --- build records: a library built for another torch is never loaded ------------------------
 
-def test_record_for_the_running_torch_is_not_stale():
-    digest = _build.source_digest(KERNELS, cuda=False)
-    record = _build.make_record(_tag(), digest, cuda_kernels=False, cuda_skipped=None,
-                                flags=_build.cxx_flags(), built_by="setup.py")
-    assert _build.stale_reasons(record, _tag(), digest) == []
+def _install_prebuilt(monkeypatch, tmp_path, record_tag=None, digest=None, cuda_kernels=False,
+                      cuda_skipped=None):
+    """A prebuilt ttgnn._C (a stand-in file) with its build record, where _ext looks for it.
+
+    The record names ``record_tag`` (default: the running torch) and ``digest`` (default: the
+    checkout's sources, with the CUDA ones when ``cuda_kernels``). Returns the library's path.
+    """
+    library = tmp_path / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so"
+    library.parent.mkdir(exist_ok=True)
+    library.write_bytes(b"a prebuilt library")
+    if digest is None:
+        digest = _build.source_digest(KERNELS, cuda=cuda_kernels)
+    _build.write_record(library.with_name(_build.RECORD_NAME), _build.make_record(
+        record_tag or tag(), digest, cuda_kernels=cuda_kernels, cuda_skipped=cuda_skipped, flags=[],
+        built_by="setup.py"))
+    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
+    return library
 
 
-@pytest.mark.parametrize("key,value", [
-    ("torch", "2.12.0+cpu"), ("cuda", "12.8"), ("cxx11abi", False), ("python", "cp310"),
-    ("torch_git", "0" * 40),
-])
-def test_record_for_another_torch_is_stale(key, value):
-    digest = _build.source_digest(KERNELS, cuda=False)
-    record = _build.make_record(_tag(**{key: value}), digest, cuda_kernels=False,
-                                cuda_skipped=None, flags=[], built_by="setup.py")
-    reasons = _build.stale_reasons(record, _tag(), digest)
-    assert len(reasons) == 1 and reasons[0].startswith(f"{key}: built for {value!r}")
-
-
-def test_missing_record_and_changed_sources_are_stale(tmp_path):
-    assert "no build record" in _build.stale_reasons(None, _tag(), "abc")[0]
-    record = _build.make_record(_tag(), "old", cuda_kernels=False, cuda_skipped=None, flags=[],
-                                built_by="setup.py")
-    assert "kernel sources changed" in _build.stale_reasons(record, _tag(), "new")[0]
-    assert _build.stale_reasons(record, _tag(), None) == []  # sources not installed: not compared
-    (tmp_path / "bad.json").write_text("{not json")
-    assert _build.read_record(tmp_path / "bad.json") is None
-    assert _build.read_record(tmp_path / "missing.json") is None
-
-
-def test_source_digest_follows_the_files_a_build_compiles(tmp_path):
-    (tmp_path / "cpu").mkdir()
-    (tmp_path / "cuda").mkdir()
-    (tmp_path / "a.cpp").write_text("int a;")
-    (tmp_path / "cpu" / "b.cpp").write_text("int b;")
-    (tmp_path / "cuda" / "c.cu").write_text("int c;")
-    cpu, cuda = _build.source_digest(tmp_path, cuda=False), _build.source_digest(tmp_path, cuda=True)
-    # Editing the CUDA files leaves CPU-only builds valid.
-    (tmp_path / "cuda" / "c.cu").write_text("int c2;")
-    (tmp_path / "cuda" / "d.cuh").write_text("// a CUDA header")
-    assert _build.source_digest(tmp_path, cuda=False) == cpu
-    cuda_edited = _build.source_digest(tmp_path, cuda=True)
-    # Any CPU source or shared header counts for both.
-    (tmp_path / "cpu" / "b.h").write_text("// a header")
-    with_header = _build.source_digest(tmp_path, cuda=False)
-    (tmp_path / "cpu" / "b.cpp").write_text("int b2;")
-    assert len({cpu, with_header, _build.source_digest(tmp_path, cuda=False)}) == 3
-    assert len({cuda, cuda_edited, _build.source_digest(tmp_path, cuda=True)}) == 3
-    assert [p.name for p in _build.sources(tmp_path, cuda=False)] == ["a.cpp", "b.cpp"]
+def _stale_prebuilt(monkeypatch, tmp_path):
+    """A prebuilt ttgnn._C built for torch 2.12.0+cpu, and the note _ext keeps when it sets it aside."""
+    library = _install_prebuilt(monkeypatch, tmp_path, tag(torch="2.12.0+cpu"))
+    return library, (f"{library} was not built for this torch: torch: built for '2.12.0+cpu', running "
+                     f"{torch.__version__!r}")
 
 
 def test_stale_prebuilt_is_not_imported_and_a_build_for_this_torch_is_made(fresh_ext, monkeypatch,
-                                                                          tmp_path):
-    library = tmp_path / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so"
-    library.parent.mkdir()
-    library.write_bytes(b"built for another torch")
-    _build.write_record(library.with_name(_build.RECORD_NAME), _build.make_record(
-        _tag(torch="2.12.0+cpu"), _build.source_digest(KERNELS, cuda=False), cuda_kernels=False,
-        cuda_skipped=None, flags=[], built_by="setup.py"))
-    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
+                                                                          tmp_path, caplog):
+    library = _install_prebuilt(monkeypatch, tmp_path, tag(torch="2.12.0+cpu", python="cp310"))
 
-    info, caught = _load_collecting_warnings()
+    with caplog.at_level("INFO", logger="ttgnn._ext"):
+        info, caught = _load_collecting_warnings()
 
-    assert info.origin == "compiled" and caught == []
-    assert "torch: built for '2.12.0+cpu'" in info.notes[0]
+    note = (f"{library} was not built for this torch: python: built for 'cp310', running "
+            f"{tag()['python']!r}; torch: built for '2.12.0+cpu', running {torch.__version__!r}")
+    built = _ext.jit_build_dir(cuda=False) / "ttgnn_C.so"
+    assert info == _ext.ExtensionInfo("compiled", str(built), notes=(note,)) and caught == []
     assert len(fresh_ext.compiles) == 1
-    assert Path(info.path).parent == _ext.jit_build_dir(cuda=False)
+    assert logged(caplog, "ttgnn._ext")[0] == f"{note}; using a build for this torch instead"
+
+
+def test_a_prebuilt_library_that_fails_to_load_is_set_aside_with_a_note(fresh_ext, monkeypatch, tmp_path,
+                                                                       caplog):
+    library = _install_prebuilt(monkeypatch, tmp_path)
+
+    def import_prebuilt():
+        raise ImportError("undefined symbol: _ZN3c104impl")
+
+    monkeypatch.setattr(_ext, "_import_prebuilt", import_prebuilt)
+    with caplog.at_level("INFO", logger="ttgnn._ext"):
+        info, caught = _load_collecting_warnings()
+    note = f"{library} failed to load (ImportError: undefined symbol: _ZN3c104impl)"
+    assert (info.origin, info.notes, caught) == ("compiled", (note,), [])
+    assert logged(caplog, "ttgnn._ext")[0] == f"{note}; using a build for this torch instead"
+
+
+def test_a_prebuilt_library_that_registers_no_ops_is_unavailable(fresh_ext, monkeypatch, tmp_path):
+    library = _install_prebuilt(monkeypatch, tmp_path)
+    monkeypatch.setattr(_ext, "_import_prebuilt", lambda: None)
+    monkeypatch.setattr(_ext, "_ops_registered", lambda: False)
+    info, caught = _load_collecting_warnings()
+    assert info == _ext.ExtensionInfo("unavailable", str(library),
+                                      "ttgnn._C loaded but did not register the ttgnn ops")
+    assert len(caught) == 1 and fresh_ext.compiles == []
 
 
 def test_a_build_that_registers_no_ops_is_unavailable_with_its_path_and_notes(fresh_ext, monkeypatch, tmp_path):
     # A library that loads but whose ops are not there (a build of other sources) is not used:
     # the reference runs, the warning names the library, and the notes of what was set aside stay.
-    library = tmp_path / "pkg" / "_C.cpython-311-x86_64-linux-gnu.so"
-    library.parent.mkdir()
-    library.write_bytes(b"a library without a build record")
-    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
+    library = _install_prebuilt(monkeypatch, tmp_path)
+    library.with_name(_build.RECORD_NAME).unlink()
     monkeypatch.setattr(_ext, "_ops_registered", lambda: False)
 
     info, caught = _load_collecting_warnings()
@@ -199,83 +215,111 @@ def test_a_build_has_ninja_the_architectures_and_cxx_in_its_environment_and_leav
     assert "PATH" not in os.environ
 
 
-def test_matching_prebuilt_is_imported(fresh_ext, monkeypatch, tmp_path):
-    library = tmp_path / "_C.so"
-    library.write_bytes(b"")
-    _build.write_record(library.with_name(_build.RECORD_NAME), _build.make_record(
-        _tag(), _build.source_digest(KERNELS, cuda=False), cuda_kernels=False, cuda_skipped=None, flags=[],
-        built_by="setup.py"))
+@pytest.mark.parametrize("cuda_kernels,cuda_skipped", [(False, None), (True, None), (False, "nvcc missing")])
+def test_matching_prebuilt_is_imported(fresh_ext, monkeypatch, tmp_path, cuda_kernels, cuda_skipped):
+    # A library with the CUDA kernels matches the digest of the sources with the CUDA ones.
+    library = _install_prebuilt(monkeypatch, tmp_path, cuda_kernels=cuda_kernels, cuda_skipped=cuda_skipped)
     imported = []
-    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
     monkeypatch.setattr(_ext, "_import_prebuilt", lambda: imported.append(True))
     info, caught = _load_collecting_warnings()
-    assert (info.origin, info.path, imported, caught) == ("prebuilt", str(library), [True], [])
+    assert (info, imported, caught) == (
+        _ext.ExtensionInfo("prebuilt", str(library), cuda_skipped=cuda_skipped), [True], [])
     assert fresh_ext.compiles == []
 
 
 def test_prebuilt_from_other_sources_is_loaded_with_one_warning_to_rebuild(fresh_ext, monkeypatch,
                                                                          tmp_path):
     """A checkout whose kernels changed since `make setup`: same torch, so it still loads."""
-    library = tmp_path / "_C.so"
-    library.write_bytes(b"")
-    _build.write_record(library.with_name(_build.RECORD_NAME), _build.make_record(
-        _tag(), "digest-of-older-sources", cuda_kernels=False, cuda_skipped=None, flags=[],
-        built_by="setup.py"))
+    library = _install_prebuilt(monkeypatch, tmp_path, digest="digest-of-older-sources")
     imported = []
-    monkeypatch.setattr(_ext, "_prebuilt_library", lambda: library)
     monkeypatch.setattr(_ext, "_import_prebuilt", lambda: imported.append(True))
     info, caught = _load_collecting_warnings()
     assert (info.origin, imported, fresh_ext.compiles) == ("prebuilt", [True], [])
-    assert len(caught) == 1 and "make setup" in str(caught[0].message)
-    assert "kernel sources changed" in info.notes[0]
+    digest = _build.source_digest(KERNELS, cuda=False)
+    assert info.notes == (f"{library}: kernel sources changed since the build (digest digest-of-older-sources "
+                          f"-> {digest})",)
+    assert [str(w.message) for w in caught] == [
+        f"ttgnn: {library} was built from other kernel sources than those in {KERNELS}; rebuild it (`make "
+        "setup`, or `pip install --no-build-isolation -e .`) to run the current kernels"]
 
 
-def test_this_checkout_loads_its_prebuilt_library():
-    """`make setup` builds ttgnn._C and records the torch; importing ttgnn loads it, no compile."""
+def _loaded_here() -> _ext.ExtensionInfo:
+    """The kernels this process loaded (``make setup`` builds them); skips where there are none,
+    fails under CI, where they must be there."""
     info = _ext.info()
     if info.origin != "prebuilt":
         message = f"ttgnn._C was not loaded as a prebuilt library: {info}"
         if os.environ.get("CI"):
             pytest.fail(message + "; CI is set, so `make setup` must have built and recorded it")
         pytest.skip(message)
+    return info
+
+
+def test_this_checkout_loads_its_prebuilt_library():
+    """`make setup` builds ttgnn._C and records the torch; importing ttgnn loads it, no compile."""
+    info = _loaded_here()
     record = _build.read_record(Path(info.path).with_name(_build.RECORD_NAME))
     assert record["built_by"] == "setup.py"
     assert record["torch"] == torch.__version__
     assert record["sources"] == _build.source_digest(KERNELS, cuda=record["cuda_kernels"])
+    # Found without loading, imported (again: a no-op), and its ops are there.
+    assert _ext._prebuilt_library() == Path(info.path)
+    _ext._import_prebuilt()
+    assert sys.modules["ttgnn._C"].__file__ == info.path and _ext._ops_registered() is True
+
+
+def test_the_kernels_loaded_here_serve_the_cpu(monkeypatch):
+    _loaded_here()
+    monkeypatch.setattr(_ext, "_kernels", {})  # asked afresh, and put back after
+    assert _ext.has_kernel("cpu") is True and _ext.has_kernel("meta") is False
+    assert _ext.backend() == _ext.backend("cpu") == _ext.backend(torch.device("cpu")) == "cpu-kernel"
+    assert _ext.backend("meta") == "reference"
+    assert _ext.backend("cuda") == ("cuda-kernel" if _ext.has_kernel("cuda") else "reference")
+    monkeypatch.setattr(_ext, "_OPS", _ext._OPS + ("no_such_op",))
+    assert _ext._ops_registered() is False
+
+
+@pytest.mark.parametrize("origin,loaded", [
+    ("prebuilt", True), ("cache", True), ("compiled", True), ("disabled", False), ("unavailable", False),
+])
+def test_loaded_means_a_compiled_library_is_in_the_process(origin, loaded):
+    assert _ext.ExtensionInfo(origin).loaded is loaded
+
+
+def test_the_prebuilt_library_is_looked_up_without_loading_it(monkeypatch):
+    asked = []
+
+    def find_spec(name, origin):
+        asked.append(name)
+        return None if origin == "none" else importlib.machinery.ModuleSpec(name, None, origin=origin)
+
+    for origin, found in (("none", None), (None, None), ("/site/ttgnn/_C.so", Path("/site/ttgnn/_C.so"))):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name: find_spec(name, origin))
+        assert _ext._prebuilt_library() == found
+    assert asked == ["ttgnn._C"] * 3
+
+
+def test_a_first_use_build_is_loaded_as_the_module_ttgnn_C(monkeypatch, tmp_path):
+    import ttgnn
+
+    # The process's own ttgnn._C comes back after the test.
+    if "ttgnn._C" in sys.modules:
+        monkeypatch.setitem(sys.modules, "ttgnn._C", sys.modules["ttgnn._C"])
+    else:
+        monkeypatch.delitem(sys.modules, "ttgnn._C", raising=False)
+    monkeypatch.setattr(ttgnn, "_C", getattr(ttgnn, "_C", None), raising=False)
+    library = tmp_path / "ttgnn_C_v1.py"  # a module file stands in for the compiled library
+    library.write_text("LOADED_AS = __name__\n")
+    _ext._load_library(library)
+    module = sys.modules["ttgnn._C"]
+    assert (module.LOADED_AS, module.__file__, ttgnn._C) == ("ttgnn._C", str(library), module)
+    not_a_library = tmp_path / "ttgnn_C.txt"
+    with pytest.raises(ImportError) as error:
+        _ext._load_library(not_a_library)
+    assert str(error.value) == f"{not_a_library} is not a loadable extension module"
 
 
 # --- the first-use cache ----------------------------------------------------------------------
-
-def test_cache_folder_is_keyed_by_torch_and_sources(monkeypatch, tmp_path):
-    monkeypatch.setenv("TTGNN_CACHE", str(tmp_path))
-    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
-    cpu = _tag(python="cp311", torch="2.13.0+cpu", cuda=None, cxx11abi=True)
-    path = _build.jit_build_dir(cpu, "d1", cuda=False, flags=["-O3"])
-    assert path.parent == tmp_path / "ext" / "cp311-torch2.13.0+cpu-cxx11abi1-cpu"
-    assert path.name.startswith("cpu-")
-    assert _build.jit_build_dir(dict(cpu), "d1", cuda=False, flags=["-O3"]) == path
-    other_torch = _build.jit_build_dir(dict(cpu, torch="2.14.1+cpu"), "d1", cuda=False,
-                                       flags=["-O3"])
-    assert other_torch.parent.name == "cp311-torch2.14.1+cpu-cxx11abi1-cpu"
-    cuda = _build.jit_build_dir(dict(cpu, torch="2.13.0+cu130", cuda="13.0"), "d1", cuda=True,
-                                flags=["-O3"])
-    assert cuda.parent.name == "cp311-torch2.13.0+cu130-cxx11abi1-cu130"
-    assert cuda.name.startswith("cuda-")
-    assert _build.jit_build_dir(dict(cpu, cxx11abi=False), "d1", cuda=False,
-                                flags=["-O3"]).parent.name.endswith("cxx11abi0-cpu")
-    # Same torch: new sources, flags or architectures get a folder of their own.
-    leaves = {path.name,
-              _build.jit_build_dir(cpu, "d2", cuda=False, flags=["-O3"]).name,
-              _build.jit_build_dir(cpu, "d1", cuda=False, flags=["-O3", "-march=native"]).name}
-    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
-    leaves.add(_build.jit_build_dir(dict(cpu, cuda="13.0"), "d1", cuda=True, flags=["-O3"]).name)
-    assert len(leaves) == 4
-
-
-def test_default_cache_is_under_the_user_cache(monkeypatch):
-    monkeypatch.delenv("TTGNN_CACHE", raising=False)
-    assert _build.cache_root() == Path.home() / ".cache" / "ttgnn" / "ext"
-
 
 def test_first_use_compiles_once_then_loads_from_the_cache(fresh_ext, caplog):
     with caplog.at_level("INFO", logger="ttgnn._ext"):
@@ -286,11 +330,8 @@ def test_first_use_compiles_once_then_loads_from_the_cache(fresh_ext, caplog):
     assert build_dir.is_relative_to(Path(os.environ["TTGNN_CACHE"]))
     progress = [r for r in caplog.records if "compiling the TT-lookup kernels" in r.getMessage()]
     assert len(progress) == 1 and torch.__version__ in progress[0].getMessage()
-    (call,) = fresh_ext.compiles
-    assert call["build_directory"] == str(build_dir) and call["with_cuda"] is False
-    assert call["is_python_module"] is False
-    assert sorted(call["sources"]) == sorted(str(p) for p in _cpu_sources())
-    assert call["extra_cflags"][:len(_build.cxx_flags())] == _build.cxx_flags()
+    assert fresh_ext.compiles == [_compile_call(build_dir, cuda=False)]
+    assert sorted(fresh_ext.compiles[0]["sources"]) == sorted(str(p) for p in _cpu_sources())
     record = _build.read_record(build_dir / "build.json")
     assert record["built_by"] == "jit" and record["torch"] == torch.__version__
 
@@ -349,13 +390,7 @@ def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, 
         waiter.start()
         waiter.join(timeout=2)
         assert waiter.is_alive() and not fresh_ext.compiles  # waits, does not compile beside it
-        library = build_dir / "ttgnn_C.so"  # what the other process leaves when it finishes
-        library.write_bytes(b"fake library")
-        record = _build.make_record(_build.torch_tag(), _build.source_digest(KERNELS, cuda=False),
-                                    cuda_kernels=False, cuda_skipped=None, flags=_build.cxx_flags(),
-                                    built_by="jit")
-        record["library"] = library.name
-        _build.write_record(build_dir / "build.json", record)
+        library = _cached_build(build_dir)  # what the other process leaves when it finishes
         os.close(fd)
         waiter.join(timeout=60)
     assert not waiter.is_alive()
@@ -363,21 +398,90 @@ def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, 
     assert any("waiting for another process" in r.getMessage() for r in caplog.records)
 
 
-def test_failed_build_falls_back_to_the_reference_with_one_warning(fresh_ext):
+def test_failed_build_falls_back_to_the_reference_with_one_warning(fresh_ext, monkeypatch, tmp_path):
+    _, note = _stale_prebuilt(monkeypatch, tmp_path)
     fresh_ext.fail_with = "error: 'c++' failed: no such compiler"
     info, caught = _load_collecting_warnings()
-    assert info.origin == "unavailable" and not info.loaded
-    assert len(caught) == 1
-    message = str(caught[0].message)
-    assert "no such compiler" in message and _ext.REBUILD_COMMAND in message
-    assert "pure-PyTorch reference" in message
     failure_log = _ext.jit_build_dir(cuda=False) / "failed.log"
+    assert info == _ext.ExtensionInfo("unavailable", error="compiling them failed: error: 'c++' failed: no such "
+                                      f"compiler (full log: {failure_log})", notes=(note,))
+    assert [str(w.message) for w in caught] == [
+        f"ttgnn: the compiled TT-lookup kernels are unavailable: {info.error}. Using the pure-PyTorch reference "
+        f"(same results, slower). To build the kernels for this torch: `{_ext.REBUILD_COMMAND}` (needs a C++ "
+        "compiler); TTGNN_NO_EXTENSION=1 silences this."]
     assert "no such compiler" in failure_log.read_text()
 
     # The next process does not compile again (a failed compile can take minutes) but says why.
     info, caught = _load_collecting_warnings()
     assert len(fresh_ext.compiles) == 1 and len(caught) == 1
-    assert str(failure_log) in info.error
+    assert info == _ext.ExtensionInfo("unavailable", error=f"an earlier build for this torch failed (log: "
+                                      f"{failure_log})", notes=(note,))
+
+
+def test_a_finished_build_is_loaded_without_waiting_for_the_build_lock(fresh_ext):
+    build_dir = _ext.jit_build_dir(cuda=False)
+    library = _cached_build(build_dir)
+    fd = os.open(build_dir / "build.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process holds it (`python -m ttgnn.build_kernels --force`)
+    result = []
+    loader = threading.Thread(target=lambda: result.append(_load_collecting_warnings()[0]))
+    try:
+        loader.start()
+        loader.join(timeout=30)
+        finished_while_held = not loader.is_alive()
+    finally:
+        os.close(fd)
+        loader.join(timeout=60)
+    assert finished_while_held and result[0] == _ext.ExtensionInfo("cache", str(library))
+
+
+def test_a_cache_folder_is_used_only_for_a_finished_build_of_these_sources(fresh_ext, monkeypatch, tmp_path):
+    _, note = _stale_prebuilt(monkeypatch, tmp_path)
+    build_dir = _ext.jit_build_dir(cuda=False)
+    _cached_build(build_dir, sources="other-sources")  # a record copied by hand
+    info, _ = _load_collecting_warnings()
+    assert (info.origin, len(fresh_ext.compiles)) == ("compiled", 1)
+    (build_dir / "ttgnn_C.so").unlink()  # a record whose library is gone
+    info, _ = _load_collecting_warnings()
+    assert (info.origin, len(fresh_ext.compiles)) == ("compiled", 2)
+    # torch names a second build in one process ttgnn_C_v1: the record says which file to load.
+    library = _cached_build(build_dir, library="ttgnn_C_v1.so")
+    info, _ = _load_collecting_warnings()
+    assert info == _ext.ExtensionInfo("cache", str(library), notes=(note,)) and fresh_ext.loaded[-1] == library
+
+
+def test_a_cached_library_that_fails_to_load_is_unavailable_with_the_reason(fresh_ext, monkeypatch, tmp_path):
+    _, note = _stale_prebuilt(monkeypatch, tmp_path)
+    library = _cached_build(_ext.jit_build_dir(cuda=False))
+
+    def load_library(path):
+        raise OSError(f"{path}: undefined symbol: _ZN3c104impl")
+
+    monkeypatch.setattr(_ext, "_load_library", load_library)
+    info, caught = _load_collecting_warnings()
+    assert info == _ext.ExtensionInfo("unavailable", str(library), f"{library} failed to load (OSError: {library}: "
+                                      "undefined symbol: _ZN3c104impl)", notes=(note,))
+    assert len(caught) == 1 and fresh_ext.compiles == []
+
+
+def test_without_kernel_sources_nothing_is_compiled_and_the_notes_stay(fresh_ext, monkeypatch, tmp_path):
+    _, note = _stale_prebuilt(monkeypatch, tmp_path)
+    monkeypatch.setattr(_build, "kernel_dir", lambda package_dir: None)
+    info, caught = _load_collecting_warnings()
+    assert info == _ext.ExtensionInfo("unavailable", error="the kernel sources are not installed (no "
+                                      "ttgnn/_kernels folder)", notes=(note,))
+    assert len(caught) == 1 and fresh_ext.compiles == []
+
+
+def test_the_first_use_folder_follows_the_kernels_this_machine_builds(fresh_ext, monkeypatch, tmp_path):
+    kernels = tmp_path / "kernels"
+    shutil.copytree(KERNELS, kernels)
+    monkeypatch.setattr(_build, "kernel_dir", lambda package_dir: kernels)
+    monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)  # a GPU, but a CPU torch: CPU kernels
+    assert _ext.jit_build_dir() == _ext.jit_build_dir(cuda=False) != _ext.jit_build_dir(cuda=True)
+    cpu, cuda = _ext.jit_build_dir(cuda=False), _ext.jit_build_dir(cuda=True)
+    (next(kernels.glob("cuda/*.cu"))).write_text("// edited")  # only the CUDA build is stale
+    assert (_ext.jit_build_dir(cuda=False), _ext.jit_build_dir(cuda=True) != cuda) == (cpu, True)
 
 
 def test_no_extension_switch_skips_everything_quietly(fresh_ext, monkeypatch):
@@ -395,54 +499,8 @@ def test_public_helpers_report_the_reference_when_unavailable(fresh_ext, monkeyp
 
 # --- CUDA: an incomplete toolchain means CPU kernels only, never a failed install --------------
 
-def _cuda_torch(monkeypatch, version="13.0"):
-    monkeypatch.setattr(torch.version, "cuda", version)
-    monkeypatch.delenv("TTGNN_NO_CUDA", raising=False)
-
-
-def _toolkit(root: Path, release="13.0", cudart=True) -> Path:
-    (root / "bin").mkdir(parents=True)
-    nvcc = root / "bin" / "nvcc"
-    nvcc.write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release {release}, V{release}.88'\n")
-    nvcc.chmod(0o755)
-    (root / "lib64").mkdir()
-    if cudart:
-        (root / "lib64" / "libcudart.so").write_bytes(b"")
-    return root
-
-
-class FakeCppExtension:
-    TORCH_LIB_PATH = "/torch/lib"
-
-    def __init__(self, home):
-        self.CUDA_HOME = str(home) if home else None
-
-    def library_paths(self, device_type="cpu"):
-        return [self.TORCH_LIB_PATH] + ([f"{self.CUDA_HOME}/lib64"] if device_type == "cuda" else [])
-
-
-def test_cuda_problem_names_what_is_missing(monkeypatch, tmp_path):
-    monkeypatch.delenv("LIBRARY_PATH", raising=False)
-    monkeypatch.setattr(torch.version, "cuda", None)
-    assert "CPU-only build" in _build.cuda_problem(FakeCppExtension(None))
-    _cuda_torch(monkeypatch)
-    assert _build.cuda_problem(FakeCppExtension(_toolkit(tmp_path / "ok"))) is None
-    assert "no CUDA toolkit found" in _build.cuda_problem(FakeCppExtension(None))
-    assert "nvcc not found" in _build.cuda_problem(FakeCppExtension(tmp_path / "empty"))
-    old = _build.cuda_problem(FakeCppExtension(_toolkit(tmp_path / "old", release="12.8")))
-    assert "CUDA 12.8" in old and "same major version" in old
-    # The case of the issue: an nvcc wrapper in /usr/local/bin makes torch look in /usr/local/lib.
-    no_runtime = _toolkit(tmp_path / "usr_local", cudart=False)
-    message = _build.cuda_problem(FakeCppExtension(no_runtime))
-    assert "libcudart.so" in message and str(no_runtime / "lib64") in message
-    monkeypatch.setenv("LIBRARY_PATH", str(tmp_path / "ok" / "lib64"))
-    assert _build.cuda_problem(FakeCppExtension(no_runtime)) is None
-    monkeypatch.setenv("TTGNN_NO_CUDA", "1")
-    assert _build.cuda_problem(FakeCppExtension(_toolkit(tmp_path / "ok2"))) == "TTGNN_NO_CUDA is set"
-
-
 def test_first_use_cuda_link_failure_builds_cpu_kernels_with_one_warning(fresh_ext, monkeypatch):
-    _cuda_torch(monkeypatch)
+    cuda_torch(monkeypatch)
     monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
     monkeypatch.setattr(_build, "cuda_problem", lambda cpp_extension=None: None)
     fresh_ext.fail_cuda_with = ("FAILED: ttgnn_C.so\n/usr/bin/ld: cannot find -lcudart: No such file "
@@ -459,12 +517,96 @@ def test_first_use_cuda_link_failure_builds_cpu_kernels_with_one_warning(fresh_e
     # Loaded again from the cache with a GPU: one warning that the CUDA part is missing.
     info, caught = _load_collecting_warnings()
     assert info.origin == "cache" and len(fresh_ext.compiles) == 2
-    assert len(caught) == 1 and "no CUDA part" in str(caught[0].message)
+    assert [str(w.message) for w in caught] == [
+        f"ttgnn: the compiled kernels have no CUDA part ({info.cuda_skipped}); lookups on the GPU use the "
+        f"pure-PyTorch reference. Fix that, then `{_ext.REBUILD_COMMAND} --force`."]
+
+
+def test_a_prebuilt_library_without_its_cuda_part_says_how_to_reinstall(fresh_ext, monkeypatch, tmp_path):
+    cuda_torch(monkeypatch)
+    monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
+    monkeypatch.setattr(_ext, "_import_prebuilt", lambda: None)
+    _install_prebuilt(monkeypatch, tmp_path, cuda_skipped="nvcc not found")
+    info, caught = _load_collecting_warnings()
+    assert (info.origin, info.cuda_skipped) == ("prebuilt", "nvcc not found")
+    assert [str(w.message) for w in caught] == [
+        "ttgnn: the compiled kernels have no CUDA part (nvcc not found); lookups on the GPU use the "
+        "pure-PyTorch reference. Fix that, then reinstall ttgnn with `pip install --no-build-isolation "
+        "--force-reinstall --no-deps`."]
+
+
+def test_a_cuda_build_gets_the_recipe_and_the_architectures_and_keeps_the_compiler(fresh_ext, monkeypatch,
+                                                                                   caplog):
+    cuda_torch(monkeypatch)
+    monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
+    monkeypatch.setattr(_build, "cuda_problem", lambda cpp_extension=None: None)
+    monkeypatch.setattr(_build, "cxx_override", lambda: None)
+    monkeypatch.delenv("CXX", raising=False)
+    with caplog.at_level("WARNING", logger="ttgnn._ext"):
+        info, caught = _load_collecting_warnings()
+    build_dir = _ext.jit_build_dir()
+    assert (info, caught) == (_ext.ExtensionInfo("compiled", str(build_dir / "ttgnn_C.so")), [])
+    assert fresh_ext.compiles == [_compile_call(build_dir, cuda=True)]
+    assert fresh_ext.environments == [{"CXX": None, "TORCH_CUDA_ARCH_LIST": _build.DEFAULT_CUDA_ARCH_LIST}]
+    assert logged(caplog, "ttgnn._ext") == [
+        f"ttgnn: compiling the TT-lookup kernels (CPU and CUDA) for torch {torch.__version__} into {build_dir}; "
+        "this happens once per torch version and takes a few minutes"]
+    record = _build.read_record(build_dir / "build.json")
+    assert (record["cuda_kernels"], record["cuda_skipped"], record["sources"], record["library"]) == (
+        True, None, _build.source_digest(KERNELS, cuda=True), "ttgnn_C.so")
+
+
+def test_every_loading_warning_points_at_the_line_that_asked_for_the_kernels(fresh_ext, monkeypatch, tmp_path):
+    """However deep in the loading steps a warning is raised, it names the caller's line."""
+    cuda_torch(monkeypatch)
+    monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
+
+    def where_warned(ask):
+        monkeypatch.setattr(_ext, "_info", None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ask(); line = sys._getframe().f_lineno  # noqa: E702 (one line: the caller's)
+        return [(w.filename, w.lineno) for w in caught], line
+
+    def one_warning_here(ask=_ext.info):
+        places, line = where_warned(ask)
+        assert places == [(__file__, line)]
+
+    monkeypatch.setattr(_build, "cuda_problem", lambda cpp_extension=None: "nvcc not found")
+    one_warning_here()  # compiling: the CUDA kernels cannot be built here
+    monkeypatch.setenv("TTGNN_CACHE", str(tmp_path / "second"))
+    monkeypatch.setattr(_build, "cuda_problem", lambda cpp_extension=None: None)
+    fresh_ext.fail_cuda_with = "nvcc fatal: unsupported architecture"
+    one_warning_here()  # compiling: the CUDA build failed
+    one_warning_here()  # from the cache: no CUDA part
+    monkeypatch.setenv("TTGNN_CACHE", str(tmp_path / "third"))
+    monkeypatch.setenv("TTGNN_NO_CUDA", "1")
+    fresh_ext.fail_with = "error: no compiler"
+    one_warning_here()  # unavailable
+    one_warning_here(functools.partial(ops.lookup_backend, "cpu"))  # the same, asked through ttgnn.ops
+    monkeypatch.setattr(_ext, "_import_prebuilt", lambda: None)
+    _install_prebuilt(monkeypatch, tmp_path, digest="older-sources")
+    one_warning_here()  # a prebuilt library of other sources
+
+
+def test_a_warning_while_ttgnn_is_imported_points_at_the_import_line(tmp_path):
+    """The kernels load while `import ttgnn` runs (in ttgnn.ops); a warning names the user's line."""
+    program = ("import sys\n"
+               "sys.modules['ttgnn._C'] = None  # the prebuilt library cannot be imported\n"
+               "import ttgnn\n")
+    env = dict(os.environ, TTGNN_CACHE=str(tmp_path / "cache"), CXX="/bin/false")  # a compile fails at once
+    env.pop("TTGNN_NO_EXTENSION", None)
+    child = subprocess.run([sys.executable, "-W", "always", "-c", program], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    warned = [line for line in child.stderr.splitlines() if "ExtensionWarning" in line]
+    assert child.returncode == 0 and len(warned) == 1, child.stderr
+    assert warned[0].startswith("<string>:3: ExtensionWarning: ttgnn: the compiled TT-lookup kernels are "
+                                "unavailable: compiling them failed: ")
 
 
 def test_first_use_incomplete_toolkit_builds_cpu_kernels_without_trying_cuda(fresh_ext,
                                                                              monkeypatch):
-    _cuda_torch(monkeypatch)
+    cuda_torch(monkeypatch)
     monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
     monkeypatch.setattr(_build, "cuda_problem",
                         lambda cpp_extension=None: "libcudart.so not found in /usr/local/lib")
@@ -475,7 +617,7 @@ def test_first_use_incomplete_toolkit_builds_cpu_kernels_without_trying_cuda(fre
 
 
 def test_cuda_torch_without_a_gpu_builds_cpu_kernels_only(fresh_ext, monkeypatch):
-    _cuda_torch(monkeypatch)
+    cuda_torch(monkeypatch)
     info, caught = _load_collecting_warnings()
     assert [call["with_cuda"] for call in fresh_ext.compiles] == [False]
     assert info.cuda_skipped is None and caught == []
@@ -520,7 +662,7 @@ def test_setup_cuda_link_failure_builds_the_cpu_kernels_and_records_why(tmp_path
         def library_paths(self, device_type="cpu"):
             return ["/torch/lib"] + (["/cuda/lib64"] if device_type == "cuda" else [])
 
-    cls = setup.build_ext_class(FakeBuildExtension, FakeCpp("/cuda"), _tag(cuda="13.0"), "d1", None)
+    cls = setup.build_ext_class(FakeBuildExtension, FakeCpp("/cuda"), tag(cuda="13.0"), "d1", None)
     command = cls()
     command.extensions = [FakeExtension(["kernels/tt_lookup.cpp", "kernels/cpu/tt_lookup_cpu.cpp",
                                          "kernels/cuda/tt_lookup_cuda.cu"])]
@@ -545,7 +687,7 @@ def test_setup_cpu_build_failure_is_not_hidden(tmp_path):
         def build_extension(self, ext):
             raise RuntimeError("tt_lookup_cpu.cpp:1: error: expected ';'")
 
-    cls = setup.build_ext_class(FailingBuildExtension, FakeCppExtension(None), _tag(), "d1", None)
+    cls = setup.build_ext_class(FailingBuildExtension, FakeCppExtension(None), tag(), "d1", None)
     with pytest.raises(RuntimeError, match="expected ';'"):
         cls().build_extension(FakeExtension(["kernels/tt_lookup.cpp"]))
 
@@ -562,11 +704,10 @@ def test_setup_and_first_use_compile_the_same_sources_with_the_same_flags():
     assert _build.kernel_dir(ROOT / "ttgnn") == KERNELS  # a checkout: kernels/ beside the package
 
 
-def test_native_flag_adds_march_native(monkeypatch):
-    monkeypatch.setenv("TTGNN_NATIVE", "1")
-    assert "-march=native" in _build.cxx_flags()
-    monkeypatch.setenv("TTGNN_NATIVE", "0")
-    assert "-march=native" not in _build.cxx_flags()
+def _command(argv, capsys):
+    """``python -m ttgnn.build_kernels`` with ``argv``, in this process: its exit status and output."""
+    code = build_kernels.main(argv)
+    return code, capsys.readouterr().out
 
 
 def test_build_kernels_command_reports_and_rebuilds(fresh_ext, monkeypatch, capsys):
@@ -577,19 +718,81 @@ def test_build_kernels_command_reports_and_rebuilds(fresh_ext, monkeypatch, caps
     build_dir = _ext.jit_build_dir(cuda=False)
     children = []
 
-    class Child:
-        returncode = 0
-        stdout = f"compiled\n{build_dir / 'ttgnn_C.so'}\n\n"
-
     def run(command, **kwargs):
-        children.append(command)
+        children.append((command, kwargs))
         assert not build_dir.exists()  # --force removed the old build before compiling again
-        return Child()
+        return subprocess.CompletedProcess(command, 0, stdout=f"compiled\n{build_dir / 'ttgnn_C.so'}\n\n")
 
     monkeypatch.setattr(build_kernels.subprocess, "run", run)
-    assert build_kernels.main(["--force"]) == 0
-    assert children and children[0][0] == sys.executable
-    assert "kernels: compiled" in capsys.readouterr().out
+    assert _command(["--force"], capsys) == (
+        0, f"compiling into {build_dir} (a few minutes) ...\nkernels: compiled ({build_dir / 'ttgnn_C.so'})\n")
+    assert children == [([sys.executable, "-c", build_kernels._CHILD], {"stdout": subprocess.PIPE, "text": True})]
+
+
+def test_build_kernels_says_where_the_kernels_come_from(fresh_ext, monkeypatch, capsys):
+    monkeypatch.setattr(torch.version, "cuda", None)
+    torch_line = f"torch: {torch.__version__} (CUDA none)"
+    monkeypatch.setenv("TTGNN_NO_EXTENSION", "1")
+    assert _command([], capsys) == (
+        1, "TTGNN_NO_EXTENSION is set: the pure-PyTorch reference is used; unset it to build\n")
+
+    def reported(info, argv=(), kernels=(("cpu", True), ("cuda", False))):
+        monkeypatch.setattr(_ext, "_info", info)
+        monkeypatch.setattr(_ext, "_kernels", dict(kernels))
+        return _command(list(argv), capsys)
+
+    prebuilt = _ext.ExtensionInfo("prebuilt", "/site/ttgnn/_C.so", cuda_skipped="nvcc not found",
+                                  notes=("a stale build was set aside",))
+    described = ("kernels: prebuilt (/site/ttgnn/_C.so)\nno CUDA kernels: nvcc not found\n"
+                 f"note: a stale build was set aside\ndevices: cpu\n{torch_line}\n")
+    assert reported(prebuilt) == (0, described)
+    assert reported(prebuilt, ["--force"]) == (0, described + (
+        "the prebuilt ttgnn._C matches this torch; to rebuild it, reinstall ttgnn (pip install "
+        "--no-build-isolation --force-reinstall ...)\n"))
+    cache = _ext.ExtensionInfo("cache", "/cache/ttgnn_C.so")
+    assert reported(cache, kernels=[("cpu", True), ("cuda", True)]) == (
+        0, f"kernels: cache (/cache/ttgnn_C.so)\ndevices: cpu, cuda\n{torch_line}\n")
+    assert reported(cache, kernels=[("cpu", False), ("cuda", False)]) == (
+        0, f"kernels: cache (/cache/ttgnn_C.so)\ndevices: none\n{torch_line}\n")
+    # No kernels and no sources to build them from: nothing to do but say why.
+    monkeypatch.setattr(_ext, "jit_build_dir", lambda: None)
+    assert reported(_ext.ExtensionInfo("unavailable", error="no sources")) == (
+        1, f"kernels: unavailable\nerror: no sources\n{torch_line}\n")
+
+
+@pytest.mark.parametrize("child_out,child_code,reported,code", [
+    ("compiled\n/b/ttgnn_C.so\n\n", 0, "kernels: compiled (/b/ttgnn_C.so)\n", 0),
+    ("cache\n/b/ttgnn_C.so\n\n", 0, "kernels: cache (/b/ttgnn_C.so)\n", 0),
+    ("compiled\n/b/ttgnn_C.so\n\n", 1, "kernels: compiled (/b/ttgnn_C.so)\n", 1),  # it crashed after
+    ("unavailable\n\ncompiling them failed: x\n", 0, "kernels: unavailable\nerror: compiling them failed: x\n", 1),
+    ("", 1, "kernels: unknown\n", 1),  # it died before a word
+])
+def test_build_kernels_compiles_where_there_are_none_and_reports_the_child(fresh_ext, monkeypatch, capsys,
+                                                                           child_out, child_code, reported, code):
+    monkeypatch.setattr(_ext, "_info", _ext.ExtensionInfo("unavailable", error="an earlier build failed"))
+    monkeypatch.setattr(build_kernels.subprocess, "run",
+                        lambda command, **kwargs: subprocess.CompletedProcess(command, child_code, stdout=child_out))
+    assert _command([], capsys) == (code, f"compiling into {_ext.jit_build_dir()} (a few minutes) ...\n{reported}")
+
+
+def test_the_child_of_build_kernels_reports_in_the_lines_it_is_read_in(fresh_ext, monkeypatch, capsys):
+    """A real child interpreter, its kernels switched off so that it returns at once."""
+    monkeypatch.setattr(_ext, "_info", _ext.ExtensionInfo("unavailable", error="an earlier build failed"))
+    real_run = subprocess.run
+    monkeypatch.setattr(build_kernels.subprocess, "run", lambda command, **kwargs: real_run(
+        command, env=dict(os.environ, TTGNN_NO_EXTENSION="1"), **kwargs))
+    assert _command([], capsys) == (1, f"compiling into {_ext.jit_build_dir()} (a few minutes) ...\n"
+                                       "kernels: disabled\nerror: TTGNN_NO_EXTENSION is set\n")
+
+
+def test_build_kernels_help_names_the_command_and_its_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_kernels.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exit_.value.code == 0 and text.startswith("usage: python -m ttgnn.build_kernels [-h] [--force] ")
+    assert ("Build the compiled TT-lookup kernels for the running torch, if need be, and say where they come "
+            "from.") in text
+    assert "--force delete this torch's first-use build and compile it again" in text
 
 
 def test_build_errors_are_summarised_by_their_telling_lines():
@@ -604,59 +807,15 @@ def test_build_errors_are_summarised_by_their_telling_lines():
     assert _ext._error_summary(link) == ("/usr/bin/ld: cannot find -lcudart | collect2: error: ld "
                                          "returned 1 exit status")
     assert _ext._error_summary(RuntimeError("")) == "RuntimeError"
+    # The last two telling lines; a line of 300 characters or more is a command, not a message.
+    three = RuntimeError("a.cpp:1: error: one\na.cpp:2: error: two\na.cpp:3: error: three")
+    assert _ext._error_summary(three) == "a.cpp:2: error: two | a.cpp:3: error: three"
+    longest = "error: " + "x" * 292
+    assert _ext._error_summary(RuntimeError(f"error: first\n{longest}")) == f"error: first | {longest}"
+    assert _ext._error_summary(RuntimeError(f"error: first\n{longest}x")) == "error: first"
 
 
 # --- the C++ compiler: libstdc++ must be the shared one torch uses ------------------------------
-
-def _fake_compiler(path: Path, libstdcxx_so: str, code: int = 0) -> Path:
-    """A stand-in compiler answering ``-print-file-name=libstdc++.so`` as GCC does."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!/bin/sh\necho '{libstdcxx_so}'\nexit {code}\n")
-    path.chmod(0o755)
-    return path
-
-
-@pytest.fixture
-def compilers(tmp_path, monkeypatch):
-    """``static/g++`` with only libstdc++.a (GCC prints the bare name), ``bin/g++`` with the
-    shared library; PATH holds only ``bin``."""
-    static = _fake_compiler(tmp_path / "static" / "g++", "libstdc++.so")
-    shared = _fake_compiler(tmp_path / "bin" / "g++", "/usr/lib/gcc/x86_64-linux-gnu/13/libstdc++.so")
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    return static, shared
-
-
-def test_shared_libstdcxx_reads_the_compilers_answer(compilers, tmp_path):
-    static, shared = compilers
-    assert _build.shared_libstdcxx(str(static)) is False
-    assert _build.shared_libstdcxx(str(shared)) is True
-    assert _build.shared_libstdcxx(f"/usr/bin/env {shared}") is True  # a command with arguments (ccache g++)
-    assert _build.shared_libstdcxx(str(tmp_path / "missing")) is None
-    assert _build.shared_libstdcxx(str(_fake_compiler(tmp_path / "clang++", "x", code=1))) is None
-    assert _build.shared_libstdcxx("'unbalanced") is None
-
-
-def test_a_compiler_with_only_a_static_libstdcxx_is_replaced(compilers, monkeypatch):
-    static, shared = compilers
-    monkeypatch.setenv("CXX", str(static))
-    compiler, why = _build.cxx_override()
-    assert compiler == str(shared)
-    assert why == (f"the C++ compiler {static} has only a static libstdc++, which would put a second "
-                   f"libstdc++ into the kernels' library beside torch's; building with {shared} instead")
-    monkeypatch.setenv("CXX", str(shared))
-    assert _build.cxx_override() is None
-    monkeypatch.delenv("CXX")  # torch's default, c++: not on this PATH, so it cannot be told
-    assert _build.cxx_override() is None
-
-
-def test_no_compiler_with_the_shared_libstdcxx_is_an_error(compilers, monkeypatch, tmp_path):
-    static, _ = compilers
-    monkeypatch.setenv("PATH", str(static.parent))
-    monkeypatch.setenv("CXX", str(static))
-    with pytest.raises(RuntimeError, match=r"has only a static libstdc\+\+ .*set CXX to a compiler with "
-                                           r"libstdc\+\+\.so$"):
-        _build.cxx_override()
-
 
 def test_first_use_and_setup_build_with_the_replacement_compiler(compilers, fresh_ext, monkeypatch, caplog):
     static, shared = compilers
@@ -672,7 +831,9 @@ def test_first_use_and_setup_build_with_the_replacement_compiler(compilers, fres
         info, _ = _load_collecting_warnings()
     assert info.origin == "compiled" and compilers_used == [str(shared)]
     assert os.environ["CXX"] == str(static)  # restored after the build
-    assert f"building with {shared} instead" in caplog.text
+    assert logged(caplog, "ttgnn._ext")[0] == (
+        f"ttgnn: the C++ compiler {static} has only a static libstdc++, which would put a second libstdc++ "
+        f"into the kernels' library beside torch's; building with {shared} instead")
     setup = _setup_module()
     monkeypatch.setenv("PATH", f"{shared.parent}{os.pathsep}{os.environ.get('PATH', '')}")
     setup._extensions()
@@ -683,7 +844,7 @@ def test_first_use_without_a_shared_libstdcxx_compiles_nothing_and_says_why(comp
     static, _ = compilers
     monkeypatch.setenv("PATH", str(static.parent))
     monkeypatch.setenv("CXX", str(static))
-    _cuda_torch(monkeypatch)
+    cuda_torch(monkeypatch)
     monkeypatch.setattr(_ext, "_gpu_visible", lambda: True)
     monkeypatch.setattr(_build, "cuda_problem", lambda cpp_extension=None: None)
     info, caught = _load_collecting_warnings()

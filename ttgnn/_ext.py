@@ -107,6 +107,30 @@ def _package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
+#: Where ttgnn's modules are: the frames a warning about the kernels skips.
+_PACKAGE_PREFIX = os.path.dirname(__file__) + os.sep
+
+
+def _import_machinery(frame) -> bool:
+    name = frame.f_code.co_filename
+    return "importlib" in name and "_bootstrap" in name  # what `warnings` itself steps over
+
+
+def _warn(message: str) -> None:
+    """Issues an :class:`ExtensionWarning` attributed to the first line outside ttgnn on the way
+    to it: the user's ``import ttgnn`` (the kernels load when ``ttgnn.ops`` is imported), or the
+    call that asked for them, however deep in the loading steps it is raised."""
+    frame, level = sys._getframe(0), 1
+    while True:  # count the frames as `warnings` does for stacklevel: import machinery left out
+        frame = frame.f_back
+        while frame is not None and _import_machinery(frame):
+            frame = frame.f_back
+        level += 1
+        if frame is None or not frame.f_code.co_filename.startswith(_PACKAGE_PREFIX):
+            break
+    warnings.warn(message, ExtensionWarning, stacklevel=level)
+
+
 def _ops_registered() -> bool:
     return all(hasattr(torch.ops.ttgnn, name) for name in _OPS)
 
@@ -191,10 +215,9 @@ def _prebuilt() -> tuple[Optional[ExtensionInfo], tuple[str, ...]]:
                                        _build.source_digest(kernels, cuda=bool(record.get("cuda_kernels"))))
         if changed:
             notes = (f"{library}: {changed[0]}",)
-            warnings.warn(f"ttgnn: {library} was built from other kernel sources than those in "
-                          f"{kernels}; rebuild it (`make setup`, or `pip install "
-                          f"--no-build-isolation -e .`) to run the current kernels",
-                          ExtensionWarning, stacklevel=5)
+            _warn(f"ttgnn: {library} was built from other kernel sources than those in {kernels}; "
+                  f"rebuild it (`make setup`, or `pip install --no-build-isolation -e .`) to run the "
+                  f"current kernels")
     return ExtensionInfo("prebuilt", str(library), cuda_skipped=record.get("cuda_skipped"),
                          notes=notes), ()
 
@@ -246,8 +269,8 @@ def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional
         cuda_skipped = _build.cuda_problem()
         if cuda_skipped is not None:
             cuda = False
-            warnings.warn(f"ttgnn: building the CPU kernels only: the CUDA kernels cannot be built "
-                          f"here: {cuda_skipped}", ExtensionWarning, stacklevel=3)
+            _warn(f"ttgnn: building the CPU kernels only: the CUDA kernels cannot be built here: "
+                  f"{cuda_skipped}")
     baton = build_dir / "lock"  # torch's own build lock: only a build that was killed leaves it
     if baton.exists():  # (we hold the build lock, so no live ttgnn build is using it)
         log.warning("ttgnn: removing %s, left by a build that did not finish", baton)
@@ -284,8 +307,7 @@ def _compile(build_dir: Path, kernels: Path, cuda: bool) -> tuple[Path, Optional
                 raise
             cuda = False
             cuda_skipped = f"the CUDA build failed: {_error_summary(exc)}"
-            warnings.warn(f"ttgnn: building the CPU kernels only: {cuda_skipped}",
-                          ExtensionWarning, stacklevel=3)
+            _warn(f"ttgnn: building the CPU kernels only: {cuda_skipped}")
             continue
         log.info("ttgnn: compiled the TT-lookup kernels in %.0f s", time.perf_counter() - start)
         # torch renames a second build in one process (ttgnn_C_v1): take the path it returns.
@@ -372,20 +394,16 @@ def _load_once() -> ExtensionInfo:
     if result is None:
         result = _first_use(notes)
     if result.origin == "unavailable":
-        warnings.warn(
-            f"ttgnn: the compiled TT-lookup kernels are unavailable: {result.error}. Using the "
-            f"pure-PyTorch reference (same results, slower). To build the kernels for this torch: "
-            f"`{REBUILD_COMMAND}` (needs a C++ compiler); TTGNN_NO_EXTENSION=1 silences this.",
-            ExtensionWarning, stacklevel=4)
+        _warn(f"ttgnn: the compiled TT-lookup kernels are unavailable: {result.error}. Using the "
+              f"pure-PyTorch reference (same results, slower). To build the kernels for this torch: "
+              f"`{REBUILD_COMMAND}` (needs a C++ compiler); TTGNN_NO_EXTENSION=1 silences this.")
     elif (result.origin in ("prebuilt", "cache") and result.cuda_skipped
           and torch.version.cuda is not None and _gpu_visible()):
         # A library built earlier without its CUDA part ("compiled" has warned while building).
         how = ("reinstall ttgnn with `pip install --no-build-isolation --force-reinstall --no-deps`"
                if result.origin == "prebuilt" else f"`{REBUILD_COMMAND} --force`")
-        warnings.warn(
-            f"ttgnn: the compiled kernels have no CUDA part ({result.cuda_skipped}); lookups on "
-            f"the GPU use the pure-PyTorch reference. Fix that, then {how}.",
-            ExtensionWarning, stacklevel=4)
+        _warn(f"ttgnn: the compiled kernels have no CUDA part ({result.cuda_skipped}); lookups on "
+              f"the GPU use the pure-PyTorch reference. Fix that, then {how}.")
     return result
 
 
