@@ -379,7 +379,8 @@ def test_a_build_killed_midway_does_not_block_the_next_one(fresh_ext, caplog, mo
     assert seconds and int(seconds.group(1)) < 60  # the fake compile writes one small file
 
 
-def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, caplog):
+def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, caplog, monkeypatch, tmp_path):
+    _, note = _stale_prebuilt(monkeypatch, tmp_path)
     build_dir = _ext.jit_build_dir(cuda=False)
     build_dir.mkdir(parents=True)
     fd = os.open(build_dir / "build.lock", os.O_RDWR | os.O_CREAT)
@@ -394,7 +395,8 @@ def test_a_process_that_waits_for_a_build_loads_it_without_compiling(fresh_ext, 
         os.close(fd)
         waiter.join(timeout=60)
     assert not waiter.is_alive()
-    assert result[0].origin == "cache" and fresh_ext.compiles == [] and fresh_ext.loaded == [library]
+    assert result[0] == _ext.ExtensionInfo("cache", str(library), notes=(note,))
+    assert fresh_ext.compiles == [] and fresh_ext.loaded == [library]
     assert any("waiting for another process" in r.getMessage() for r in caplog.records)
 
 
@@ -448,6 +450,12 @@ def test_a_cache_folder_is_used_only_for_a_finished_build_of_these_sources(fresh
     library = _cached_build(build_dir, library="ttgnn_C_v1.so")
     info, _ = _load_collecting_warnings()
     assert info == _ext.ExtensionInfo("cache", str(library), notes=(note,)) and fresh_ext.loaded[-1] == library
+    # A record that does not name its library (edited by hand): the first build's name.
+    record = _build.read_record(build_dir / "build.json")
+    del record["library"]
+    _build.write_record(build_dir / "build.json", record)
+    info, _ = _load_collecting_warnings()
+    assert (info.origin, info.path, len(fresh_ext.compiles)) == ("cache", str(build_dir / "ttgnn_C.so"), 2)
 
 
 def test_a_cached_library_that_fails_to_load_is_unavailable_with_the_reason(fresh_ext, monkeypatch, tmp_path):
