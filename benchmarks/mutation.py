@@ -74,8 +74,8 @@ MODULES = {
     "allocator": (["ttgnn/allocator.py"], ["tests/test_allocator.py"]),
     "choices": (["ttgnn/choices.py"], ["tests/test_config.py"]),
     # sampled batches for the GNN: the pinned, non-blocking copies are GPU-only
-    "batches": (["ttgnn/batches.py"], ["tests/test_train_steps.py", "tests/test_sampled_eval.py",
-                                       "tests/test_evaluation.py"]),
+    "batches": (["ttgnn/batches.py"], ["tests/test_batches.py", "tests/test_train_steps.py",
+                                       "tests/test_sampled_eval.py", "tests/test_evaluation.py"]),
     # the tests on real graphs (marked data) stay out as everywhere: small graphs in OGB's layouts test the
     # loaders; the whole module: about 25 minutes on 2 cores
     "data": (["ttgnn/data.py"], ["tests/test_data.py", "tests/test_data_ogb.py"]),
