@@ -247,7 +247,9 @@ def run_module(name: str, copy: Path, workdir: Path, mutmut: str, max_children: 
     write_config(copy, patterns, tests, timeout_multiplier)
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                # subprocesses of the tests (CLI, torchrun) import the mutated copy too
-               PYTHONPATH=str(copy / "mutants"))
+               PYTHONPATH=str(copy / "mutants"),
+               # a mutant that drops a --cache-dir writes here, not into the user's cache
+               TTGNN_CACHE=str(workdir / "cache"))
     env.pop("MUTANT_UNDER_TEST", None)
     started = time.perf_counter()
     log_path = workdir / f"mutmut-{name}.log"

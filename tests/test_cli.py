@@ -636,6 +636,17 @@ def test_a_script_parser_keeps_every_default_the_script_gives():
     assert config_from_args(script_parser("s", defaults).parse_args([])) == defaults
 
 
+def test_train_interrupted_before_its_first_checkpoint_says_so(monkeypatch, capsys):
+    import ttgnn.cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ttgnn.cli, "_cmd_train", interrupted)
+    assert main(["train", "--dataset", "tiny"]) == 130
+    assert capsys.readouterr().err == "ttgnn train: interrupted before any checkpoint was written\n"
+
+
 def test_a_command_other_than_train_interrupted_says_so_without_a_checkpoint(monkeypatch, capsys):
     import ttgnn.cli
 
@@ -669,13 +680,16 @@ def test_commands_log_with_the_time_level_and_logger(graph_root):
     assert lines and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ttgnn[\w.]*: \S", line) for line in lines)
 
 
-def test_plan_reads_a_dataset_through_the_cache_it_is_given(tmp_path, capsys):
+@pytest.mark.parametrize("command", [["plan", "--dim", "16", "--rank", "4", "--json"],
+                                     ["partition", "--method", "identity", "--no-cache"]])
+def test_a_command_reads_a_dataset_through_the_cache_it_is_given(tmp_path, capsys, command):
     from raw_layout import write_products_layout
 
     write_products_layout(tmp_path / "root", num_nodes=40)
-    assert main(["plan", "--dataset", "ogbn-products", "--root", str(tmp_path / "root"), "--cache-dir",
-                 str(tmp_path / "cache"), "--dim", "16", "--rank", "4", "--json"]) == 0
-    assert "ogbn-products: 40 nodes, mean degree " in capsys.readouterr().err  # (after ogb's own bar)
+    assert main([*command, "--dataset", "ogbn-products", "--root", str(tmp_path / "root"), "--cache-dir",
+                 str(tmp_path / "cache")]) == 0
+    if command[0] == "plan":
+        assert "ogbn-products: 40 nodes, mean degree " in capsys.readouterr().err  # (after ogb's own bar)
     assert (tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed").is_file()
 
 

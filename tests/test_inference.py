@@ -3,6 +3,7 @@ accuracies the run recorded; its predictions and its node table are written as d
 import gzip
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -134,13 +135,28 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
     assert "\n" not in str(err.value)
 
 
-def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
+def _train_tiny(tmp_path):
+    """``ttgnn train`` for 2 epochs on a 300-node graph in OGB's raw layout; its root and run folder."""
     root = tmp_path / "data"
     write_raw_dataset(root / "tiny", num_nodes=300, num_classes=3)
     out = tmp_path / "run"
     assert main(["train", "--dataset", "tiny", "--root", str(root), "--output-dir", str(out), "--no-progress",
                  "--num-threads", "1", "--epochs", "2", "--hidden", "16", "--dim", "16", "--rank", "4",
                  "--num-layers", "2", "--cache-dir", str(tmp_path / "cache")]) == 0
+    return root, out
+
+
+def test_cli_predict_reads_the_dataset_from_the_root_it_is_given(tmp_path, capsys):
+    root, out = _train_tiny(tmp_path)
+    moved = tmp_path / "moved"
+    shutil.move(root, moved)  # the run recorded the first root
+    capsys.readouterr()
+    assert main(["predict", str(out), "--root", str(moved), "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert capsys.readouterr().out.startswith(f"{out}: gat + tt on tiny, best epoch ")
+
+
+def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
+    root, out = _train_tiny(tmp_path)
     recorded = json.loads((out / "metrics.json").read_text())
     capsys.readouterr()
     assert main(["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "cache"),
