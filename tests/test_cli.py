@@ -636,26 +636,19 @@ def test_a_script_parser_keeps_every_default_the_script_gives():
     assert config_from_args(script_parser("s", defaults).parse_args([])) == defaults
 
 
-def test_train_interrupted_before_its_first_checkpoint_says_so(monkeypatch, capsys):
+@pytest.mark.parametrize("argv,handler,message", [
+    (["train", "--dataset", "tiny"], "_cmd_train", "ttgnn train: interrupted before any checkpoint was written"),
+    (["info", "--rows", "10"], "_cmd_info", "ttgnn info: interrupted"),  # no checkpoint to speak of
+])
+def test_a_command_interrupted_says_so_in_one_line(monkeypatch, capsys, argv, handler, message):
     import ttgnn.cli
 
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ttgnn.cli, "_cmd_train", interrupted)
-    assert main(["train", "--dataset", "tiny"]) == 130
-    assert capsys.readouterr().err == "ttgnn train: interrupted before any checkpoint was written\n"
-
-
-def test_a_command_other_than_train_interrupted_says_so_without_a_checkpoint(monkeypatch, capsys):
-    import ttgnn.cli
-
-    def interrupted(args):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(ttgnn.cli, "_cmd_info", interrupted)
-    assert main(["info", "--rows", "10"]) == 130
-    assert capsys.readouterr().err == "ttgnn info: interrupted\n"
+    monkeypatch.setattr(ttgnn.cli, handler, interrupted)
+    assert main(argv) == 130
+    assert capsys.readouterr().err == message + "\n"
 
 
 def test_memory_sizes_step_up_a_unit_at_1024():
