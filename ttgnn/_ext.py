@@ -107,7 +107,8 @@ def _package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
-#: Where ttgnn's modules are: the frames a warning about the kernels skips.
+#: Where ttgnn's modules are: the frames a warning about the kernels skips. Spelt as the frames
+#: spell their files (``__file__`` as imported), not resolved like :func:`_package_dir`.
 _PACKAGE_PREFIX = os.path.dirname(__file__) + os.sep
 
 
