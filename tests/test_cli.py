@@ -100,6 +100,8 @@ def _train_args(root, out, *extra):
     (["--dist-timeout", "0"], "--dist-timeout must be a number of minutes in (0, 1e+06], got 0.0"),
     (["--dist-timeout", "nan"], "--dist-timeout must be a number of minutes in (0, 1e+06], got nan"),
     (["--dist-timeout", "inf"], "--dist-timeout must be a number of minutes in (0, 1e+06], got inf"),
+    (["--num-cores", "3", "--row-shape", "20,20"], "num_cores=3 but row_shape [20, 20] has 2 factor(s), one per core"),
+    (["--row-shape", "300"], "row_shape [300] has 1 factor(s), one per core; a TT table has 2 to 8 cores"),
 ])
 def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, message):
     assert main(_train_args(graph_root, tmp_path / "run", *extra)) == 2
@@ -115,6 +117,44 @@ def test_a_diverged_run_exits_2_with_one_line_naming_what_was_kept(graph_root, t
     assert err == (f"ttgnn train: error: training diverged: the loss is nan in epoch 1; start again with lower "
                    f"learning rates or a smaller init_scale (this run: lr 0.01, emb_lr 0.01, init_scale 1e+38); no "
                    f"epoch finished, so {tmp_path / 'run'} holds no checkpoint")
+
+
+# every option that takes a list of ints, by command
+_LIST_OPTIONS = [(["info", "--rows", "300"], option) for option in ("--row-shape", "--col-shape")] + \
+    [(["partition", "--dataset", "tiny"], "--row-shape")] + \
+    [([command, *where], option) for command, where in (("plan", ["--nodes", "300"]), ("train", ["--dataset", "tiny"]))
+     for option in ("--row-shape", "--col-shape", "--fanouts", "--eval-fanouts")]
+
+
+@pytest.mark.parametrize("command, option", _LIST_OPTIONS)
+@pytest.mark.parametrize("value", [",", " , ,", "x"])
+def test_a_list_option_given_no_number_is_refused_not_read_as_automatic(graph_root, tmp_path, capsys, command,
+                                                                         option, value):
+    where = ["--root", str(graph_root), "--output-dir", str(tmp_path / "run")] if command[0] == "train" else []
+    with pytest.raises(SystemExit) as exit_info:  # refused by the parser, before anything runs
+        main([*command, *where, option, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: expected comma-separated ints such as 55,55,56, got {value!r}" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_partition_refuses_a_core_count_the_row_shape_contradicts_before_loading(graph_root, capsys):
+    # a dataset that does not exist is not reached: the options are checked first
+    for extra, message in ((["--num-cores", "3", "--row-shape", "20,20"],
+                            "--num-cores 3 but --row-shape 20,20 has 2 factor(s), one per core; give one of them, "
+                            "or make them agree"),
+                           (["--num-cores", "0"], "--num-cores must be in [2, 8], got 0"),
+                           (["--num-cores", "9"], "--num-cores must be in [2, 8], got 9")):
+        assert main(["partition", "--dataset", "no-such-graph", "--root", str(graph_root), *extra]) == 2
+        out = capsys.readouterr()
+        assert out.out == "" and out.err.strip() == f"ttgnn partition: error: {message}"
+    # agreeing, or either one alone: the row shape has that many factors
+    for extra, shape in ((["--num-cores", "2", "--row-shape", "20,20"], "[20, 20]"),
+                         (["--num-cores", "2"], "[17, 18]"), (["--row-shape", "7,7,7"], "[7, 7, 7]")):
+        assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "identity",
+                     "--no-cache", *extra]) == 0
+        assert capsys.readouterr().out.splitlines()[0].endswith(f"row shape {shape}")
 
 
 @pytest.mark.parametrize("value", ["-2", "once", "1.5"])

@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -88,12 +89,29 @@ def test_ttshape_arxiv_counts_match_published_ratios():
         (dict(row_shape=[10, 10.0, 10]), TypeError, "must contain ints"),
         (dict(num_cores=1), ValueError, r"num_cores must be in \[2, 8\]"),
         (dict(num_cores=9), ValueError, r"num_cores must be in \[2, 8\]"),
-        (dict(row_shape=[2, 2, 2, 2, 2, 2, 2, 2, 2, 2]), ValueError, "num_cores must be in"),
+        (dict(row_shape=[2] * 10), ValueError,
+         r"^row_shape \[2, 2, 2, 2, 2, 2, 2, 2, 2, 2\] has 10 factor\(s\), one per core; a TT table has 2 to 8 cores$"),
+        (dict(row_shape=[1000]), ValueError, r"^row_shape \[1000\] has 1 factor\(s\), one per core; a TT table has 2 "),
+        (dict(col_shape=[128]), ValueError, r"^col_shape \[128\] has 1 factor\(s\), one per core; a TT table has 2 "),
+        # a core count that contradicts a given shape is refused, not overridden by the shape
+        (dict(num_cores=3, row_shape=[40, 25]), ValueError,
+         r"^num_cores=3 but row_shape \[40, 25\] has 2 factor\(s\), one per core; give num_cores or a shape"),
+        (dict(num_cores=2, col_shape=[8, 4, 4]), ValueError, r"^num_cores=2 but col_shape \[8, 4, 4\] has 3 factor"),
+        (dict(num_cores=0, row_shape=[10, 10, 10]), ValueError, r"^num_cores=0 but row_shape \[10, 10, 10\] has 3"),
+        (dict(num_cores=3.0, row_shape=[10, 10, 10]), TypeError, "num_cores must be an int, got float"),
     ],
 )
 def test_ttshape_rejects_bad_shapes(kwargs, error, message):
     with pytest.raises(error, match=message):
         TTShape.build(1000, 128, 8, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [dict(row_shape=[10, 10, 10]), dict(col_shape=[8, 4, 4]),
+                                    dict(row_shape=[10, 10, 10], col_shape=[8, 4, 4])])
+def test_ttshape_takes_a_core_count_that_agrees_with_the_shape(kwargs):
+    with_count = TTShape.build(1000, 128, 8, num_cores=np.int64(3), **kwargs)
+    assert with_count == TTShape.build(1000, 128, 8, **kwargs)
+    assert (with_count.row_shape, with_count.col_shape) == ((10, 10, 10), (8, 4, 4))
 
 
 @pytest.mark.parametrize("num_rows, dim", [(0, 8), (8, 0), (-3, 8)])

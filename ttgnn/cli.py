@@ -56,9 +56,12 @@ class HelpFormatter(argparse.HelpFormatter):
 
 def _int_list(text: str) -> list[int]:
     try:
-        return [int(v) for v in text.replace("x", ",").split(",") if v.strip()]
+        values = [int(v) for v in text.replace("x", ",").split(",") if v.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated ints such as 55,55,56, got {text!r}") from None
+        values = []
+    if not values:  # an empty list would read as "automatic" where the option is a shape
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints such as 55,55,56, got {text!r}")
+    return values
 
 
 def _rounds_or_auto(text: str) -> Optional[int]:
@@ -364,10 +367,17 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     from .fileio import atomic_write, check_output_file
     from .partition import hierarchical_order
     from .partition.reorder import check_row_shape
-    from .shapes import auto_num_cores, factor_rows
+    from .shapes import MAX_CORES, MIN_CORES, auto_num_cores, factor_rows
 
-    if not 0 <= args.seed < 2**31:  # refused before the graph loads
+    # refused before the graph loads
+    if not 0 <= args.seed < 2**31:
         raise ValueError(f"--seed must be in [0, 2**31), got {args.seed}")
+    if args.num_cores is not None:
+        if not MIN_CORES <= args.num_cores <= MAX_CORES:
+            raise ValueError(f"--num-cores must be in [{MIN_CORES}, {MAX_CORES}], got {args.num_cores}")
+        if args.row_shape is not None and len(args.row_shape) != args.num_cores:
+            raise ValueError(f"--num-cores {args.num_cores} but --row-shape {','.join(map(str, args.row_shape))} has "
+                             f"{len(args.row_shape)} factor(s), one per core; give one of them, or make them agree")
     outputs = {}
     if args.output:
         for method in args.method:
@@ -376,8 +386,11 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
     load_seconds = time.perf_counter() - started
-    num_cores = args.num_cores or auto_num_cores(dataset.num_nodes)
-    row_shape = check_row_shape(args.row_shape or factor_rows(dataset.num_nodes, num_cores), dataset.num_nodes)
+    if args.row_shape is None:
+        num_cores = auto_num_cores(dataset.num_nodes) if args.num_cores is None else args.num_cores
+        row_shape = check_row_shape(factor_rows(dataset.num_nodes, num_cores), dataset.num_nodes)
+    else:
+        row_shape = check_row_shape(args.row_shape, dataset.num_nodes)
     cache_dir = None if args.no_cache else default_cache_dir(args.cache_dir)
     print(f"{dataset.name}: {dataset.num_nodes:,} nodes, {dataset.num_edges:,} stored edges "
           f"(loaded in {load_seconds:.1f} s); row shape {list(row_shape)}")

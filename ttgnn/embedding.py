@@ -31,7 +31,8 @@ class TTNodeEmbedding(nn.Module):
         embedding_dim (int): ``D``.
         ranks (int or sequence of int, optional): TT ranks, one int for all or the ``K-1`` inner
             ranks; capped at the largest useful rank. (default: ``16``)
-        num_cores (int, optional): ``K``, 2 to 8; ignored when a shape is given. (default: from ``N``,
+        num_cores (int, optional): ``K``, 2 to 8; when a shape is given too, it must have ``K``
+            factors. (default: the given shape's length, else from ``N``,
             :func:`ttgnn.shapes.auto_num_cores`: 3 up to about 1.7 x 10^7 rows, then 4)
         row_shape (sequence of int, optional): ``(n_1, ..., n_K)``, product ``>= N``.
             (default: the smallest balanced cover, :func:`ttgnn.shapes.factor_rows`)

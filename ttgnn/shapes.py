@@ -83,6 +83,20 @@ def _check_num_cores(num_cores: int) -> int:
     return num_cores
 
 
+def _cores_of_shape(name: str, factors: list[int], num_cores) -> int:
+    """The core count of a given row or column shape (one factor per core), checked against
+    ``num_cores`` when that is given too: ``ValueError`` when they disagree or the count is not in
+    [:data:`MIN_CORES`, :data:`MAX_CORES`]."""
+    count = len(factors)
+    if num_cores is not None and _as_int("num_cores", num_cores) != count:
+        raise ValueError(f"num_cores={num_cores} but {name} {factors} has {count} factor(s), one per core; "
+                         f"give num_cores or a shape, or make them agree")
+    if not MIN_CORES <= count <= MAX_CORES:
+        raise ValueError(f"{name} {factors} has {count} factor(s), one per core; a TT table has "
+                         f"{MIN_CORES} to {MAX_CORES} cores")
+    return count
+
+
 def _check_positive_int(name: str, value: int) -> int:
     value = _as_int(name, value)
     if value < 1:
@@ -237,11 +251,13 @@ class TTShape:
     ) -> "TTShape":
         """Factor ``num_rows x dim`` into a TT shape, validating any explicit shapes.
 
-        ``num_cores`` is ignored when a shape is given, and picked by :func:`auto_num_cores` when ``None``.
+        ``num_cores`` is picked by :func:`auto_num_cores` when ``None``; a given shape has one factor per
+        core, so with a shape ``num_cores`` may be left out and, when given, must agree with it.
 
         Raises:
             ValueError: a size below 1; more than ``2**63 - 1`` rows (also after padding to the row
-                shape's product) or ``2**31 - 1`` columns; shapes that do not cover the table.
+                shape's product) or ``2**31 - 1`` columns; shapes that do not cover the table;
+                ``num_cores`` that disagrees with a given shape's length.
         """
         num_rows = _check_positive_int("num_embeddings", num_rows)
         dim = _check_positive_int("embedding_dim", dim)
@@ -250,14 +266,15 @@ class TTShape:
         if dim > INT32_MAX:
             raise ValueError(f"embedding_dim must be at most {INT32_MAX:,} (the lookup kernels count columns "
                              f"in int32), got {dim:,}")
-        if row_shape is not None:
-            row_shape = _as_int_list("row_shape", row_shape)
-            num_cores_given = len(row_shape)
-        elif col_shape is not None:
-            num_cores_given = len(_as_int_list("col_shape", col_shape))
+        if row_shape is not None or col_shape is not None:
+            # a given shape has one factor per core: its length is the core count
+            name, factors = (("row_shape", row_shape) if row_shape is not None else ("col_shape", col_shape))
+            factors = _as_int_list(name, factors)
+            if row_shape is not None:
+                row_shape = factors
+            num_cores_given = _cores_of_shape(name, factors, num_cores)
         else:
-            num_cores_given = auto_num_cores(num_rows) if num_cores is None else num_cores
-        num_cores_given = _check_num_cores(num_cores_given)
+            num_cores_given = _check_num_cores(auto_num_cores(num_rows) if num_cores is None else num_cores)
         if row_shape is None:
             row_shape = factor_rows(num_rows, num_cores_given)
         elif math.prod(row_shape) < num_rows:
