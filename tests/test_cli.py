@@ -1,6 +1,6 @@
 import pytest
 
-from ttgnn.cli import build_parser, config_from_args, main
+from ttgnn.cli import _unread_table_options, build_parser, config_from_args, main
 
 
 def test_info_prints_arxiv_compression(capsys):
@@ -66,12 +66,14 @@ def test_info_budget_errors_print_no_table(capsys, extra, message):
 # ---------------------------------------------------------------------- errors, exit codes, help
 import contextlib  # noqa: E402
 import json  # noqa: E402
+import logging  # noqa: E402
 import re  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import types  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -155,6 +157,50 @@ def test_partition_refuses_a_core_count_the_row_shape_contradicts_before_loading
         assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "identity",
                      "--no-cache", *extra]) == 0
         assert capsys.readouterr().out.splitlines()[0].endswith(f"row shape {shape}")
+
+
+def test_table_options_the_input_does_not_read_are_named_in_a_warning(graph_root, tmp_path, caplog, monkeypatch):
+    # _train_args gives --rank 4: a full table has no rank
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+        assert main(_train_args(graph_root, tmp_path / "full", "--embedding", "full", "--init", "ortho",
+                                "--row-shape", "20,20")) == 0
+    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.cli"] == \
+        ["--rank, --row-shape, --init ortho: not read with --embedding full; ignored"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):  # a TT table reads them all
+        assert main(_train_args(graph_root, tmp_path / "tt", "--init", "ortho", "--row-shape", "20,20")) == 0
+    assert [r for r in caplog.records if r.name == "ttgnn.cli"] == []
+    # under torchrun, rank 0 alone says it (the other ranks keep warnings: ttgnn.distributed.configure_logging)
+    import ttgnn.cli
+    import ttgnn.distributed
+    import ttgnn.train
+
+    def as_rank(rank):  # world_size 1 keeps configure_logging from filtering the test's handlers
+        @contextlib.contextmanager
+        def distributed(**kwargs):
+            yield types.SimpleNamespace(rank=rank, world_size=1, is_main=rank == 0, device="cpu")
+        return distributed
+
+    for rank, said in ((1, []), (0, ["--rank: not read with --embedding full; ignored"])):
+        caplog.clear()
+        with monkeypatch.context() as patch, caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+            patch.setattr(ttgnn.distributed, "distributed", as_rank(rank))
+            patch.setattr(ttgnn.train, "train", lambda config, **kwargs: {})
+            patch.setattr(ttgnn.cli, "format_summary", lambda metrics: "(summary)")
+            assert main(["train", "--embedding", "full", "--rank", "4"]) == 0
+        assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.cli"] == said
+    parse = build_parser().parse_args
+    for args, unread in (
+            ([], []), (["--init", "gaussian"], []), (["--init", "spectral", "--spectral-vectors", "4"], []),
+            (["--num-cores", "3", "--col-shape", "8,4,4", "--compression", "10"],
+             ["--num-cores", "--col-shape", "--compression"]), (["--max-params", "100"], ["--max-params"])):
+        assert _unread_table_options(parse(["train", "--embedding", "full", *args])) == unread
+        assert _unread_table_options(parse(["train", "--embedding", "tt", *args])) == []
+    # no table at all: every init and --spectral-vectors too
+    for args, unread in (([], []), (["--init", "gaussian"], ["--init gaussian"]),
+                         (["--init", "spectral", "--spectral-vectors", "4", "--rank", "2"],
+                          ["--rank", "--init spectral", "--spectral-vectors"])):
+        assert _unread_table_options(parse(["train", "--embedding", "features", *args])) == unread
 
 
 @pytest.mark.parametrize("value", ["-2", "once", "1.5"])

@@ -30,6 +30,8 @@ from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUS
                      SAMPLED_EVAL_MIN_NODES, TrainConfig)
 from .plan import OPTIMIZERS
 
+log = logging.getLogger(__name__)
+
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary", "script_parser",
            "start_script", "report_errors"]
 
@@ -322,16 +324,38 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     config.validate()  # before any process group or data loading
+    unused = _unread_table_options(args)
     if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
         raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
                          f"got {args.dist_timeout}")
     # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
     with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
         tdist.configure_logging(ctx.rank, ctx.world_size)
+        if unused and ctx.is_main:  # once, not once per rank
+            log.warning("%s: not read with --embedding %s; ignored", ", ".join(unused),
+                        config.embedding)
         metrics = train(config, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
     if ctx.is_main:
         print(format_summary(metrics))
     return 0
+
+
+def _unread_table_options(args: argparse.Namespace) -> list[str]:
+    """The options given to ``ttgnn train`` that the input does not read: the TT table's, with
+    ``--embedding full`` (a normal or spectral table), and every table option with ``features`` (no
+    table at all). They would change nothing. Their defaults are ``None`` (``--init auto``), so
+    what is listed was typed."""
+    if args.embedding == "tt":
+        return []
+    unused = [option for option, value in (("--rank", args.rank), ("--num-cores", args.num_cores),
+                                           ("--row-shape", args.row_shape), ("--col-shape", args.col_shape),
+                                           ("--compression", args.compression), ("--max-params", args.max_params))
+              if value is not None]
+    if args.embedding == "full":
+        return unused + (["--init ortho"] if args.init == "ortho" else [])
+    # the node features are the input: no table to start
+    return (unused + ([f"--init {args.init}"] if args.init != "auto" else [])
+            + (["--spectral-vectors"] if args.spectral_vectors is not None else []))
 
 
 def format_summary(metrics: dict) -> str:
