@@ -163,6 +163,8 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(l
             if "ce" in suffixes:
                 bare += ["--loss", "ce"]
             bare += [arg for s in suffixes if s.startswith("emblr") for arg in ("--emb-lr", s[len("emblr"):])]
+            if "ortho" in suffixes:
+                bare += ["--init", "ortho"]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
                           "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank", "row_shape",
