@@ -62,6 +62,21 @@ def test_info_budget_errors_print_no_table(capsys, extra, message):
     out = capsys.readouterr()
     assert out.out == "" and message in out.err
 
+@pytest.mark.parametrize("command, option", [(["info"], "--rows"), (["info", "--rows", "169343"], "--max-params"),
+                                             (["plan"], "--nodes"), (["train"], "--max-params")])
+def test_large_counts_may_be_written_in_exponent_form(capsys, command, option):
+    parse = build_parser().parse_args
+    for text, value in (("1e8", 10**8), ("1.11059956e8", 111_059_956), ("2E4", 20_000), ("1_000_000", 10**6),
+                        ("12", 12), ("1.00000000000000001e17", 10**17 + 1)):
+        assert getattr(parse([*command, option, text]), option[2:].replace("-", "_")) == value
+    for text in ("2.5", "1.5e0", "1e-3", "nan", "inf", "1e", "0x10", "1e100", "1e1000000000"):
+        with pytest.raises(SystemExit) as exit_info:
+            parse([*command, option, text])
+        assert exit_info.value.code == 2
+        assert f"argument {option}: expected a whole number such as 169343 or 1e8, got {text!r}" in \
+            capsys.readouterr().err
+
+
 
 # ---------------------------------------------------------------------- errors, exit codes, help
 import contextlib  # noqa: E402

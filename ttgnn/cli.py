@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import decimal
 import logging
 import sys
 from typing import Callable, Optional, Sequence
@@ -64,6 +65,23 @@ def _int_list(text: str) -> list[int]:
     if not values:  # an empty list would read as "automatic" where the option is a shape
         raise argparse.ArgumentTypeError(f"expected comma-separated ints such as 55,55,56, got {text!r}")
     return values
+
+
+def _count(text: str) -> int:
+    """A whole number for sizes that run to millions (``--rows``, ``--nodes``, ``--max-params``):
+    ``169343``, ``1_000_000`` or ``1e8`` (a number in exponent form must be whole)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:  # exactly, as written (a float would round 1.00000000000000001e17)
+        value = decimal.Decimal(text.strip()) if "e" in text.lower() else None
+    except decimal.InvalidOperation:
+        value = None
+    if value is None or not value.is_finite() or value.adjusted() > 99 or value != value.to_integral_value():
+        # (more than 100 digits would only be refused later, after int() wrote them all out)
+        raise argparse.ArgumentTypeError(f"expected a whole number such as 169343 or 1e8, got {text!r}")
+    return int(value)
 
 
 def _rounds_or_auto(text: str) -> Optional[int]:
@@ -139,12 +157,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _add_info_parser(sub) -> None:
     p = sub.add_parser("info", help="shapes, parameter count, memory and compression of a TT table",
                        formatter_class=HelpFormatter)
-    p.add_argument("--rows", type=int, required=True, help="number of embedding rows N")
+    p.add_argument("--rows", type=_count, required=True, help="number of embedding rows N (e.g. 169343 or 1.11e8)")
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     p.add_argument("--rank", type=int, nargs="+", default=None, help="one or more TT ranks (default: 16)")
     p.add_argument("--compression", type=float, default=None, help="instead of --rank: the largest rank with at "
                    "least this compression, as ttgnn train --compression picks it")
-    p.add_argument("--max-params", type=int, default=None, help="instead of --rank: the largest rank with at "
+    p.add_argument("--max-params", type=_count, default=None, help="instead of --rank: the largest rank with at "
                    "most this many parameters")
     p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-8 (default: from N)")
     p.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
@@ -182,7 +200,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--order", choices=ORDERS, default=d.order, help="node order for the TT rows")
     p.add_argument("--compression", type=float, default=d.compression, help="pick the largest TT rank with at "
                    "least this compression (instead of --rank)")
-    p.add_argument("--max-params", type=int, default=d.max_params, help="pick the largest TT rank with at most "
+    p.add_argument("--max-params", type=_count, default=d.max_params, help="pick the largest TT rank with at most "
                    "this many parameters instead of --rank")
     p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "
                    "spectral: Laplacian eigenvectors, TT by TT-SVD; auto: spectral with "
@@ -590,7 +608,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _add_plan_parser(sub) -> None:
     p = sub.add_parser("plan", formatter_class=HelpFormatter,
                        help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full")
-    p.add_argument("--nodes", type=int, default=None, help="number of nodes N (or --dataset)")
+    p.add_argument("--nodes", type=_count, default=None, help="number of nodes N, e.g. 1.11e8 (or --dataset)")
     p.add_argument("--dataset", default=None, help="take N, the mean degree and the classes from this dataset "
                    "(a name as for `ttgnn train`; overrides --nodes, --avg-degree and --classes)")
     _add_data_location(p)
