@@ -210,6 +210,10 @@ for _emb in ("tt", "full"):
 # The TT table with TT-GNN's orthogonal cores instead of the gaussian ones --init auto picks on arxiv
 # (the gaussian default was chosen on GraphSAGE, together with three other settings, never for GAT).
 CONFIGS["now-gat-tt-ce-ortho"] = ([*CONFIGS["now-gat-tt-ce"][0], "--init", "ortho"], "defaults")
+# ... and from the TT-SVD of the 8 smoothest Laplacian eigenvectors (the small graphs' init), the table that
+# already varies smoothly over the graph.
+CONFIGS["now-gat-tt-ce-spectral8"] = ([*CONFIGS["now-gat-tt-ce"][0], "--init", "spectral", "--spectral-vectors", "8"],
+                                      "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

@@ -165,10 +165,12 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(l
             bare += [arg for s in suffixes if s.startswith("emblr") for arg in ("--emb-lr", s[len("emblr"):])]
             if "ortho" in suffixes:
                 bare += ["--init", "ortho"]
+            if "spectral8" in suffixes:
+                bare += ["--init", "spectral", "--spectral-vectors", "8"]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
-                          "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank", "row_shape",
-                          "col_shape", "weight_average", "embedding"):
+                          "spectral_vectors", "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank",
+                          "row_shape", "col_shape", "weight_average", "embedding"):
                 assert getattr(config, field) == getattr(expected, field), (name, field)
             assert config.label_spread is None and config.label_reuse is None, name
             assert config.loss == ("ce" if "ce" in suffixes else None), name
