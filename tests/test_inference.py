@@ -301,6 +301,21 @@ def test_a_best_model_with_nan_weights_is_refused_before_its_graph_loads(tmp_pat
         load_run(tmp_path / "run")  # no dataset given: the check comes before the graph would load
 
 
+@pytest.mark.parametrize("shape", [dict(row_shape=[8, 8, 8]), dict(col_shape=[4, 2, 2])])
+def test_a_run_recorded_with_a_core_count_its_shape_overrode_still_loads(tmp_path, planted, shape):
+    # Before 2026-11-30 a shape silently overrode num_cores; such a run's settings hold both.
+    from ttgnn.checkpoint import BEST_MODEL_NAME, load_checkpoint, save_best_model
+
+    metrics = train(small_config(tmp_path / "run", epochs=1, correct_smooth=False, **shape), planted)
+    path = tmp_path / "run" / BEST_MODEL_NAME
+    state = load_checkpoint(path)
+    save_best_model(path, epoch=state["epoch"], model=state["model"], settings={**state["settings"], "num_cores": 5})
+    run = load_run(tmp_path / "run", planted)
+    assert run.config.num_cores == 5  # the run's settings as recorded
+    assert len(run.model.node_input.table.cores) == 3
+    assert _split_accuracy(predict(run), planted, "test") == pytest.approx(metrics["test_acc"], abs=1e-6)
+
+
 def test_the_finite_check_reads_every_chunk_of_a_weight(tmp_path):
     from ttgnn.inference import _check_finite_weights
 

@@ -104,9 +104,13 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
         except FileNotFoundError as err:
             raise FileNotFoundError(f"{err}; the run in {folder} trained on {config.dataset!r}: give its root, or "
                                     "the NodeDataset itself for a graph built in Python") from None
-    # The node order and a spectral table are in the weights: build without computing either.
+    # The node order and a spectral table are in the weights: build without computing either. A run
+    # recorded before ttgnn refused a core count that contradicts its shape (2026-11-30) was built with the
+    # shape's count: so is its model here.
+    shaped = config.row_shape is not None or config.col_shape is not None
     build = dataclasses.replace(config, order="identity", init="gaussian" if config.init == "spectral" else config.init,
-                                spectral_vectors=None, output_dir=None, resume=False, overwrite=False, progress=False)
+                                spectral_vectors=None, output_dir=None, resume=False, overwrite=False, progress=False,
+                                num_cores=None if shaped else config.num_cores)
     model = build_classifier(build, dataset)
     try:
         model.load_state_dict(state["model"])
