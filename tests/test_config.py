@@ -29,6 +29,9 @@ from ttgnn.partition import METHODS
     (dict(num_cores=0), "num_cores"),
     (dict(fanouts=[5, 0, 5], mode="minibatch"), "every entry of fanouts must be an integer >= 1, got 0"),
     (dict(row_shape=[55, -55, 56]), "every entry of row_shape"),
+    (dict(num_cores=3, row_shape=[40, 25]), r"^num_cores=3 but row_shape \[40, 25\] has 2 factor\(s\), one per core"),
+    (dict(num_cores=2, col_shape=[8, 4, 4]), r"^num_cores=2 but col_shape \[8, 4, 4\] has 3 factor\(s\)"),
+    (dict(row_shape=[1000]), r"^row_shape \[1000\] has 1 factor\(s\), one per core; a TT table has 2 to 8 cores$"),
     (dict(mode="minibatch", num_layers=3, fanouts=[5, 5]), "fan-out"),
     (dict(order="spectral"), "order must be one of"),
     (dict(model="gcn"), "model must be one of"),
@@ -54,6 +57,12 @@ from ttgnn.partition import METHODS
 def test_bad_settings_are_named(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes).validate()
+
+
+def test_a_core_count_with_a_shape_is_checked_for_tt_tables_only():
+    TrainConfig(num_cores=3, row_shape=[10, 10, 10], col_shape=[8, 4, 4]).validate()
+    # a full table reads neither (ttgnn train warns that they are ignored)
+    TrainConfig(embedding="full", num_cores=3, row_shape=[40, 25]).validate()
 
 
 def test_learning_rates_up_to_the_largest_are_valid():

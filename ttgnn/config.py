@@ -376,6 +376,12 @@ class TrainConfig:
         for key in ("fanouts", "row_shape", "col_shape"):
             for value in getattr(self, key) or ():
                 check_int(f"every entry of {key}", value, 1)
+        if self.embedding == "tt":  # a shape's length is its core count: checked before any data loads
+            from .shapes import cores_of_shape
+
+            for key in ("row_shape", "col_shape"):
+                if getattr(self, key) is not None:
+                    cores_of_shape(key, list(getattr(self, key)), self.num_cores)
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.eval_fanouts is not None:

@@ -38,6 +38,7 @@ __all__ = [
     "TTShape",
     "factor_rows",
     "auto_num_cores",
+    "cores_of_shape",
     "shape_for_budget",
     "factor_dim",
     "normalize_ranks",
@@ -83,7 +84,7 @@ def _check_num_cores(num_cores: int) -> int:
     return num_cores
 
 
-def _cores_of_shape(name: str, factors: list[int], num_cores) -> int:
+def cores_of_shape(name: str, factors: list[int], num_cores) -> int:
     """The core count of a given row or column shape (one factor per core), checked against
     ``num_cores`` when that is given too: ``ValueError`` when they disagree or the count is not in
     [:data:`MIN_CORES`, :data:`MAX_CORES`]."""
@@ -272,7 +273,7 @@ class TTShape:
             factors = _as_int_list(name, factors)
             if row_shape is not None:
                 row_shape = factors
-            num_cores_given = _cores_of_shape(name, factors, num_cores)
+            num_cores_given = cores_of_shape(name, factors, num_cores)
         else:
             num_cores_given = _check_num_cores(auto_num_cores(num_rows) if num_cores is None else num_cores)
         if row_shape is None:
