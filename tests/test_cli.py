@@ -62,6 +62,7 @@ def test_info_budget_errors_print_no_table(capsys, extra, message):
     out = capsys.readouterr()
     assert out.out == "" and message in out.err
 
+
 @pytest.mark.parametrize("command, option", [(["info"], "--rows"), (["info", "--rows", "169343"], "--max-params"),
                                              (["plan"], "--nodes"), (["train"], "--max-params")])
 def test_large_counts_may_be_written_in_exponent_form(capsys, command, option):
@@ -75,7 +76,6 @@ def test_large_counts_may_be_written_in_exponent_form(capsys, command, option):
         assert exit_info.value.code == 2
         assert f"argument {option}: expected a whole number such as 169343 or 1e8, got {text!r}" in \
             capsys.readouterr().err
-
 
 
 # ---------------------------------------------------------------------- errors, exit codes, help
