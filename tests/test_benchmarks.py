@@ -167,6 +167,8 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(l
                 bare += ["--init", "ortho"]
             if "spectral8" in suffixes:
                 bare += ["--init", "spectral", "--spectral-vectors", "8"]
+            if "metis" in suffixes:
+                bare += ["--order", "hierarchical-metis"]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
                           "spectral_vectors", "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank",
