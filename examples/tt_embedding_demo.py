@@ -12,10 +12,10 @@ from ttgnn import TTNodeEmbedding
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--rows", type=int, default=169_343)
-    parser.add_argument("--dim", type=int, default=128)
-    parser.add_argument("--rank", type=int, default=16)
-    parser.add_argument("--batch", type=int, default=100_000)
+    parser.add_argument("--rows", type=int, default=169_343, help="rows N of the table (ogbn-arxiv's nodes)")
+    parser.add_argument("--dim", type=int, default=128, help="embedding dimension D")
+    parser.add_argument("--rank", type=int, default=16, help="TT rank")
+    parser.add_argument("--batch", type=int, default=100_000, help="random rows looked up, forward and backward")
     args = parser.parse_args()
     if args.batch < 1:
         parser.error(f"--batch must be >= 1, got {args.batch}")

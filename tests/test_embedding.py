@@ -390,6 +390,7 @@ def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(cap
     exact = TTNodeEmbedding.from_pretrained(weight, ranks=64, row_shape=[4, 4, 4], node_order=order)
     assert torch.equal(exact.node_order, order)
     torch.testing.assert_close(exact(torch.arange(60)), weight, rtol=1e-5, atol=1e-5)
+    caplog.clear()  # the exact table's warning that it does not compress (its own test below)
     with caplog.at_level(logging.INFO, logger="ttgnn.embedding"):
         low = TTNodeEmbedding.from_pretrained(weight, ranks=2, num_cores=2)
     assert len(low.row_shape) == 2 and low.ranks == (1, 2, 1)
@@ -403,6 +404,21 @@ def test_from_pretrained_with_a_node_order_places_rows_and_reports_its_error(cap
     small = TTNodeEmbedding.from_pretrained(weight * 1e-3, ranks=2, num_cores=2)
     assert small.svd_relative_error == pytest.approx(low.svd_relative_error, rel=1e-4)
     assert TTNodeEmbedding.from_pretrained(torch.randn(4096, 64)).ranks == (1, 16, 16, 1)  # ranks=16
+
+
+def test_a_table_that_does_not_compress_is_named_in_a_warning(caplog):
+    TTNodeEmbedding(1000, 16, ranks=4)  # 760 parameters for 16,000 values
+    TTNodeEmbedding(100, 16, ranks=4, row_shape=[4, 5, 5], col_shape=[4, 2, 2])  # 256 for 1,600
+    TTNodeEmbedding(16, 4, ranks=3, row_shape=[4, 4], col_shape=[2, 2])  # 48 for 64
+    assert logged(caplog, "ttgnn.embedding") == []
+    TTNodeEmbedding(100, 16)  # rank 16 capped to [1, 16, 10, 1]: 1,956 parameters
+    TTNodeEmbedding.from_pretrained(torch.randn(16, 4), ranks=4, row_shape=[4, 4], col_shape=[2, 2])
+    assert logged(caplog, "ttgnn.embedding") == [
+        "this TT table has 1,956 parameters, no fewer than the dense 100 x 16 table it stands for "
+        "(compression 0.82x): lower ranks compress it",
+        "this TT table has 64 parameters, no fewer than the dense 16 x 4 table it stands for "
+        "(compression 1.00x): lower ranks compress it"]
+    assert all(r.levelname == "WARNING" for r in caplog.records)
 
 
 @pytest.mark.parametrize("weight,error,match", [
