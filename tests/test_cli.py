@@ -18,6 +18,14 @@ def test_info_notes_a_tt_table_larger_than_the_dense_one(capsys):
     assert out[2].endswith("0.8x")
     assert out[3] == ("note: at rank 100000 the TT table (1,956 parameters) is larger than the dense 100 x 16 table; "
                       "a lower --rank compresses it")
+    # with a budget that allows it, the note names the budget's option
+    for budget, remedy in ((["--compression", "0.5"], "--compression above 1"),
+                           (["--max-params", "2000"], "--max-params under 1,600")):
+        assert main(["info", "--rows", "100", "--dim", "16", *budget]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert len(out) == 3 and out[1].endswith("0.8x")
+        assert out[2] == ("note: at rank 16 the TT table (1,956 parameters) is larger than the dense 100 x 16 table; "
+                          f"{remedy} compresses it")
 
 
 def test_info_billion_rows(capsys):

@@ -216,9 +216,16 @@ def test_shape_for_budget_uses_the_given_shapes_and_rank_one_when_only_it_fits()
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(max_params=1), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of 1 parameters$"),
-    (dict(compression=10**6), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of "
-                              r"1,000,000.0x compression$"),
+    (dict(max_params=1), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of 1 parameter$"),
+    (dict(max_params=883), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of 883 "
+                           r"parameters$"),
+    # the parameters a compression allows: 169,343 * 128 / 10**6 = 21.68
+    (dict(compression=10**6), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more than the "
+                              r"21.7 that 1,000,000x compression allows$"),
+    (dict(compression=30_000.5), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more than "
+                                 r"the 722.5 that 30,000.5x compression allows$"),
+    (dict(compression=1e20), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more than the "
+                             r"2.2e-13 that 1e\+20x compression allows$"),
     (dict(max_params=2.5), r"^max_params must be an integer >= 1, got 2.5$"),
 ])
 def test_shape_for_budget_messages_name_the_budget(kwargs, message):

@@ -418,7 +418,18 @@ def shape_for_budget(
             break
         rank += 1
     if best is None:
-        what = f"{max_params:,} parameters" if max_params is not None else f"{compression:,.1f}x compression"
-        raise ValueError(f"a {num_rows:,} x {dim} TT table at rank 1 has {shape.num_parameters:,} parameters, "
-                         f"more than the budget of {what}")
+        smallest = f"a {num_rows:,} x {dim} TT table at rank 1 has {shape.num_parameters:,} parameters"
+        if max_params is not None:
+            raise ValueError(f"{smallest}, more than the budget of {max_params:,} "
+                             f"parameter{'' if max_params == 1 else 's'}")
+        allowed = f"{budget:,.1f}" if budget >= 0.1 else f"{budget:.2g}"
+        raise ValueError(f"{smallest} ({shape.compression_ratio:,.1f}x), more than the {allowed} that "
+                         f"{_ratio(compression)}x compression allows")
     return best
+
+
+def _ratio(value: float) -> str:
+    """A compression ratio as a person writes it: ``1,000``, ``1,117.8``, ``0.5``, ``1e+20``."""
+    if not 1e-3 <= value < 1e15:
+        return f"{value:.3g}"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}" if value < 1 else f"{value:,.1f}"
