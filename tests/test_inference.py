@@ -196,6 +196,12 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
         assert main(["predict", str(tmp_path / "nothing"), option, str(a_file / "sub" / "out.npy")]) == 2
         assert capsys.readouterr().err.strip() == (f"ttgnn predict: error: cannot write {option} "
                                                    f"{a_file / 'sub' / 'out.npy'}: {a_file} is a file, not a folder")
+    # one file for both outputs (here through a link to its folder): refused before the run loads
+    (tmp_path / "link").symlink_to(tmp_path)
+    assert main(["predict", str(tmp_path / "nothing"), "--output", str(tmp_path / "both.npy"), "--embeddings",
+                 str(tmp_path / "link" / "both.npy")]) == 2
+    assert capsys.readouterr().err.strip() == (f"ttgnn predict: error: --output and --embeddings name the same file, "
+                                               f"{tmp_path / 'both.npy'}: the table would replace the predictions")
 
 
 def test_load_run_messages_log_line_and_a_file_without_settings(tmp_path, planted, caplog):

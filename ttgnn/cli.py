@@ -21,6 +21,7 @@ import dataclasses
 import decimal
 import logging
 import sys
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODELS, MODES,
@@ -518,6 +519,10 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         if not path.lower().endswith(suffixes):
             raise ValueError(f"{option} must name a {' / '.join(suffixes)} file, got {path}")
         check_output_file(path, option)
+    if args.output is not None and args.embeddings is not None and (
+            Path(args.output).resolve() == Path(args.embeddings).resolve()):
+        raise ValueError(f"--output and --embeddings name the same file, {args.output}: the table would replace "
+                         f"the predictions")
     run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)
     probs = class_probabilities(run)
     classes = predict(run, correct_smooth=args.correct_smooth, probs=probs)
