@@ -1,6 +1,7 @@
 """Sampled batches in the form each GNN backend takes (ttgnn/batches.py). The pinned,
 non-blocking copies to a GPU are checked where one is, in tests/test_gpu_path.py."""
 import os
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -45,3 +46,24 @@ def test_batches_come_in_the_form_the_backend_takes(backend):
         else:  # DGL's blocks as the loader gives them
             assert isinstance(block, dgl.DGLGraph) and block.is_block
             assert torch.equal(block.srcdata[dgl.NID], dgl_block.srcdata[dgl.NID])
+
+
+def _affinity_warnings(iterate) -> list[str]:
+    """The messages of DGL's CPU-affinity advice that ``iterate()`` gives, each one counted."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        iterate()
+    return [str(w.message) for w in caught if "CPU affinity" in str(w.message)]
+
+
+def test_batches_come_without_dgls_cpu_affinity_advice():
+    # DGL advises enabling CPU affinity on every CPU loader's iteration, where psutil can set it
+    # (Linux): advice for worker processes, which ttgnn's loaders do not start
+    import psutil
+
+    advised = 1 if hasattr(psutil.Process, "cpu_affinity") else 0
+    assert len(_affinity_warnings(lambda: list(_loader()))) == advised
+    for backend in ("torch", "dgl"):
+        gnn = SimpleNamespace(backend=backend)
+        assert _affinity_warnings(lambda: list(device_batches(_loader(), gnn, torch.device("cpu")))) == []
+    assert len(_affinity_warnings(lambda: list(_loader()))) == advised  # no filter left behind

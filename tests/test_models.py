@@ -1,5 +1,6 @@
 """Tests of ttgnn.models: dense TT table, input modules, SAGE/GAT on full graphs and blocks."""
 import os
+import warnings
 
 import pytest
 import torch
@@ -296,6 +297,10 @@ def test_tensor_backend_layerwise_inference(small_graph, model):
     full = ours(graph)
     torch.testing.assert_close(ours.inference(graph, batch_size=64), full, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(ours.inference(SparseGraph.from_dgl(graph)), full, rtol=1e-5, atol=1e-6)
+    with warnings.catch_warnings(record=True) as caught:  # DGL's advice for loaders with workers
+        warnings.simplefilter("always")
+        ours.inference(graph, batch_size=64)
+    assert [str(w.message) for w in caught if "CPU affinity" in str(w.message)] == []
 
 
 @pytest.mark.parametrize("backend", ["dgl", "torch"])

@@ -1,9 +1,20 @@
 """Sampled mini-batches in the form a GNN backend takes, on the device it runs on."""
 from __future__ import annotations
 
+import warnings
+
 import torch
 
-__all__ = ["device_batches"]
+__all__ = ["device_batches", "loader_batches"]
+
+
+def loader_batches(loader):
+    """``iter(loader)`` of a DGL ``DataLoader``, without the ``DGLWarning`` that every CPU loader's
+    iteration gives ("Dataloader CPU affinity opt is not enabled"): its advice is about worker
+    processes, and ttgnn's loaders sample in the training process (``num_workers=0``)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Dataloader CPU affinity opt is not enabled")
+        return iter(loader)
 
 
 def device_batches(loader, gnn, device: torch.device):
@@ -22,7 +33,7 @@ def device_batches(loader, gnn, device: torch.device):
     def to_device(tensor):
         return (tensor.pin_memory() if pin else tensor).to(device, non_blocking=pin)
 
-    for input_nodes, output_nodes, blocks in loader:
+    for input_nodes, output_nodes, blocks in loader_batches(loader):
         input_nodes, output_nodes = input_nodes.long(), output_nodes.long()
         if gnn.backend == "torch":
             blocks = [SparseGraph.from_dgl(block) for block in blocks]

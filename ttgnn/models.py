@@ -34,6 +34,7 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import dgl  # noqa: E402
 from dgl.nn import GATConv, SAGEConv  # noqa: E402
 
+from .batches import loader_batches  # noqa: E402
 from .embedding import TTNodeEmbedding  # noqa: E402
 from .choices import EMBEDDINGS, GNN_BACKENDS, MODELS, NORMS, check_choice  # noqa: E402
 from .config import check_int  # noqa: E402
@@ -378,8 +379,9 @@ class GNN(nn.Module):
             out = torch.empty(graph.num_nodes(), width, device=device)
             loader = dgl.dataloading.DataLoader(graph, nodes, sampler, batch_size=batch_size,
                                                 shuffle=False, drop_last=False, num_workers=0)
-            for input_nodes, output_nodes, blocks in tqdm(loader, disable=not progress, leave=False,
-                                                          desc=f"inference layer {index + 1}"):
+            batches = tqdm(loader_batches(loader), total=len(loader), disable=not progress, leave=False,
+                           desc=f"inference layer {index + 1}")
+            for input_nodes, output_nodes, blocks in batches:
                 if self.backend == "torch":
                     block = self.prepare_graph(SparseGraph.from_dgl(blocks[0]), device)
                 else:
