@@ -247,6 +247,9 @@ def test_explicit_root_is_the_only_place_searched(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "cwd")
     with pytest.raises(FileNotFoundError, match="dataset root not found: .*missing"):
         load_dataset("cora", tmp_path / "missing")
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"^dataset root .*a-file is a file, not a folder \(given as --root"):
+        load_dataset("cora", tmp_path / "a-file")
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="dataset folder not found: .*empty/cora"):
         load_dataset("cora", tmp_path / "empty")

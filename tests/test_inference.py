@@ -153,6 +153,11 @@ def test_cli_predict_reads_the_dataset_from_the_root_it_is_given(tmp_path, capsy
     capsys.readouterr()
     assert main(["predict", str(out), "--root", str(moved), "--cache-dir", str(tmp_path / "cache")]) == 0
     assert capsys.readouterr().out.startswith(f"{out}: gat + tt on tiny, best epoch ")
+    (tmp_path / "a-file").write_text("x")  # a root that is a file: said so, with the run's hint
+    assert main(["predict", str(out), "--root", str(tmp_path / "a-file"), "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"ttgnn predict: error: dataset root {tmp_path / 'a-file'} is a file, not a folder (given as --root or root=); "
+        f"the run in {out} trained on 'tiny': give its root, or the NodeDataset itself for a graph built in Python")
 
 
 def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):

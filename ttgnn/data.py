@@ -759,6 +759,7 @@ def load_dataset(
 
     Raises:
         FileNotFoundError: a required file or folder is missing (named in the message).
+        NotADirectoryError: the given ``root`` is a file.
         ValueError: an empty ``name``, or a file is unreadable or inconsistent (named in the message).
         TypeError: ``name`` is neither a str nor a path.
     """
@@ -768,6 +769,8 @@ def load_dataset(
         raise ValueError("name is empty: give a dataset name (\"ogbn-arxiv\", \"cora\"...) or a folder path")
     root_path = resolve_root(root)
     if root is not None and not root_path.is_dir():
+        if root_path.exists():
+            raise NotADirectoryError(f"dataset root {root_path} is a file, not a folder (given as --root or root=)")
         raise FileNotFoundError(f"dataset root not found: {root_path} (given as --root or root=)")
     cache = default_cache_dir(cache_dir)
     if cache.exists() and not cache.is_dir():

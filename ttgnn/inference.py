@@ -101,9 +101,9 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
         where = root if root is not None else config.root
         try:
             dataset = load_dataset(config.dataset, root=where, cache_dir=cache_dir or config.cache_dir)
-        except FileNotFoundError as err:
-            raise FileNotFoundError(f"{err}; the run in {folder} trained on {config.dataset!r}: give its root, or "
-                                    "the NodeDataset itself for a graph built in Python") from None
+        except (FileNotFoundError, NotADirectoryError) as err:
+            raise type(err)(f"{err}; the run in {folder} trained on {config.dataset!r}: give its root, or "
+                            "the NodeDataset itself for a graph built in Python") from None
     # The node order and a spectral table are in the weights: build without computing either. A run
     # recorded before ttgnn refused a core count that contradicts its shape (2026-11-30) was built with the
     # shape's count: so is its model here.
