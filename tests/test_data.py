@@ -722,6 +722,14 @@ def test_a_name_not_found_under_a_crowded_root_lists_twenty_datasets(tmp_path, c
         "set --root or $TTGNN_DATA)")
 
 
+def test_a_name_not_found_under_the_environments_root_says_what_that_root_is(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("x")
+    for root, what in ((tmp_path / "missing", "does not exist"), (tmp_path / "a-file", "is a file")):
+        monkeypatch.setenv("TTGNN_DATA", str(root))  # no root given: the variable's, which may be anything
+        assert raised(FileNotFoundError, load_dataset, "cora") == (
+            f"dataset folder not found: {root / 'cora'} (root {root} {what}; set --root or $TTGNN_DATA)")
+
+
 def test_load_dataset_refuses_bad_names_with_whole_messages(tmp_path):
     assert raised(TypeError, load_dataset, 3, tmp_path) == "name must be a dataset name or a folder path, got int"
     assert raised(ValueError, load_dataset, " ", tmp_path) == (

@@ -793,7 +793,8 @@ def load_dataset(
         close = difflib.get_close_matches(text.lower(), [n.lower() for n in names], n=1, cutoff=0.6)
         guess = next((f"; did you mean {n!r}?" for n in names if close and n.lower() == close[0]), "")
         shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
-        holds = f" holds {shown}" if names else " holds no dataset folder"
+        holds = (f" holds {shown}" if names else " holds no dataset folder" if root_path.is_dir()
+                 else " is a file" if root_path.exists() else " does not exist")
         raise FileNotFoundError(f"dataset folder not found: {folder}{guess} (root {root_path}{holds}; "
                                 "set --root or $TTGNN_DATA)")
     return _load_raw_folder(folder, folder.name)
