@@ -200,3 +200,23 @@ def test_a_full_table_from_itself_starts_exactly_at_its_best_epoch(tmp_path, pla
     assert result["from_full"]["start_valid_acc"] == full["best_valid_acc"]
     assert result["from_full"]["start_test_acc"] == full["test_acc"]
     assert [r["epoch"] for r in result["epochs"]] == [1, 2]
+
+
+def test_a_spectral_init_is_computed_for_the_full_tables_stage_only(tmp_path, planted, monkeypatch, caplog):
+    # the TT stage's table is replaced by the full table's TT-SVD: its own spectral init would be thrown away
+    import logging
+
+    import ttgnn.spectral
+
+    real, calls = ttgnn.spectral.spectral_table, []
+    monkeypatch.setattr(ttgnn.spectral, "spectral_table",
+                        lambda *args, **kwargs: calls.append(1) or real(*args, **kwargs))
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        result = train(_config(tmp_path / "run", rank=10_000, init="spectral", spectral_vectors=4,
+                               cache_dir=str(tmp_path / "cache")), planted)
+    assert len(calls) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert "spectral init: left to the full table's stage (this TT table starts from its TT-SVD)" in messages
+    assert not any(m.startswith("spectral init: TT-SVD") for m in messages)
+    assert result["from_full"]["svd_relative_error"] < 1e-5  # the start is the full table's, as before
+    assert _full_metrics(tmp_path / "run")["settings"]["init"] == "spectral"

@@ -183,7 +183,8 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
     """The :class:`~ttgnn.models.NodeClassifier` of ``config`` for ``dataset`` (TT node order computed here);
     ``gnn_backend`` (``"dgl"`` or ``"torch"``) overrides ``config.gnn_backend`` resolved for the CPU;
     ``progress`` shows a bar over the node order's partitioner calls when it is not cached (minutes on
-    graphs of 10^7-10^8 nodes)."""
+    graphs of 10^7-10^8 nodes). A TT table with ``from_full`` is left at its gaussian cores under
+    ``init="spectral"``: :func:`train` replaces it by the full table's TT-SVD before any step."""
     from .models import NodeInput, build_model, resolve_gnn_backend
 
     config = settle_by_graph(config, dataset)  # setup_run settles it first; library callers may not
@@ -201,7 +202,9 @@ def build_classifier(config: TrainConfig, dataset: NodeDataset, gnn_backend: Opt
     elif config.embedding == "full":
         kwargs = dict(full_init_std=config.init_scale)
     node_input = NodeInput(config.embedding, dataset.num_nodes, config.dim, features=dataset.features, **kwargs)
-    if config.init == "spectral" and config.embedding != "features":
+    if config.init == "spectral" and config.embedding == "tt" and config.from_full:
+        log.info("spectral init: left to the full table's stage (this TT table starts from its TT-SVD)")
+    elif config.init == "spectral" and config.embedding != "features":
         _spectral_init(node_input, config, dataset)
     return build_model(config.model, node_input, dataset.num_classes, hidden=config.hidden,
                        num_layers=config.num_layers, dropout=config.dropout, input_dropout=config.input_dropout,
