@@ -67,3 +67,18 @@ def test_batches_come_without_dgls_cpu_affinity_advice():
         gnn = SimpleNamespace(backend=backend)
         assert _affinity_warnings(lambda: list(device_batches(_loader(), gnn, torch.device("cpu")))) == []
     assert len(_affinity_warnings(lambda: list(_loader()))) == advised  # no filter left behind
+
+
+def test_only_dgls_cpu_affinity_advice_is_held_back():
+    from ttgnn.batches import loader_batches
+
+    class Loader:  # iterating warns twice, as a DGL loader could: the advice and something else
+        def __iter__(self):
+            warnings.warn("Dataloader CPU affinity opt is not enabled, consider switching it on")
+            warnings.warn("something the caller should see")
+            return iter([1, 2])
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert list(loader_batches(Loader())) == [1, 2]
+    assert [str(w.message) for w in caught] == ["something the caller should see"]
