@@ -226,6 +226,13 @@ def test_shape_for_budget_uses_the_given_shapes_and_rank_one_when_only_it_fits()
                                  r"the 722.5 that 30,000.5x compression allows$"),
     (dict(compression=1e20), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more than the "
                              r"2.2e-13 that 1e\+20x compression allows$"),
+    (dict(compression=1e15), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more than the "
+                             r"2.2e-08 that 1e\+15x compression allows$"),
+    # a budget of exactly one parameter (the table's 21,675,904 values), and just under
+    (dict(compression=21_675_904), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more than "
+                                   r"the 1.0 that 21,675,904x compression allows$"),
+    (dict(compression=21_675_904.5), r"^a 169,343 x 128 TT table at rank 1 has 884 parameters \(24,520.3x\), more "
+                                     r"than the 1 that 2.16759e\+07x compression allows$"),
     (dict(max_params=2.5), r"^max_params must be an integer >= 1, got 2.5$"),
 ])
 def test_shape_for_budget_messages_name_the_budget(kwargs, message):

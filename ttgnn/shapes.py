@@ -422,7 +422,7 @@ def shape_for_budget(
         if max_params is not None:
             raise ValueError(f"{smallest}, more than the budget of {max_params:,} "
                              f"parameter{'' if max_params == 1 else 's'}")
-        allowed = f"{budget:,.1f}" if budget >= 0.1 else f"{budget:.2g}"
+        allowed = f"{budget:,.1f}" if budget >= 1 else f"{budget:.2g}"
         raise ValueError(f"{smallest} ({shape.compression_ratio:,.1f}x), more than the {allowed} that "
                          f"{_ratio(compression)}x compression allows")
     return best
@@ -430,6 +430,4 @@ def shape_for_budget(
 
 def _ratio(value: float) -> str:
     """A compression ratio as a person writes it: ``1,000``, ``1,117.8``, ``0.5``, ``1e+20``."""
-    if not 1e-3 <= value < 1e15:
-        return f"{value:.3g}"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}" if value < 1 else f"{value:,.1f}"
+    return f"{value:,.0f}" if float(value).is_integer() and value < 1e15 else f"{value:,.6g}"
