@@ -16,16 +16,38 @@ def test_info_notes_a_tt_table_larger_than_the_dense_one(capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 4  # header, two rows, one note for the second rank only
     assert out[2].endswith("0.8x")
-    assert out[3] == ("note: at rank 100000 the TT table (1,956 parameters) is larger than the dense 100 x 16 table; "
-                      "a lower --rank compresses it")
+    assert out[3] == ("note: at rank 100000 the TT table (1,956 parameters) is no smaller than the dense 100 x 16 "
+                      "table; a lower --rank compresses it")
     # with a budget that allows it, the note names the budget's option
     for budget, remedy in ((["--compression", "0.5"], "--compression above 1"),
                            (["--max-params", "2000"], "--max-params under 1,600")):
         assert main(["info", "--rows", "100", "--dim", "16", *budget]) == 0
         out = capsys.readouterr().out.splitlines()
         assert len(out) == 3 and out[1].endswith("0.8x")
-        assert out[2] == ("note: at rank 16 the TT table (1,956 parameters) is larger than the dense 100 x 16 table; "
-                          f"{remedy} compresses it")
+        assert out[2] == ("note: at rank 16 the TT table (1,956 parameters) is no smaller than the dense 100 x 16 "
+                          f"table; {remedy} compresses it")
+
+
+def test_info_notes_a_table_of_exactly_the_dense_size_and_no_smaller_one(capsys):
+    # 16 x 4 in cores [4, 4] x [2, 2]: rank 4 has 64 parameters (1.0x), rank 3 has 48 (1.3x)
+    assert main(["info", "--rows", "16", "--dim", "4", "--row-shape", "4,4", "--col-shape", "2,2",
+                 "--rank", "3", "4"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[-1] for line in out[1:3]] == ["1.3x", "1.0x"]
+    assert out[3:] == ["note: at rank 4 the TT table (64 parameters) is no smaller than the dense 16 x 4 table; "
+                       "a lower --rank compresses it"]
+
+
+def test_info_takes_the_shapes_it_is_given_with_a_rank_or_a_budget(capsys):
+    assert main(["info", "--rows", "169343"]) == 0  # rank 16 when nothing is given, the shapes automatic
+    assert capsys.readouterr().out.splitlines()[1].split()[:3] == ["16", "[55,", "55,"]
+    given = ["--rows", "1000", "--dim", "16", "--row-shape", "10,100", "--col-shape", "8,2"]
+    for extra in (["--rank", "2"], ["--max-params", "600"], ["--compression", "30"]):
+        assert main(["info", *given, *extra]) == 0
+        row = capsys.readouterr().out.splitlines()[1]
+        assert "[10, 100]" in row and "[8, 2]" in row, (extra, row)
+    assert main(["info", "--rows", "1000", "--dim", "16", "--num-cores", "2", "--rank", "2"]) == 0
+    assert "[1, 2, 1]" in capsys.readouterr().out  # two cores, as asked
 
 
 def test_info_billion_rows(capsys):
@@ -60,15 +82,17 @@ def test_info_sizes_a_table_by_budget_as_train_does(capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--compression", "100", "--rank", "4"], "give --rank or a budget"),
-    (["--compression", "100", "--max-params", "400"], "at most one of --compression and --max-params"),
-    (["--max-params", "10"], "at rank 1 has 884 parameters, more than the budget of 10 parameters"),
+    (["--compression", "100", "--rank", "4"],
+     "give --rank or a budget (--compression / --max-params), not both: a budget picks the rank"),
+    (["--compression", "100", "--max-params", "400"], "give at most one of --compression and --max-params"),
+    (["--max-params", "10"],
+     "a 169,343 x 128 TT table at rank 1 has 884 parameters, more than the budget of 10 parameters"),
     (["--compression", "0"], "compression must be a finite number > 0, got 0.0"),
 ])
 def test_info_budget_errors_print_no_table(capsys, extra, message):
     assert main(["info", "--rows", "169343", "--dim", "128", *extra]) == 2
     out = capsys.readouterr()
-    assert out.out == "" and message in out.err
+    assert out.out == "" and out.err == f"ttgnn info: error: {message}\n"
 
 
 @pytest.mark.parametrize("command, option", [(["info"], "--rows"), (["info", "--rows", "169343"], "--max-params"),

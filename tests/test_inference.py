@@ -183,12 +183,19 @@ def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
                         ("checkpoint.pt", "epoch 2 (the checkpoint's last)")):  # a file instead of the folder
         assert main(["predict", str(out / name), "--root", str(root), "--cache-dir", str(tmp_path / "cache")]) == 0
         assert which in capsys.readouterr().out
-    assert main(["predict", str(out), "--root", str(root), "--correct-smooth"]) == 0
+    assert main(["predict", str(out), "--root", str(root), "--correct-smooth",
+                 "--output", str(tmp_path / "cs.csv")]) == 0
     smoothed = recorded["correct_smooth"]
+    assert (tmp_path / "cs.csv").read_text().splitlines()[0] == "node,predicted_class"  # no probability after C&S
     assert re.fullmatch(
         rf"{re.escape(str(out))}: gat \+ tt on tiny, best epoch {recorded['best_epoch']}; accuracy after Correct and "
         rf"Smooth: train [01]\.\d{{4}}, valid {smoothed['valid_acc']:.4f}, test {smoothed['test_acc']:.4f}",
         capsys.readouterr().out.splitlines()[0])
+    # the cache folder given, not the run's: a file there is refused by name
+    (tmp_path / "not-a-cache").write_text("x")
+    assert main(["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "not-a-cache")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (f"ttgnn predict: error: cache directory "
+                                                        f"{tmp_path / 'not-a-cache'} exists and is not a folder")
     # bad values: one line, exit code 2, nothing computed
     assert main(["predict", str(out), "--output", str(tmp_path / "pred.txt")]) == 2
     assert "--output must name a .npy / .csv / .csv.gz file" in capsys.readouterr().err

@@ -149,12 +149,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
               f"{_format_bytes(shape.num_parameters * bytes_per):>11} {_format_bytes(dense):>13} "
               f"{shape.compression_ratio:>11,.1f}x")
     for rank, shape in zip(ranks, shapes):
-        if shape.compression_ratio < 1.0:
+        if shape.compression_ratio <= 1.0:
             dense = shape.num_rows * shape.dim
             remedy = ("a lower --rank" if not budget else "--compression above 1" if args.compression is not None
                       else f"--max-params under {dense:,}")
-            print(f"note: at rank {rank} the TT table ({shape.num_parameters:,} parameters) is larger than the dense "
-                  f"{shape.num_rows:,} x {shape.dim} table; {remedy} compresses it")
+            print(f"note: at rank {rank} the TT table ({shape.num_parameters:,} parameters) is no smaller than the "
+                  f"dense {shape.num_rows:,} x {shape.dim} table; {remedy} compresses it")
     return 0
 
 
