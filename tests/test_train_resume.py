@@ -96,6 +96,18 @@ def test_resuming_a_finished_run_changes_nothing(tmp_path, overfitting, uninterr
     assert all(torch.equal(before[key], after[key]) for key in before)
 
 
+def test_a_resume_that_would_end_before_the_checkpoint_is_refused(tmp_path, overfitting):
+    train(_config(tmp_path, epochs=3), overfitting)
+    before = (tmp_path / "metrics.json").read_text()
+    with pytest.raises(ValueError) as err:
+        train(_config(tmp_path, epochs=2, resume=True), overfitting)
+    assert str(err.value) == (f"{tmp_path / CHECKPOINT_NAME} holds epoch 3, past this run's last, epochs=2: "
+                              "resume with epochs >= 3, or overwrite the run")
+    assert (tmp_path / "metrics.json").read_text() == before  # the run's record as it was
+    finished = train(_config(tmp_path, epochs=3, resume=True), overfitting)  # its own count: a finished run
+    assert [r["epoch"] for r in finished["epochs"]] == [1, 2, 3]
+
+
 @pytest.mark.parametrize("model", ["sage", "gat"])
 def test_the_first_epochs_of_a_longer_run_are_the_shorter_run(overfitting, model):
     # benchmarks/train_arxiv.py --paired-epochs K reads a K-epoch run off a longer run's first K records:

@@ -310,7 +310,8 @@ class TrainConfig:
         """The settings a resumed run must share with the run that wrote its checkpoint:
         :attr:`RESUME_KEYS` and :attr:`RESUME_TRAINING_KEYS`; with neighbour sampling also
         ``fanouts`` and ``batch_size``; with a learning-rate schedule other than ``constant`` also
-        ``epochs`` (the schedule spans them). ``epochs`` may otherwise grow or shrink, and settings
+        ``epochs`` (the schedule spans them). ``epochs`` may otherwise grow, or shrink down to the
+        checkpoint's epoch (:func:`~ttgnn.train.restore_run` refuses less), and settings
         that do not change what is computed (threads, device, paths, progress, evaluation) may differ.
         """
         keys = self.RESUME_KEYS + self.RESUME_TRAINING_KEYS

@@ -497,6 +497,10 @@ def restore_run(run: RunState) -> None:
             log.info("no checkpoint at %s; starting from scratch", ckpt_path)
         return
     check_resumable(state, run.config.settings(), run.config.resume_keys(), ckpt_path, TrainConfig.RESUME_ABSENT)
+    if isinstance(state.get("epoch"), int) and state["epoch"] > run.config.epochs:
+        # continuing would train nothing and record epochs past the run's own epoch count
+        raise ValueError(f"{ckpt_path} holds epoch {state['epoch']}, past this run's last, epochs={run.config.epochs}: "
+                         f"resume with epochs >= {state['epoch']}, or overwrite the run")
     try:
         run.model.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
