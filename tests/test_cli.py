@@ -1,6 +1,6 @@
 import pytest
 
-from ttgnn.cli import _unread_table_options, build_parser, config_from_args, main
+from ttgnn.cli import _unread_sampling_options, _unread_table_options, build_parser, config_from_args, main
 
 
 def test_info_prints_arxiv_compression(capsys):
@@ -248,6 +248,26 @@ def test_table_options_the_input_does_not_read_are_named_in_a_warning(graph_root
                          (["--init", "spectral", "--spectral-vectors", "4", "--rank", "2"],
                           ["--rank", "--init spectral", "--spectral-vectors"])):
         assert _unread_table_options(parse(["train", "--embedding", "features", *args])) == unread
+
+
+def test_sampling_options_full_graph_training_does_not_read_are_named_in_a_warning(graph_root, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+        assert main(_train_args(graph_root, tmp_path / "full", "--fanouts", "5,5", "--batch-size", "64")) == 0
+    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.cli"] == \
+        ["--fanouts, --batch-size: not read with --mode full (the whole graph in every step); ignored"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):  # sampling reads them
+        assert main(_train_args(graph_root, tmp_path / "sampled", "--mode", "minibatch", "--fanouts", "5,5",
+                                "--batch-size", "64")) == 0
+    assert [r for r in caplog.records if r.name == "ttgnn.cli"] == []
+    parse = build_parser().parse_args
+    for args, unread in (([], []), (["--fanouts", "15,10,5", "--batch-size", "1024"], []),  # the defaults
+                         (["--eval-batch-size", "100"], ["--eval-batch-size"]),
+                         (["--fanouts", "15,10"], ["--fanouts"]),
+                         (["--batch-size", "1023", "--eval-batch-size", "8193"],
+                          ["--batch-size", "--eval-batch-size"])):
+        assert _unread_sampling_options(parse(["train", *args])) == unread
+        assert _unread_sampling_options(parse(["train", "--mode", "minibatch", *args])) == []
 
 
 @pytest.mark.parametrize("value", ["-2", "once", "1.5"])

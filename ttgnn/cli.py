@@ -347,6 +347,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     config.validate()  # before any process group or data loading
     unused = _unread_table_options(args)
+    unsampled = _unread_sampling_options(args)
     if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
         raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
                          f"got {args.dist_timeout}")
@@ -356,6 +357,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if unused and ctx.is_main:  # once, not once per rank
             log.warning("%s: not read with --embedding %s; ignored", ", ".join(unused),
                         config.embedding)
+        if unsampled and ctx.is_main:
+            log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
+                        ", ".join(unsampled))
         metrics = train(config, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
     if ctx.is_main:
         print(format_summary(metrics))
@@ -378,6 +382,17 @@ def _unread_table_options(args: argparse.Namespace) -> list[str]:
     # the node features are the input: no table to start
     return (unused + ([f"--init {args.init}"] if args.init != "auto" else [])
             + (["--spectral-vectors"] if args.spectral_vectors is not None else []))
+
+
+def _unread_sampling_options(args: argparse.Namespace) -> list[str]:
+    """The neighbour-sampling options given to ``ttgnn train`` in full-graph mode, which reads none
+    of them: those set to other than their default (a default typed out is not told apart)."""
+    if args.mode != "full":
+        return []
+    defaults = TrainConfig()
+    return [option for option, value, default in (
+        ("--fanouts", args.fanouts, defaults.fanouts), ("--batch-size", args.batch_size, defaults.batch_size),
+        ("--eval-batch-size", args.eval_batch_size, defaults.eval_batch_size)) if value != default]
 
 
 def format_summary(metrics: dict) -> str:
