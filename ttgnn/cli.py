@@ -149,7 +149,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
               f"{_format_bytes(shape.num_parameters * bytes_per):>11} {_format_bytes(dense):>13} "
               f"{shape.compression_ratio:>11,.1f}x")
     for rank, shape in zip(ranks, shapes):
-        if shape.compression_ratio <= 1.0:
+        if not shape.compresses:  # the rule of TTNodeEmbedding's warning
             dense = shape.num_rows * shape.dim
             remedy = ("a lower --rank" if not budget else "--compression above 1" if args.compression is not None
                       else f"--max-params under {dense:,}")

@@ -90,7 +90,7 @@ class TTNodeEmbedding(nn.Module):
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point dtype (the cores are trained), got {dtype}")
         self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)
-        if self.shape.compression_ratio <= 1.0:
+        if not self.shape.compresses:
             log.warning("this TT table has %s parameters, no fewer than the dense %s x %s table it stands for "
                         "(compression %.2fx): lower ranks compress it", f"{self.shape.num_parameters:,}",
                         f"{self.shape.num_rows:,}", f"{self.shape.dim:,}", self.shape.compression_ratio)

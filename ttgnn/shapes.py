@@ -334,6 +334,11 @@ class TTShape:
         """Parameters of the dense ``N x D`` table divided by the TT parameters."""
         return self.num_rows * self.dim / self.num_parameters
 
+    @property
+    def compresses(self) -> bool:
+        """Whether the cores hold fewer values than the dense ``N x D`` table (compression above 1x)."""
+        return self.num_parameters < self.num_rows * self.dim
+
 
 def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
     try:
