@@ -427,6 +427,35 @@ def test_partition_writes_one_npy_file_per_method(graph_root, tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "plain"), perms[0])
 
 
+def test_partition_writes_csv_files_and_refuses_other_suffixes(graph_root, tmp_path, capsys):
+    import gzip
+
+    import numpy as np
+
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "random", "--seed", "3",
+                 "--output", str(tmp_path / "order.npy"), "--no-cache"]) == 0
+    perm = np.load(tmp_path / "order.npy")
+    expected = "node,tt_row\n" + "".join(f"{node},{row}\n" for node, row in enumerate(perm.tolist()))
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "random", "--seed", "3",
+                 "--output", str(tmp_path / "order.CSV"), "--no-cache"]) == 0
+    assert (tmp_path / "order.CSV").read_text() == expected
+    # several methods: the suffix kept after the method's name; gzip for .csv.gz
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--method", "identity", "random",
+                 "--seed", "3", "--output", str(tmp_path / "o.csv.gz"), "--no-cache"]) == 0
+    assert gzip.decompress((tmp_path / "o.random.csv.gz").read_bytes()).decode() == expected
+    identity = gzip.decompress((tmp_path / "o.identity.csv.gz").read_bytes()).decode()
+    assert identity == "node,tt_row\n" + "".join(f"{node},{node}\n" for node in range(len(perm)))
+    capsys.readouterr()
+    # a text suffix would have held .npy bytes: refused before the graph loads, nothing written
+    for name in ("order.txt", "order.pt", "order.npz"):
+        assert main(["partition", "--dataset", "no-such-graph", "--root", str(graph_root), "--output",
+                     str(tmp_path / name)]) == 2
+        assert capsys.readouterr().err == (
+            f"ttgnn partition: error: --output: node orders go to a .npy, .csv or .csv.gz file (or a name without a "
+            f"suffix, written as .npy), got {tmp_path / name}\n")
+        assert not (tmp_path / name).exists()
+
+
 def test_partition_refuses_a_bad_seed_before_loading_the_graph(graph_root, capsys):
     assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--seed", "-1"]) == 2
     out = capsys.readouterr()

@@ -138,6 +138,24 @@ def test_cli_plan_takes_the_graph_from_a_dataset(capsys, tmp_path, data_root):
     assert main(["plan"]) == 2 and "--dataset" in capsys.readouterr().err
 
 
+def test_cli_plan_refuses_graph_figures_beside_a_dataset_before_loading_it(capsys):
+    # the dataset does not exist: a refusal that waited for the load would report that instead
+    for given, named in ((["--nodes", "1e8"], "--nodes 100000000"), (["--classes", "5"], "--classes 5"),
+                         (["--avg-degree", "12.5", "--nodes", "300"], "--nodes 300, --avg-degree 12.5")):
+        assert main(["plan", "--dataset", "no-such-graph", "--root", "/nonexistent", *given]) == 2
+        assert capsys.readouterr().err == (
+            f"ttgnn plan: error: --dataset no-such-graph gives the graph's nodes, mean degree and classes; leave out "
+            f"{named} (or --dataset, to plan for those figures)\n")
+    # without --dataset, the figures given are used and the others take plan()'s defaults
+    assert main(["plan", "--nodes", "1000", "--classes", "5", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["1"]["full"]["memory"]
+    assert got == plan(1000, num_classes=5, fanouts=[15, 10, 5])["full"].memory
+    assert main(["plan", "--nodes", "1000", "--avg-degree", "40", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["1"]["full"]["memory"]
+    denser, default = (plan(1000, avg_degree=degree, fanouts=[15, 10, 5])["full"].memory for degree in (40.0, 10.0))
+    assert got == denser != default
+
+
 def test_cli_plan_bad_memory_exits_2(capsys):
     with pytest.raises(SystemExit) as err:
         main(["plan", "--nodes", "1000", "--device-memory", "eighty"])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import decimal
+import functools
 import logging
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUS
                      AUTO_LOSS, AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS,
                      AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
                      SAMPLED_EVAL_MIN_NODES, TrainConfig)
-from .plan import OPTIMIZERS
+from .plan import DEFAULT_AVG_DEGREE, DEFAULT_CLASSES, OPTIMIZERS
 
 log = logging.getLogger(__name__)
 
@@ -441,6 +442,9 @@ def _cmd_partition(args: argparse.Namespace) -> int:
                              f"{len(args.row_shape)} factor(s), one per core; give one of them, or make them agree")
     outputs = {}
     if args.output:
+        if Path(args.output).suffix and not args.output.lower().endswith(ORDER_SUFFIXES):
+            raise ValueError(f"--output: node orders go to a .npy, .csv or .csv.gz file (or a name without a "
+                             f"suffix, written as .npy), got {args.output}")
         for method in args.method:
             name = args.output if len(args.method) == 1 else _method_file(args.output, method)
             outputs[method] = check_output_file(name, "--output")
@@ -467,17 +471,40 @@ def _cmd_partition(args: argparse.Namespace) -> int:
         figures = "".join(f"{order.quality[key]:>18.4f}" for key in prefix_keys)
         print(f"{method:>20}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")
         if method in outputs:
-            import numpy as np
-
-            atomic_write(outputs[method], lambda fh: np.save(fh, order.perm))
+            atomic_write(outputs[method], functools.partial(_write_order, order.perm, outputs[method].name))
             print(f"{'':>20}perm (node id -> TT row) written to {outputs[method]}")
     return 0
 
 
+# Files ``ttgnn partition --output`` writes; a name without a suffix is written as .npy.
+ORDER_SUFFIXES = (".npy", ".csv", ".csv.gz")
+
+
+def _write_order(perm, name: str, fh) -> None:
+    """Write ``perm`` (``(N,)`` TT row of each node) to the open binary file ``fh``: ``.npy``, or for a
+    ``name`` ending ``.csv`` / ``.csv.gz`` a ``node,tt_row`` header and one line per node."""
+    import gzip
+
+    import numpy as np
+
+    lower = name.lower()
+    if not lower.endswith((".csv", ".csv.gz")):
+        np.save(fh, perm)
+        return
+    out = gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) if lower.endswith(".gz") else fh
+    np.savetxt(out, np.column_stack([np.arange(len(perm)), perm]), fmt="%d", delimiter=",", header="node,tt_row",
+               comments="")
+    if out is not fh:
+        out.close()  # the gzip trailer; atomic_write closes fh
+
+
 def _method_file(output: str, method: str) -> str:
-    """``order.npy`` -> ``order.<method>.npy`` (``.npy`` added when ``output`` has another suffix or none)."""
-    stem = output[:-len(".npy")] if output.lower().endswith(".npy") else output
-    return f"{stem}.{method}.npy"
+    """``order.npy`` -> ``order.<method>.npy``, ``order.csv[.gz]`` -> ``order.<method>.csv[.gz]``, ``order``
+    -> ``order.<method>.npy``."""
+    for suffix in ORDER_SUFFIXES:
+        if output.lower().endswith(suffix):
+            return f"{output[:-len(suffix)]}.{method}{suffix}"
+    return f"{output}.{method}.npy"
 
 
 def _add_partition_parser(sub) -> None:
@@ -495,8 +522,9 @@ def _add_partition_parser(sub) -> None:
                    help=f"one or more node orders to compute and compare (default: {TrainConfig.order}, the one "
                    "`ttgnn train` uses, so that its cached order is ready for training)")
     p.add_argument("--seed", type=int, default=0, help="seed for METIS and the random order")
-    p.add_argument("--output", default=None, help="write perm as .npy to this file; with several methods, one file each: "
-                   "order.npy -> order.<method>.npy")
+    p.add_argument("--output", default=None, help="write perm (node id -> TT row) to this .npy file, or a .csv / "
+                   ".csv.gz file (node,tt_row per line); with several methods, one file each: order.npy -> "
+                   "order.<method>.npy")
     p.add_argument("--progress", action="store_true", help="tqdm bars over the METIS calls")
     p.set_defaults(func=_cmd_partition)
 
@@ -594,10 +622,15 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     from .plan import as_dict, format_plan, plan
 
-    nodes, classes, avg_degree = args.nodes, args.classes, args.avg_degree  # a --dataset replaces them
+    nodes, classes, avg_degree = args.nodes, args.classes, args.avg_degree
     if args.dataset is not None:
         from .data import load_dataset
 
+        given = [f"{option} {value}" for option, value in (("--nodes", nodes), ("--avg-degree", avg_degree),
+                                                              ("--classes", classes)) if value is not None]
+        if given:  # refused before the graph loads: which of the two was meant is not ours to guess
+            raise ValueError(f"--dataset {args.dataset} gives the graph's nodes, mean degree and classes; leave out "
+                             f"{', '.join(given)} (or --dataset, to plan for those figures)")
         dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
         nodes, classes = dataset.num_nodes, dataset.num_classes
         avg_degree = dataset.csr().num_entries / dataset.num_nodes
@@ -605,6 +638,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
               f"{classes} classes", file=sys.stderr)
     elif nodes is None:
         raise ValueError("give --nodes N (with --avg-degree and --classes) or --dataset NAME")
+    else:
+        classes = DEFAULT_CLASSES if classes is None else classes
+        avg_degree = DEFAULT_AVG_DEGREE if avg_degree is None else avg_degree
     results = {}
     for world_size in args.world_size:
         plans = plan(nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
@@ -633,7 +669,7 @@ def _add_plan_parser(sub) -> None:
                        help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full")
     p.add_argument("--nodes", type=_count, default=None, help="number of nodes N, e.g. 1.11e8 (or --dataset)")
     p.add_argument("--dataset", default=None, help="take N, the mean degree and the classes from this dataset "
-                   "(a name as for `ttgnn train`; overrides --nodes, --avg-degree and --classes)")
+                   "(a name as for `ttgnn train`; instead of --nodes, --avg-degree and --classes)")
     _add_data_location(p)
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     p.add_argument("--rank", type=int, default=16, help="TT rank")
@@ -643,13 +679,14 @@ def _add_plan_parser(sub) -> None:
     p.add_argument("--model", choices=MODELS, default="sage", help="GNN architecture")
     p.add_argument("--hidden", type=int, default=256, help="hidden width of the GNN")
     p.add_argument("--heads", type=int, default=4, help="GAT heads")
-    p.add_argument("--classes", type=int, default=172, help="output classes")
+    p.add_argument("--classes", type=int, default=None, help=f"output classes (default: {DEFAULT_CLASSES})")
     p.add_argument("--fanouts", type=_int_list, default=[15, 10, 5], help="neighbours per layer (sets the layers)")
     p.add_argument("--batch-size", type=int, default=1024, help="seed nodes per step and rank")
     p.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adam",
                    help="the optimiser whose state is counted (Adam: two values per parameter)")
     p.add_argument("--world-size", type=int, nargs="+", default=[1], help="one or more numbers of GPUs/machines")
-    p.add_argument("--avg-degree", type=float, default=10.0, help="mean degree of the symmetric graph")
+    p.add_argument("--avg-degree", type=float, default=None,
+                   help=f"mean degree of the symmetric graph (default: {DEFAULT_AVG_DEGREE:g})")
     p.add_argument("--mode", choices=MODES, default="minibatch", help="full-graph training or sampled mini-batches")
     p.add_argument("--eval-fanouts", type=_int_list, default=None,
                    help="sampled evaluation's fan-outs, as `ttgnn train` (default: as training chooses)")

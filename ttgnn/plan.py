@@ -135,9 +135,15 @@ def _tt_lookup_flops(shape, rows: int) -> int:
     return 3 * flops * rows
 
 
+# The graph :func:`plan` assumes when not told: ogbn-papers100M's 172 classes, a sparse graph's mean degree.
+DEFAULT_CLASSES = 172
+DEFAULT_AVG_DEGREE = 10.0
+
+
 def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage", num_layers: int = 3,
-         hidden: int = 256, heads: int = 4, num_classes: int = 172, fanouts: Optional[Sequence[int]] = None,
-         batch_size: int = 1024, optimizer: str = "adam", world_size: int = 1, avg_degree: float = 10.0,
+         hidden: int = 256, heads: int = 4, num_classes: int = DEFAULT_CLASSES,
+         fanouts: Optional[Sequence[int]] = None, batch_size: int = 1024, optimizer: str = "adam",
+         world_size: int = 1, avg_degree: float = DEFAULT_AVG_DEGREE,
          mode: str = "minibatch", num_cores: Optional[int] = None, row_shape=None, col_shape=None,
          device_memory: Optional[float] = None, eval_fanouts: Optional[Sequence[int]] = None,
          eval_batch_size: int = 8192) -> dict:
