@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import decimal
-import functools
 import logging
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUS
                      AUTO_LOSS, AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS,
                      AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
                      SAMPLED_EVAL_MIN_NODES, TrainConfig)
+from .fileio import NODE_COLUMN_SUFFIXES
 from .plan import DEFAULT_AVG_DEGREE, DEFAULT_CLASSES, OPTIMIZERS
 
 log = logging.getLogger(__name__)
@@ -426,7 +426,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     import time
 
     from .data import default_cache_dir, load_dataset
-    from .fileio import atomic_write, check_output_file
+    from .fileio import check_output_file, write_node_column
     from .partition import hierarchical_order
     from .partition.reorder import check_row_shape
     from .shapes import MAX_CORES, MIN_CORES, auto_num_cores, factor_rows
@@ -442,7 +442,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
                              f"{len(args.row_shape)} factor(s), one per core; give one of them, or make them agree")
     outputs = {}
     if args.output:
-        if Path(args.output).suffix and not args.output.lower().endswith(ORDER_SUFFIXES):
+        if Path(args.output).suffix and not args.output.lower().endswith(NODE_COLUMN_SUFFIXES):
             raise ValueError(f"--output: node orders go to a .npy, .csv or .csv.gz file (or a name without a "
                              f"suffix, written as .npy), got {args.output}")
         for method in args.method:
@@ -471,37 +471,15 @@ def _cmd_partition(args: argparse.Namespace) -> int:
         figures = "".join(f"{order.quality[key]:>18.4f}" for key in prefix_keys)
         print(f"{method:>20}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")
         if method in outputs:
-            atomic_write(outputs[method], functools.partial(_write_order, order.perm, outputs[method].name))
+            write_node_column(outputs[method], order.perm, "tt_row")
             print(f"{'':>20}perm (node id -> TT row) written to {outputs[method]}")
     return 0
-
-
-# Files ``ttgnn partition --output`` writes; a name without a suffix is written as .npy.
-ORDER_SUFFIXES = (".npy", ".csv", ".csv.gz")
-
-
-def _write_order(perm, name: str, fh) -> None:
-    """Write ``perm`` (``(N,)`` TT row of each node) to the open binary file ``fh``: ``.npy``, or for a
-    ``name`` ending ``.csv`` / ``.csv.gz`` a ``node,tt_row`` header and one line per node."""
-    import gzip
-
-    import numpy as np
-
-    lower = name.lower()
-    if not lower.endswith((".csv", ".csv.gz")):
-        np.save(fh, perm)
-        return
-    out = gzip.GzipFile(fileobj=fh, mode="wb", mtime=0) if lower.endswith(".gz") else fh
-    np.savetxt(out, np.column_stack([np.arange(len(perm)), perm]), fmt="%d", delimiter=",", header="node,tt_row",
-               comments="")
-    if out is not fh:
-        out.close()  # the gzip trailer; atomic_write closes fh
 
 
 def _method_file(output: str, method: str) -> str:
     """``order.npy`` -> ``order.<method>.npy``, ``order.csv[.gz]`` -> ``order.<method>.csv[.gz]``, ``order``
     -> ``order.<method>.npy``."""
-    for suffix in ORDER_SUFFIXES:
+    for suffix in NODE_COLUMN_SUFFIXES:
         if output.lower().endswith(suffix):
             return f"{output[:-len(suffix)]}.{method}{suffix}"
     return f"{output}.{method}.npy"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Union
 
 __all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "check_output_file", "current_umask",
-           "exclusive_lock", "write_cache_file"]
+           "exclusive_lock", "write_cache_file", "write_node_column", "NODE_COLUMN_SUFFIXES"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,45 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
         raise
     _fsync_dir(path.parent)
     return path
+
+
+#: The files :func:`write_node_column` writes.
+NODE_COLUMN_SUFFIXES = (".npy", ".csv", ".csv.gz")
+
+
+def write_node_column(path: PathLike, values, name: str, extra=()) -> Path:
+    """Write one value per node atomically: a ``.csv`` or ``.csv.gz`` file (by ``path``'s name, any
+    case) holds a ``node,<name>`` header and a line per node, then any ``extra`` columns; any other
+    file holds the ``.npy`` array ``values``.
+
+    Args:
+        path (str or PathLike): the file.
+        values (numpy.ndarray): ``(N,)`` integers, node ``i``'s value at ``i``.
+        name (str): the column's name in a CSV header.
+        extra (sequence of (str, numpy.ndarray, str)): further CSV columns as ``(name, (N,) values,
+            printf format)``; not written to ``.npy``. (default: none)
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+    """
+    import gzip
+
+    import numpy as np
+
+    lower = Path(path).name.lower()
+    if not lower.endswith((".csv", ".csv.gz")):
+        return atomic_write(path, lambda fh: np.save(fh, values))
+    columns = [np.arange(len(values)), values, *(column for _, column, _ in extra)]
+    header = ",".join(["node", name, *(column_name for column_name, _, _ in extra)])
+    fmt = ",".join(["%d", "%d", *(column_fmt for _, _, column_fmt in extra)])
+
+    def write(raw: IO[bytes]) -> None:
+        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if lower.endswith(".gz") else raw
+        np.savetxt(fh, np.column_stack(columns), fmt=fmt, header=header, comments="")
+        if fh is not raw:
+            fh.close()  # writes the gzip trailer; atomic_write closes raw
+
+    return atomic_write(path, write)
 
 
 def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: str) -> bool:

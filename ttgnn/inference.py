@@ -17,7 +17,6 @@ init is recomputed: both are in the weights) and loads the run's dataset::
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ import torch
 from .checkpoint import BEST_MODEL_NAME, load_checkpoint
 from .config import TrainConfig, check_int
 from .data import NodeDataset, load_dataset
-from .fileio import atomic_write
+from .fileio import NODE_COLUMN_SUFFIXES, atomic_write, write_node_column
 
 __all__ = ["FinishedRun", "load_run", "class_probabilities", "predict", "write_predictions", "write_embeddings"]
 
@@ -38,7 +37,7 @@ log = logging.getLogger(__name__)
 PathLike = Union[str, Path]
 
 #: The files :func:`write_predictions` writes (by suffix, any case) and :func:`write_embeddings` writes.
-PREDICTION_SUFFIXES = (".npy", ".csv", ".csv.gz")
+PREDICTION_SUFFIXES = NODE_COLUMN_SUFFIXES
 EMBEDDING_SUFFIXES = (".npy",)
 
 
@@ -194,23 +193,11 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
     if probs is not None and (probs.dim() != 2 or probs.shape[0] != classes.shape[0]):
         raise ValueError(f"probs must be ({classes.shape[0]}, C) for {classes.shape[0]} classes, got shape "
                          f"{tuple(probs.shape)}")
-    classes = classes.cpu().numpy().astype(np.int64)
-    if name.endswith(".npy"):
-        return atomic_write(path, lambda fh: np.save(fh, classes))
     if not name.endswith(PREDICTION_SUFFIXES):
         raise ValueError(f"predictions go to a .npy, .csv or .csv.gz file, got {path}")
-    columns, header, fmt = [np.arange(classes.size), classes], "node,predicted_class", "%d,%d"
-    if probs is not None:
-        columns.append(probs.cpu().numpy()[np.arange(classes.size), classes])
-        header, fmt = header + ",probability", fmt + ",%.6f"
-
-    def write(raw) -> None:
-        fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if name.endswith(".gz") else raw
-        np.savetxt(fh, np.column_stack(columns), fmt=fmt, header=header, comments="")
-        if fh is not raw:
-            fh.close()  # writes the gzip trailer; atomic_write closes raw
-
-    return atomic_write(path, write)
+    classes = classes.cpu().numpy().astype(np.int64)
+    extra = [] if probs is None else [("probability", probs.cpu().numpy()[np.arange(classes.size), classes], "%.6f")]
+    return write_node_column(path, classes, "predicted_class", extra)
 
 
 @torch.no_grad()
