@@ -154,11 +154,58 @@ def test_non_integer_index_raises_type_error(dtype):
         emb(torch.zeros(3, dtype=dtype))
 
 
-@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32, torch.uint16, torch.uint32])
 def test_any_integer_index_dtype_gives_the_int64_rows(dtype):
     emb = TTNodeEmbedding(300, 8, ranks=4)
     idx = torch.tensor([[0, 17], [255, 3]])
     torch.testing.assert_close(emb(idx.to(dtype)), emb(idx), rtol=0, atol=0)
+    if dtype.is_signed or dtype == torch.uint8:
+        return
+    with pytest.raises(IndexError, match=r"index 300 is out of range .* 300 rows"):  # checked as for int64
+        emb(torch.tensor([1, 300], dtype=dtype))
+
+
+def test_uint64_indices_are_refused_by_name():
+    # values from 2**63 up would have become negative int64 rows
+    with pytest.raises(TypeError, match=r"uint64 is not supported; convert with \.long\(\)"):
+        TTNodeEmbedding(300, 8, ranks=4)(torch.tensor([1], dtype=torch.uint64))
+
+
+def test_func_transforms_over_indices_and_parameters_match_the_loop():
+    emb = TTNodeEmbedding(100, 8, ranks=3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    idx = torch.tensor([1, 5, 5, 99])
+    # per-sample gradients: vmap over the indices (range-checked on every batch's values)
+    params = {name: p.detach() for name, p in emb.named_parameters()}
+    per_sample = torch.func.vmap(torch.func.grad(
+        lambda p, i: torch.func.functional_call(emb, p, (i,)).pow(2).sum()), in_dims=(None, 0))(params, idx.view(4, 1))
+    for k, i in enumerate(idx):
+        want = torch.autograd.grad(emb(i.view(1)).pow(2).sum(), list(emb.cores))
+        for j, core_grad in enumerate(want):
+            assert torch.allclose(per_sample[f"cores.{j}"][k], core_grad, rtol=1e-12, atol=1e-12)
+    with pytest.raises(IndexError, match=r"index 100 is out of range .* 100 rows"):
+        torch.func.vmap(emb)(torch.tensor([[1, 2], [3, 100]]))
+    # an ensemble: vmap over stacked parameters
+    models = [TTNodeEmbedding(100, 8, ranks=3, dtype=torch.float64) for _ in range(3)]
+    stacked, _ = torch.func.stack_module_state(models)
+    got = torch.func.vmap(lambda p: torch.func.functional_call(models[0], p, (idx,)))(stacked)
+    assert torch.allclose(got, torch.stack([m(idx) for m in models]), rtol=1e-12, atol=1e-12)
+
+
+def test_the_dense_path_counts_the_padded_rows(monkeypatch):
+    # 100 nodes on a 10^7-row shape: 30 lookups are 30% of the nodes but a 10^7 x 8 dense table;
+    # without a kernel the rows are gathered one by one
+    import ttgnn.embedding as embedding
+
+    emb = TTNodeEmbedding(100, 8, ranks=4, row_shape=(1000, 1000, 10), dtype=torch.bfloat16)
+    monkeypatch.setattr(embedding, "tt_dense_table", lambda cores: pytest.fail("contracted the whole table"))
+    out = emb(torch.arange(30))
+    assert out.shape == (30, 8) and torch.equal(out[:3], emb(torch.arange(3)))
+    # a small padding still contracts the table once most rows are wanted
+    small = TTNodeEmbedding(100, 8, ranks=4, row_shape=(5, 5, 5), dtype=torch.bfloat16)
+    calls = []
+    monkeypatch.setattr(embedding, "tt_dense_table", lambda cores: calls.append(1) or tt_dense_table(cores))
+    small(torch.arange(40))
+    assert calls == [1]
 
 
 def test_non_tensor_index_raises_type_error():

@@ -138,6 +138,53 @@ def test_gradcheck_float64(device):
     assert torch.autograd.gradcheck(lambda *cs: tt_lookup_kernel(list(cs), rows), cores)
 
 
+def test_gradgradcheck_float64(device):
+    # the backward op has no derivative of its own: second-order terms through it came out zero
+    cores = [c.requires_grad_(True) for c in make_cores((3, 4, 5), (2, 3, 2), 3, torch.float64, device)]
+    rows = torch.tensor([0, 59, 7, 7, 33, 34, 0, 21, 59], device=device)
+    assert torch.autograd.gradgradcheck(lambda *cs: tt_lookup_kernel(list(cs), rows), cores)
+    # a gradient penalty through the kernel: its gradient equals the reference's
+    grads = []
+    for lookup in (tt_lookup_kernel, tt_lookup_reference):
+        leaves = [c.detach().clone().requires_grad_(True) for c in cores]
+        first = torch.autograd.grad(lookup(leaves, rows).pow(2).sum(), leaves, create_graph=True)
+        grads.append(torch.autograd.grad(sum(g.pow(2).sum() for g in first), leaves))
+    for got, want in zip(*grads):
+        assert want.abs().max() > 0 and torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_forward_mode_and_func_transforms_through_tt_lookup(device):
+    # the compiled op has no forward derivative (jvp gave zero tangents) and no functorch support: under
+    # a transform tt_lookup takes the reference
+    from torch.autograd import forward_ad
+
+    cores = make_cores((3, 4, 5), (2, 3, 2), 3, torch.float64, device)
+    tangents = make_cores((3, 4, 5), (2, 3, 2), 3, torch.float64, device, seed=1)
+    rows = torch.tensor([0, 59, 7, 7, 33], device=device)
+    _, want = torch.func.jvp(lambda *cs: tt_lookup_reference(list(cs), rows), tuple(cores), tuple(tangents))
+    assert want.abs().max() > 0
+    _, got = torch.func.jvp(lambda *cs: tt_lookup(list(cs), rows), tuple(cores), tuple(tangents))
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+    with forward_ad.dual_level():
+        duals = [forward_ad.make_dual(c, t) for c, t in zip(cores, tangents)]
+        got = forward_ad.unpack_dual(tt_lookup(duals, rows)).tangent
+    assert got is not None and torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+    grad = torch.func.grad(lambda *cs: tt_lookup(list(cs), rows).pow(2).sum(), argnums=(0, 1, 2))(*cores)
+    leaves = [c.clone().requires_grad_(True) for c in cores]
+    expected = torch.autograd.grad(tt_lookup_reference(leaves, rows).pow(2).sum(), leaves)
+    for got, want in zip(grad, expected):
+        assert torch.allclose(got, want, rtol=1e-12, atol=1e-12)
+    # vmap over stacked cores (an ensemble) and over rows
+    stacked = [torch.stack([c, t]) for c, t in zip(cores, tangents)]
+    got = torch.func.vmap(lambda *cs: tt_lookup(list(cs), rows))(*stacked)
+    assert torch.allclose(got, torch.stack([tt_lookup_reference(cores, rows), tt_lookup_reference(tangents, rows)]),
+                          rtol=1e-12, atol=1e-12)
+    got = torch.func.vmap(lambda r: tt_lookup(cores, r))(rows.view(5, 1))
+    assert torch.allclose(got, tt_lookup_reference(cores, rows).view(5, 1, -1), rtol=1e-12, atol=1e-12)
+    # outside a transform the kernel still serves
+    assert torch.equal(tt_lookup(cores, rows), tt_lookup_kernel(cores, rows))
+
+
 def test_opcheck(device):
     cores = make_cores((3, 4, 5), (2, 2, 2), 3, torch.float64, device)
     rows = torch.tensor([5, 1, 5, 59, 0], device=device)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from . import init as tt_init
-from .ops import kernel_applies, tt_dense_table, tt_lookup
+from .ops import kernel_applies, plain_values, tt_dense_table, tt_lookup
 from .shapes import TTShape
 
 __all__ = ["TTNodeEmbedding"]
@@ -246,7 +246,11 @@ class TTNodeEmbedding(nn.Module):
             raise TypeError(f"indices must be a torch.Tensor, got {type(indices).__name__}")
         if indices.dtype == torch.bool or indices.is_floating_point() or indices.is_complex():
             raise TypeError(f"indices must be an integer tensor (of any integer dtype), got {indices.dtype}")
+        if indices.dtype == torch.uint64:  # values from 2**63 up have no int64 to become
+            raise TypeError("indices must fit int64: uint64 is not supported; convert with .long()")
         flat = indices.reshape(-1)
+        if indices.dtype in (torch.uint16, torch.uint32):  # torch's min/max have no kernels for these
+            flat = flat.long()
         if flat.numel() == 0 or flat.device.type == "meta":
             pass  # nothing to check: no indices, or shapes only (a meta tensor holds no values)
         elif torch.compiler.is_compiling():
@@ -258,7 +262,7 @@ class TTNodeEmbedding(nn.Module):
                 f"index out of range for TTNodeEmbedding with {self.num_embeddings} rows",
             )
         else:
-            lo, hi = torch.aminmax(flat)
+            lo, hi = torch.aminmax(plain_values(flat))  # under vmap: every batch's indices
             lo, hi = int(lo), int(hi)
             if lo < 0 or hi >= self.num_embeddings:
                 bad = lo if lo < 0 else hi
@@ -274,7 +278,7 @@ class TTNodeEmbedding(nn.Module):
     def forward(self, indices: torch.Tensor) -> torch.Tensor:
         rows = self._rows_of(indices)
         cores = list(self.cores)
-        if rows.numel() >= self.dense_fraction * self.num_embeddings and not kernel_applies(cores, rows):
+        if rows.numel() >= self.dense_fraction * self.shape.num_rows_padded and not kernel_applies(cores, rows):
             out = tt_dense_table(cores)[rows]  # most rows wanted and no kernel: contract all of them
         else:
             out = tt_lookup(cores, rows)

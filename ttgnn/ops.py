@@ -20,6 +20,7 @@ from typing import Sequence, Union
 
 import torch
 from torch import Tensor
+from torch.autograd import forward_ad
 
 from . import _ext
 from .shapes import MAX_CORES, index_to_digits
@@ -128,7 +129,21 @@ def _use_kernel(cores: Sequence[Tensor], rows: Tensor) -> bool:
         and first.dtype in KERNEL_DTYPES
         and rows.dtype in KERNEL_INDEX_DTYPES
         and all(core.dtype == first.dtype for core in cores)
+        and not _transformed(cores, rows)
     )
+
+
+def _transformed(cores: Sequence[Tensor], rows: Tensor) -> bool:
+    """Whether ``cores`` or ``rows`` are inside a ``torch.func`` transform (grad, jvp, vmap, ...) or
+    the cores carry forward-mode tangents: the compiled op has neither a forward derivative nor a
+    batching rule (it gave zero tangents), so those lookups take the reference, which autograd
+    and every transform handle."""
+    if torch.compiler.is_compiling():
+        return False  # traced graphs meet transforms through the fake kernel and the autograd formula
+    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in (*cores, rows)):
+        return True
+    return forward_ad._current_level >= 0 and any(forward_ad.unpack_dual(core).tangent is not None
+                                                  for core in cores)
 
 
 def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
@@ -179,6 +194,23 @@ def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: T
     return torch.ops.ttgnn.tt_lookup_backward.default(grad_out, list(cores), rows)
 
 
+def plain_values(tensor: Tensor) -> Tensor:
+    """The tensor that holds ``tensor``'s values outside any ``torch.func`` transform (``tensor``
+    itself outside one; under ``vmap``, every batch's values), for checks that read values on the host."""
+    while torch._C._functorch.is_functorch_wrapped_tensor(tensor):
+        tensor = torch._C._functorch.get_unwrapped(tensor)
+    return tensor
+
+
+def _differentiable_grads(grad_out: Tensor, cores: Sequence[Tensor], rows: Tensor) -> list:
+    """The cores' gradients of ``(grad_out * tt_lookup(cores, rows)).sum()`` as a graph in ``grad_out``
+    and ``cores`` (``None`` for a core that does not require grad), for double backward."""
+    wanted = [core for core in cores if core.requires_grad]
+    grads = iter(torch.autograd.grad(tt_lookup_reference(cores, rows), wanted, grad_out, create_graph=True,
+                                     allow_unused=True) if wanted else ())
+    return [next(grads) if core.requires_grad else None for core in cores]
+
+
 def _register_python_parts() -> None:
     """Fake (meta) kernels and the autograd formula of the compiled ops."""
 
@@ -199,6 +231,10 @@ def _register_python_parts() -> None:
 
     def _backward(ctx, grad_out: Tensor):
         rows, *cores = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # create_graph=True: the backward op has no derivative of its own (second-order terms
+            # through it came out zero); the reference's gradients are differentiable
+            return _differentiable_grads(grad_out, cores, rows), None
         grads = torch.ops.ttgnn.tt_lookup_backward.default(grad_out, cores, rows)
         return list(grads), None
 
