@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import resource
 import sys
 import time
@@ -151,7 +150,7 @@ def main(argv=None) -> int:
     parser.add_argument("--synthetic-nested", type=int, default=None, metavar="N",
                         help="a streaming nested-community graph of N nodes (ttgnn.synthetic) instead of a dataset")
     parser.add_argument("--avg-degree", type=float, default=10.0, help="mean degree of --synthetic-nested")
-    parser.add_argument("--num-threads", type=int, default=None, help="KaMinPar threads (default: all cores)")
+    parser.add_argument("--num-threads", type=int, default=None, help="KaMinPar threads (default: 1, hierarchical_order's: repeatable orders)")
     parser.add_argument("--progress", action="store_true", help="tqdm progress bars")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
@@ -195,7 +194,7 @@ def main(argv=None) -> int:
     print(f"\n{title}: {rows[0]['num_nodes']:,} nodes, {rows[0]['num_entries']:,} symmetric edge entries, "
           f"row shape {rows[0]['row_shape']}\n")
     print(format_table(rows, columns))
-    print(f"\n{cpu_model()}, {args.num_threads or os.cpu_count()} thread(s) for KaMinPar, "
+    print(f"\n{cpu_model()}, {args.num_threads or 1} thread(s) for KaMinPar, "
           f"{time.strftime('%Y-%m-%d')}")
     if args.json:
         with open(args.json, "w") as fh:

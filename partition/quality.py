@@ -6,6 +6,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from .checks import check_perm, check_row_shape
 from .graph import CSRGraph, GraphInput, canonical_csr
 
 __all__ = ["shared_prefix_fractions"]
@@ -30,22 +31,25 @@ def shared_prefix_fractions(
         graph (tuple, np.ndarray or CSRGraph): the graph, in any form
             :func:`~ttgnn.partition.graph.canonical_csr` accepts (it is symmetrised; self-loops
             and duplicate edges do not count).
-        perm (np.ndarray): node id -> TT row index, shape ``(N,)``.
-        row_shape (sequence of int): ``(n_1, ..., n_K)``.
+        perm (np.ndarray): node id -> TT row index, shape ``(N,)``, integers in
+            ``[0, n_1 * ... * n_K)``, no two equal.
+        row_shape (sequence of int): ``(n_1, ..., n_K)``, factors >= 1, product >= ``N``.
         num_nodes (int, optional): node count for an edge index input.
 
     Returns:
         dict: ``{"shared_prefix_1": ..., ..., "shared_prefix_{K-1}": ...}``, each in ``[0, 1]``;
         ``nan`` for a graph without edges.
+
+    Raises:
+        TypeError, ValueError: ``perm`` or ``row_shape`` is not as above (named).
     """
     csr = canonical_csr(graph, num_nodes)  # a CSRGraph passes through, checked against num_nodes
     perm = np.asarray(perm)
     if perm.shape != (csr.num_nodes,):
         raise ValueError(f"perm must have shape ({csr.num_nodes},), got {perm.shape}")
-    if not np.issubdtype(perm.dtype, np.integer):
-        raise TypeError(f"perm must hold integers, got dtype {perm.dtype}")
-    row_shape = [int(n) for n in row_shape]
-    row_shape = [int(n) for n in row_shape]
+    # an order that is no bijection into the rows scored as a perfect one
+    row_shape = list(check_row_shape(row_shape, csr.num_nodes))
+    check_perm(perm, math.prod(row_shape))
     strides = [math.prod(row_shape[level:]) for level in range(1, len(row_shape))]
     same = np.zeros(len(strides), dtype=np.int64)
     num_edges = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from .checks import check_perm, check_row_shape
 from .coarsen import _check_int
 from .graph import CSRGraph, GraphInput, canonical_csr
 from .quality import shared_prefix_fractions
@@ -84,45 +85,6 @@ class NodeOrder:
             out[:, k] = rest % self.row_shape[k]
             rest //= self.row_shape[k]
         return out
-
-
-def check_row_shape(row_shape: Sequence[int], num_nodes: int) -> tuple[int, ...]:
-    """``row_shape`` as a tuple of ints after checking that it can hold ``num_nodes`` rows
-    (``TypeError`` / ``ValueError`` naming the problem otherwise)."""
-    if isinstance(row_shape, (str, bytes)) or not hasattr(row_shape, "__len__"):
-        raise TypeError(f"row_shape must be a sequence of ints, got {type(row_shape).__name__}")
-    try:
-        shape = tuple(operator.index(n) for n in row_shape)
-    except TypeError:
-        raise TypeError(f"row_shape must contain ints, got {list(row_shape)}") from None
-    if len(shape) == 0:
-        raise ValueError("row_shape must have at least one factor")
-    if any(n < 1 for n in shape):
-        raise ValueError(f"row_shape factors must be >= 1, got {list(shape)}")
-    if math.prod(shape) < num_nodes:
-        raise ValueError(f"row_shape {list(shape)} covers {math.prod(shape)} rows, fewer than the "
-                         f"graph's {num_nodes} nodes; its product must be >= {num_nodes}")
-    return shape
-
-
-def check_perm(perm: np.ndarray, num_rows: int) -> None:
-    """Raise unless ``perm`` is a node -> row map a :class:`NodeOrder` can hold: a 1-D integer
-    array with values in ``[0, num_rows)``, no two equal.
-
-    Raises:
-        TypeError: ``perm`` is not an integer array.
-        ValueError: it is not 1-D, leaves the row range, or maps two nodes to one row.
-    """
-    if not isinstance(perm, np.ndarray) or perm.dtype == np.bool_ or not np.issubdtype(perm.dtype, np.integer):
-        raise TypeError(f"perm must be an integer array, got {getattr(perm, 'dtype', type(perm).__name__)}")
-    if perm.ndim != 1:
-        raise ValueError(f"perm must be 1-D (one row per node), got shape {perm.shape}")
-    if perm.size and (perm.min() < 0 or perm.max() >= num_rows):
-        raise ValueError(f"perm leaves the row range [0, {num_rows})")
-    taken = np.zeros(num_rows, dtype=np.bool_)  # one byte a row: a 10^8-row order checks in about a second
-    taken[perm] = True
-    if np.count_nonzero(taken) != perm.size:
-        raise ValueError("perm maps two nodes to one row")
 
 
 def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, seed: int,
@@ -353,9 +315,10 @@ def hierarchical_order(
         - **perm**: ``(N,)``; **inv_perm**: ``(n_1 * ... * n_K,)``; **parts**: ``K - 1`` x ``(N,)``.
 
     Raises:
-        TypeError: non-integer arrays, a non-sequence ``row_shape``, a non-int seed.
+        TypeError: non-integer arrays, a non-sequence ``row_shape``, a non-int seed, a
+            ``cache_dir`` that is no path (or the empty string).
         ValueError: ids out of range or negative, malformed CSR, wrong array shapes, an unknown
-            method, or a row shape whose product is below ``N``.
+            method, a row shape whose product is below ``N``, ``num_threads`` below 1.
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
@@ -364,6 +327,11 @@ def hierarchical_order(
     seed = int(seed)
     if not 0 <= seed < 2**31:
         raise ValueError(f"seed must be in [0, 2**31), got {seed}")
+    if num_threads is not None:  # 0 became one thread silently
+        num_threads = _check_int("num_threads", num_threads, 1)
+    if cache_dir is not None and (not isinstance(cache_dir, (str, os.PathLike)) or not str(cache_dir)):
+        # "" cached into the working folder; a number failed inside os.path
+        raise TypeError(f"cache_dir must be a folder path (str or PathLike) or None, got {cache_dir!r}")
     if coarsen_entries is not None:
         coarsen_entries = _check_int("coarsen_entries", coarsen_entries, 1)
     elif method == "hierarchical-kaminpar":

@@ -261,6 +261,22 @@ def test_non_floating_dtype_is_refused_by_name(dtype):
         TTNodeEmbedding.from_pretrained(torch.ones(100, 8).to(dtype), ranks=2)
 
 
+def test_arguments_of_the_wrong_kind_are_refused_by_name():
+    # before: AttributeErrors from inside torch ("'int' object has no attribute 'device'") and
+    # "new(): invalid data type 'str'"
+    for kw, message in ((dict(dtype="float32"), "dtype must be a torch.dtype such as torch.float32, got 'float32'"),
+                        (dict(generator=3), r"generator must be a torch.Generator, got int; for a seed, pass "
+                                            r"torch.Generator\(\).manual_seed\(seed\)"),
+                        (dict(node_order="abc"), r"node_order must be an integer tensor \(or array\) of shape "
+                                                 r"\(100,\), got str"),
+                        (dict(node_order=[[1, 2], [3]]), r"of shape \(100,\), got list")):
+        with pytest.raises(TypeError, match=message):
+            TTNodeEmbedding(100, 8, ranks=4, **kw)
+    reversed_order = list(range(99, -1, -1))  # a plain list is an order too
+    emb = TTNodeEmbedding(100, 8, ranks=4, node_order=reversed_order)
+    assert emb.node_order.tolist() == reversed_order
+
+
 def test_meta_device_gives_shapes_then_materialises():
     # as nn.Embedding: a module built on "meta" answers shapes (and a backward) without values,
     # then to_empty + reset_parameters (+ set_node_order) gives a working table

@@ -133,6 +133,13 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
                        ) as err:
         load_run(tmp_path / "run", other)
     assert "\n" not in str(err.value)
+    # a graph of another size on the same row shape: the node order's length tells, named the same way
+    train(small_config(tmp_path / "ordered", epochs=1, correct_smooth=False, order="random", row_shape=[8, 8, 8]),
+          planted)
+    smaller = planted_partition(390, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
+    with pytest.raises(ValueError, match=r"was not trained on this dataset \(planted-390, 390 nodes, 4 classes\): "
+                                         r"node_order must have shape \(390,\), got \(400,\)$"):
+        load_run(tmp_path / "ordered", smaller)
 
 
 def _train_tiny(tmp_path):

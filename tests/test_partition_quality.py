@@ -54,5 +54,15 @@ def test_graph_without_edges_gives_nan_and_bad_perms_are_named():
     edges = np.array([[0, 1], [1, 2]])
     with pytest.raises(ValueError, match=r"perm must have shape \(3,\), got \(2,\)"):
         shared_prefix_fractions(edges, np.arange(2), (2, 2), num_nodes=3)
-    with pytest.raises(TypeError, match="perm must hold integers, got dtype float64"):
+    with pytest.raises(TypeError, match="perm must be an integer array, got float64"):
         shared_prefix_fractions(edges, np.arange(3.0), (2, 2), num_nodes=3)
+    # an order that is no bijection into the rows, or a shape that cannot hold the nodes, is refused, not
+    # scored (two nodes on one row shared every digit: a "perfect" 1.0)
+    ring = np.array([[0, 1, 2, 3], [1, 2, 3, 0]])
+    for perm, row_shape, message in ((np.zeros(4, dtype=int), (2, 2), "perm maps two nodes to one row"),
+                                     (np.array([-1, -2, -3, -4]), (2, 2), r"perm leaves the row range \[0, 4\)"),
+                                     (np.arange(4), (1, 2), r"covers 2 rows, fewer than the graph's 4 nodes"),
+                                     (np.arange(4), (2, 0), r"factors must be >= 1, got \[2, 0\]")):
+        with pytest.raises(ValueError, match=message):
+            shared_prefix_fractions(ring, perm, row_shape)
+    assert shared_prefix_fractions(ring, np.array([0, 1, 3, 2]), (2, 2)) == {"shared_prefix_1": 0.5}

@@ -387,3 +387,20 @@ def test_a_csrgraph_is_checked_like_any_other_input():
     for row_shape in [(4,), (2, 2)]:
         with pytest.raises(ValueError, match="a graph needs at least one node, got a CSRGraph of 0"):
             hierarchical_order(empty, row_shape)
+
+
+def test_thread_count_and_cache_folder_are_refused_when_they_cannot_be_meant(tmp_path, monkeypatch):
+    edges = np.array([[0, 1, 2], [1, 2, 3]])
+    with pytest.raises(ValueError, match="num_threads must be >= 1, got 0"):  # was one thread, silently
+        hierarchical_order(edges, (2, 2), method="hierarchical-kaminpar", num_threads=0)
+    with pytest.raises(TypeError, match="num_threads must be an int, got float"):
+        hierarchical_order(edges, (2, 2), num_threads=1.5)
+    monkeypatch.chdir(tmp_path)
+    for bad in ("", 5):  # "" cached into the working folder; a number failed inside os.path
+        message = rf"cache_dir must be a folder path \(str or PathLike\) or None, got {bad!r}"
+        with pytest.raises(TypeError, match=message):
+            hierarchical_order(edges, (2, 2), cache_dir=bad)
+    assert list(tmp_path.iterdir()) == []
+    assert hierarchical_order(edges, (2, 2), cache_dir=tmp_path / "c", num_threads=1).perm.shape == (4,)
+    assert len(list((tmp_path / "c").iterdir())) == 1
+

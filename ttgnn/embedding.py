@@ -87,6 +87,11 @@ class TTNodeEmbedding(nn.Module):
         if init not in _INITS:
             raise ValueError(f"init must be one of {_INITS}, got {init!r}")
         tt_init.check_scale("init_scale", init_scale)
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}; for a seed, "
+                            "pass torch.Generator().manual_seed(seed)")
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point dtype (the cores are trained), got {dtype}")
         self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)
@@ -159,7 +164,11 @@ class TTNodeEmbedding(nn.Module):
 
     def _checked_order(self, node_order) -> torch.Tensor:
         """``node_order`` as int64 after checking dtype, shape, range and injectivity (errors name the problem)."""
-        node_order = torch.as_tensor(node_order)
+        try:
+            node_order = torch.as_tensor(node_order)
+        except (TypeError, ValueError, RuntimeError):  # a string, ragged lists, ...: torch's words say little
+            raise TypeError(f"node_order must be an integer tensor (or array) of shape ({self.num_embeddings},), "
+                            f"got {type(node_order).__name__}") from None
         if node_order.dtype in (torch.bool,) or node_order.is_floating_point() or node_order.is_complex():
             raise TypeError(f"node_order must be an integer tensor, got {node_order.dtype}")
         if tuple(node_order.shape) != (self.num_embeddings,):

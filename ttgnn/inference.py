@@ -113,7 +113,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     model = build_classifier(build, dataset)
     try:
         model.load_state_dict(state["model"])
-    except RuntimeError as err:  # torch lists every mismatch on its own line: the first one says enough
+    except (RuntimeError, ValueError) as err:  # ValueError: a node order of another length
+        # torch lists every mismatch on its own line: the first one says enough
         first = next((line.strip() for line in str(err).splitlines()[1:] if line.strip()), str(err))
         raise ValueError(f"the run in {folder} was not trained on this dataset ({dataset.name}, "
                          f"{dataset.num_nodes:,} nodes, {dataset.num_classes} classes): {first}") from None

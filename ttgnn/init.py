@@ -95,8 +95,9 @@ def orthogonal_(
     makes every partial product, and so ``W``, column-orthonormal. Where a rank is larger than
     that unfolding allows (``r_k > r_{k-1} n_k / m_k``), the core uses an *effective* rank: the
     excess output channels of core ``k`` start at zero and the matching input channels of core
-    ``k+1`` start random, so ``W`` is exactly orthonormal and every parameter still receives a
-    gradient. The orthonormality holds for the padded table of ``n_1 * ... * n_K`` rows: with
+    ``k+1`` start random, so ``W`` is exactly orthonormal and no parameter is stuck: the zero
+    channels get gradient from the first step, the random input channels they meet (zero
+    gradient while those are zero) from the second. The orthonormality holds for the padded table of ``n_1 * ... * n_K`` rows: with
     padding, the first ``N`` rows alone are only approximately orthonormal.
 
     Args:
