@@ -162,10 +162,24 @@ def test_run_folder_refuses_an_existing_run_without_resume_or_overwrite(tmp_path
     with RunFolder(tmp_path, resume=True):
         assert (tmp_path / CHECKPOINT_NAME).exists()
     (tmp_path / BEST_MODEL_NAME).write_bytes(b"y")
-    with RunFolder(tmp_path, overwrite=True):
-        assert not any((tmp_path / n).exists() for n in (CHECKPOINT_NAME, METRICS_NAME, BEST_MODEL_NAME))
+    names = (CHECKPOINT_NAME, METRICS_NAME, BEST_MODEL_NAME)
+    with RunFolder(tmp_path, overwrite=True):  # a run that fails before replacing leaves the old one
+        pass
+    assert all((tmp_path / n).exists() for n in names)
+    with RunFolder(tmp_path, overwrite=True) as folder:
+        assert all((tmp_path / n).exists() for n in names)
+        folder.replace_existing()
+        assert not any((tmp_path / n).exists() for n in names)
+        (tmp_path / CHECKPOINT_NAME).write_bytes(b"new")
+        folder.replace_existing()  # once: the new run's files stay
+        assert (tmp_path / CHECKPOINT_NAME).read_bytes() == b"new"
+    (tmp_path / CHECKPOINT_NAME).unlink()
     with RunFolder(tmp_path):  # now empty apart from the lock file
         pass
+    (tmp_path / CHECKPOINT_NAME).write_bytes(b"x")
+    with RunFolder(tmp_path, resume=True, overwrite=True) as folder:
+        folder.replace_existing()  # a resume keeps its run
+    assert (tmp_path / CHECKPOINT_NAME).exists()
 
 
 def test_run_folder_that_is_a_file(tmp_path):
@@ -288,8 +302,8 @@ def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_
         RunFolder(tmp_path / "file" / "run").__enter__()
     (nested / CHECKPOINT_NAME).write_bytes(b"x")
     with caplog.at_level(logging.INFO, logger="ttgnn.checkpoint"):
-        with RunFolder(nested, overwrite=True):
-            pass
+        with RunFolder(nested, overwrite=True) as folder:
+            folder.replace_existing()
     assert f"replaced the run in {nested} (--overwrite)" in [r.getMessage() for r in caplog.records]
     (nested / CHECKPOINT_NAME).write_bytes(b"x")
     (nested / METRICS_NAME).write_text("{}")

@@ -476,7 +476,15 @@ def test_a_second_run_into_a_used_folder_is_refused(graph_root, tmp_path, capsys
     assert "already holds a run" in capsys.readouterr().err
     assert (out / "checkpoint.pt").read_bytes() == before
     assert main(_train_args(graph_root, out, "--epochs", "3", "--resume")) == 0
+    # an --overwrite that fails on its data or settings leaves the old run as it was (it was deleted first)
+    kept = {name: (out / name).read_bytes() for name in ("checkpoint.pt", "best_model.pt", "metrics.json")}
+    capsys.readouterr()
+    for bad in (["--root", str(tmp_path / "nowhere")], ["--row-shape", "2,2"]):
+        assert main([*_train_args(graph_root, out, "--overwrite"), *bad]) == 2
+        assert "error:" in capsys.readouterr().err
+        assert {name: (out / name).read_bytes() for name in kept} == kept
     assert main(_train_args(graph_root, out, "--overwrite")) == 0
+    assert json.loads((out / "metrics.json").read_text())["epochs"][-1]["epoch"] == 2  # the new run's
 
 
 def _wait_for(path: Path, proc, seconds: float = 180) -> None:

@@ -66,6 +66,37 @@ def test_check_output_file_refuses_a_folder_it_cannot_write(tmp_path, monkeypatc
     assert asked == [(tmp_path, os.W_OK | os.X_OK)]
 
 
+def test_a_link_is_written_through_and_a_file_that_is_not_regular_is_refused(tmp_path):
+    # a rename over /dev/null (as root), a FIFO or a link replaced it with a regular file
+    target = tmp_path / "data" / "target.npy"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+    link = tmp_path / "link.npy"
+    link.symlink_to(target)
+    assert atomic_write(link, lambda fh: fh.write(b"new")) == link
+    assert link.is_symlink() and target.read_bytes() == b"new"
+    assert [p.name for p in target.parent.iterdir()] == ["target.npy"]  # the temporary was the target's sibling
+    dangling = tmp_path / "dangling.csv"
+    dangling.symlink_to(tmp_path / "later.csv")
+    atomic_write(dangling, lambda fh: fh.write(b"x"))
+    assert dangling.is_symlink() and (tmp_path / "later.csv").read_bytes() == b"x"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    fifo_link = tmp_path / "fifo-link"
+    fifo_link.symlink_to(fifo)
+    for path, shown, kind in ((fifo, fifo, "a FIFO"), (fifo_link, f"{fifo_link} (a link to {fifo})", "a FIFO"),
+                              (Path(os.devnull), os.devnull, "a device")):
+        message = f"--output {shown} is {kind}, not a regular file; give a file name"
+        with pytest.raises(ValueError) as err:
+            check_output_file(path, "--output")
+        assert str(err.value) == message
+        with pytest.raises(ValueError, match="not a regular file"):
+            atomic_write(path, lambda fh: pytest.fail("wrote"))
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.csv", "data", "fifo", "fifo-link", "later.csv",
+                                                          "link.npy"]
+
+
 def test_the_temporary_file_is_a_hidden_sibling_of_the_target(tmp_path):
     # os.replace is atomic only within one file system: the temporary file must sit beside the target
     seen = []

@@ -67,6 +67,12 @@ def test_an_overwritten_run_trains_the_full_table_again(tmp_path, planted):
     (out / FULL_TABLE_DIR / "metrics.json").write_text("{}")
     train(_config(out, overwrite=True), planted)
     assert len(_full_metrics(out)["epochs"]) == 3
+    # an overwrite whose TT table cannot be built fails before either stage's old run is deleted
+    kept = {path: path.read_bytes() for path in sorted(out.rglob("*.pt")) + sorted(out.rglob("metrics.json"))}
+    assert len(kept) == 6
+    with pytest.raises(ValueError, match="covers 4 rows"):
+        train(_config(out, overwrite=True, row_shape=[2, 2]), planted)
+    assert {path: path.read_bytes() for path in kept} == kept
 
 
 @pytest.mark.parametrize("bad,message", [

@@ -194,7 +194,8 @@ class RunFolder:
     On entry the folder is created, ``run.lock`` is locked with :func:`fcntl.flock` (released by
     the operating system when the process ends, however it ends) and a folder that already holds
     a run is refused unless the run resumes it or replaces it (``overwrite``: its run files are
-    deleted).
+    deleted by :meth:`replace_existing`, which the new run calls once its settings, data and model
+    have been checked: a run that fails before that leaves the old one as it was).
 
     Args:
         path (str or PathLike): the folder.
@@ -252,9 +253,17 @@ class RunFolder:
         if not self.overwrite:
             raise ValueError(f"output folder {self.path} already holds a run ({', '.join(found)}): pass --resume "
                              f"to continue it, --overwrite to replace it, or choose another --output-dir")
+
+    def replace_existing(self) -> None:
+        """With ``overwrite`` (and without ``resume``), delete the folder's run files, once; else nothing."""
+        if not self.overwrite or self.resume:
+            return
+        found = self.existing_run_files()
         for name in found:
             (self.path / name).unlink()
-        log.info("replaced the run in %s (--overwrite)", self.path)
+        if found:
+            log.info("replaced the run in %s (--overwrite)", self.path)
+        self.overwrite = False  # done: the files from here on are the new run's
 
     def release(self) -> None:
         if self._fd is not None:

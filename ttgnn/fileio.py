@@ -60,12 +60,14 @@ def check_output_file(path: PathLike, option: str = "path") -> Path:
         ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
-        ValueError: ``path`` is a folder, or the nearest existing folder above it is a file or cannot
-            be written (both named).
+        ValueError: ``path`` is a folder or another file that is not a regular one (a device, a
+            FIFO, a socket), or the nearest existing folder above it is a file or cannot be written
+            (both named).
     """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{option} {path} is a folder; give a file name")
+    _write_target(path, option)
     above = path.parent
     while not above.exists() and above != above.parent:
         above = above.parent
@@ -76,6 +78,19 @@ def check_output_file(path: PathLike, option: str = "path") -> Path:
     return path
 
 
+def _write_target(path: Path, option: str = "path") -> Path:
+    """The file a write of ``path`` replaces: the file a symbolic link points to (a link is written
+    through, not replaced by a file), after refusing an existing one that is not a regular file
+    (renaming over ``/dev/null`` or a FIFO would replace it)."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if target.exists() and not target.is_file() and not target.is_dir():
+        kind = ("a device" if target.is_char_device() or target.is_block_device() else
+                "a FIFO" if target.is_fifo() else "a socket" if target.is_socket() else "not a regular file")
+        shown = path if target == path else f"{path} (a link to {target})"
+        raise ValueError(f"{option} {shown} is {kind}, not a regular file; give a file name")
+    return target
+
+
 def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
     """Write ``path`` atomically: ``write(fh)`` fills a temporary binary file, which then replaces it.
 
@@ -84,10 +99,16 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
         write (callable): called once with the open temporary file (binary mode).
 
     Returns:
-        The target path. On any exception the temporary file is removed, the target is left as it
-        was, and the exception propagates.
+        ``path``. On any exception the temporary file is removed, the target is left as it
+        was, and the exception propagates. A symbolic link is written through (the file it points
+        to is replaced; the link stays).
+
+    Raises:
+        ValueError: ``path`` exists and is not a regular file (a device such as ``/dev/null``, a
+            FIFO, a socket), before anything is written.
     """
-    path = Path(path)
+    given = Path(path)
+    path = _write_target(given)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -101,7 +122,7 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
-    return path
+    return given
 
 
 #: The files :func:`write_node_column` writes.

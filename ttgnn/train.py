@@ -769,20 +769,23 @@ def summarize(metrics: dict) -> dict:
 
 
 # ---------------------------------------------------------------------- the run
-def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int, stack: contextlib.ExitStack) -> None:
-    """Rank 0 locks the run folder and checks it may write there; every rank raises the same error."""
-    error = None
+def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int,
+                      stack: contextlib.ExitStack) -> Optional[RunFolder]:
+    """Rank 0 locks the run folder and checks it may write there; every rank raises the same error.
+    Returns rank 0's folder (``None`` elsewhere, or without ``output_dir``)."""
+    error, folder = None, None
     if is_main and config.output_dir:
         restarted = _elastic_restart(world_size)
         try:
-            stack.enter_context(RunFolder(config.output_dir, resume=config.resume or restarted,
-                                          overwrite=config.overwrite))
+            folder = stack.enter_context(RunFolder(config.output_dir, resume=config.resume or restarted,
+                                                   overwrite=config.overwrite))
         except ValueError as err:
             error = str(err)
     if world_size > 1:
         error = tdist.broadcast_object(error)
     if error is not None:
         raise ValueError(error)
+    return folder
 
 
 def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_rank: Optional[int] = None,
@@ -822,7 +825,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
                          f"world_size={world_size}")
     with contextlib.ExitStack() as stack:
-        _claim_run_folder(config, process_rank == 0, world_size, stack)
+        # an --overwrite deletes the folder's old run only once the new one has been set up (below)
+        folder = _claim_run_folder(config, process_rank == 0, world_size, stack)
         teacher = None
         if config.from_full is not False and dataset is None:  # the rule and the full table's run need it
             dataset = load_dataset(config.dataset, config.root, config.cache_dir)
@@ -838,9 +842,11 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
             finetune = finetune_config(config)
             # The TT table's shape is checked before the full table trains: a bad one fails now, not after it.
             tt_shape(settle_by_graph(finetune, dataset), dataset.num_nodes)
-            teacher = _train_full_table(config, dataset, device)
+            teacher = _train_full_table(config, dataset, device, replacing=folder)
             config = finetune
         run = setup_run(config, dataset, process_rank, world_size, device)
+        if folder is not None:
+            folder.replace_existing()
         if teacher is not None:
             _start_from_full(run, *teacher)
         restore_run(run)
@@ -894,18 +900,23 @@ def finetune_config(config: TrainConfig) -> TrainConfig:
     return dataclasses.replace(config, epochs=config.finetune_epochs, lr=config.finetune_lr, emb_lr=config.finetune_lr)
 
 
-def _train_full_table(config: TrainConfig, dataset: NodeDataset,
-                      device: torch.device) -> tuple[dict, dict, torch.Tensor]:
+def _train_full_table(config: TrainConfig, dataset: NodeDataset, device: torch.device,
+                      replacing: Optional[RunFolder] = None) -> tuple[dict, dict, torch.Tensor]:
     """The first stage of ``from_full``: the full-table run of ``config`` (in ``output_dir/full-table``,
-    resumed or replaced with the TT run). Returns its summary, its best epoch's state dict and that
-    model's ``(N, C)`` class probabilities (evaluated as :func:`~ttgnn.evaluation.evaluate` does)."""
+    resumed or replaced with the TT run; ``replacing``, the TT run's folder, has its old run deleted
+    with the full table's once this stage is set up). Returns its summary, its best epoch's state
+    dict and that model's ``(N, C)`` class probabilities (evaluated as :func:`~ttgnn.evaluation.evaluate` does)."""
     full = full_table_config(config)
     out_dir = Path(full.output_dir) if full.output_dir else None
     log.info("from_full: training the full table first%s", f" (run folder {out_dir})" if out_dir else "")
     with contextlib.ExitStack() as stack:
+        folder = None
         if out_dir is not None:
-            stack.enter_context(RunFolder(out_dir, resume=config.resume, overwrite=config.overwrite))
+            folder = stack.enter_context(RunFolder(out_dir, resume=config.resume, overwrite=config.overwrite))
         run = setup_run(full, dataset, 0, 1, device)
+        for old_run in (folder, replacing):
+            if old_run is not None:
+                old_run.replace_existing()
         restore_run(run)
         summary = _train_and_finish(run)
     if run.best_state is None:
