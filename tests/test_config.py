@@ -26,6 +26,7 @@ from ttgnn.partition import METHODS
     (dict(epochs=0), "epochs"),
     (dict(batch_size=0), "batch_size"),
     (dict(seed=-1), "seed must be an integer >= 0"),
+    (dict(seed=2**31), r"seed must be below 2\*\*31 \(it seeds the node order's partitioner too\), got 2147483648"),
     (dict(num_cores=0), "num_cores"),
     (dict(fanouts=[5, 0, 5], mode="minibatch"), "every entry of fanouts must be an integer >= 1, got 0"),
     (dict(row_shape=[55, -55, 56]), "every entry of row_shape"),

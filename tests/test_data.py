@@ -267,6 +267,12 @@ def test_a_name_not_found_lists_the_roots_datasets_and_a_close_match(tmp_path):
         load_dataset("Cora", tmp_path / "data")
     with pytest.raises(FileNotFoundError, match=r"data/citeseer \(root .*data holds cora, ogbn-arxiv, pubmed;"):
         load_dataset("citeseer", tmp_path / "data")
+    # a trailing separator (shell completion) still names a folder under the root, not one here
+    assert load_dataset("cora/", tmp_path / "data").name == load_dataset("cora", tmp_path / "data").name
+    with pytest.raises(FileNotFoundError, match=r"data/Cora; did you mean 'cora'\?"):
+        load_dataset("Cora//", tmp_path / "data")
+    with pytest.raises(FileNotFoundError, match=r"^dataset folder not found: sub/cora$"):  # a path stays a path
+        load_dataset("sub/cora/", tmp_path / "data")
 
 
 def test_cache_dir_that_is_a_file(tmp_path):

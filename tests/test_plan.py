@@ -160,6 +160,11 @@ def test_cli_plan_bad_memory_exits_2(capsys):
     with pytest.raises(SystemExit) as err:
         main(["plan", "--nodes", "1000", "--device-memory", "eighty"])
     assert err.value.code == 2 and "80GB" in capsys.readouterr().err
+    for text in ("nanGB", "infGB", "1e400GB", "0GB", "-5GB"):  # nan and inf passed and printed "fits"
+        with pytest.raises(SystemExit) as err:
+            main(["plan", "--nodes", "1000", f"--device-memory={text}"])
+        assert err.value.code == 2
+        assert f"argument --device-memory: the device memory must be a size > 0, got '{text}'" in capsys.readouterr().err
 
 
 def test_lookup_flops_gnn_parameters_and_all_reduce_by_hand():

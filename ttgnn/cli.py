@@ -590,8 +590,8 @@ def _parse_memory(text: str) -> float:
         value = float(number) * units[stripped[len(number):]]
     except (ValueError, KeyError):
         raise argparse.ArgumentTypeError(f"expected a size such as 80GB or 24GiB, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"the device memory must be > 0, got {text!r}")
+    if not 0 < value < float("inf"):  # nan compared False with 0 and passed
+        raise argparse.ArgumentTypeError(f"the device memory must be a size > 0, got {text!r}")
     return value
 
 

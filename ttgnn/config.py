@@ -348,6 +348,8 @@ class TrainConfig:
             if getattr(self, key) is not None:
                 check_int(key, getattr(self, key), 1)
         check_int("seed", self.seed, 0)
+        if self.seed >= 2**31:  # refused by the node order only after a from_full stage had trained
+            raise ValueError(f"seed must be below 2**31 (it seeds the node order's partitioner too), got {self.seed}")
         if self.label_reuse is not None:
             check_int("label_reuse", self.label_reuse, 0)
         if self.label_reuse and self.label_input is False:

@@ -751,7 +751,8 @@ def load_dataset(
     Args:
         name (str or path): ``"ogbn-arxiv"``, ``"ogbn-products"``, ``"ogbn-papers100M"`` (through
             ``ogb``), the name of a folder under ``root`` in OGB's raw layout (``"cora"``...), or
-            a path to such a folder (with a separator: ``"./cora"``, ``"DIR/cora"``).
+            a path to such a folder (with a separator: ``"./cora"``, ``"DIR/cora"``; a trailing
+            one alone, ``"cora/"``, still names ``"cora"`` under ``root``).
         root (str, optional): datasets root; when given, the only place a name is looked up, and
             it must exist. (default: ``$TTGNN_DATA``, else ``./dataset``)
         cache_dir (str, optional): where ``ogb``'s processed files (and downloads) go; the dataset
@@ -776,6 +777,9 @@ def load_dataset(
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"cache directory {cache} exists and is not a folder")
     text = os.fspath(name)
+    seps = os.sep + (os.altsep or "")
+    if not isinstance(name, os.PathLike) and text.rstrip(seps) and not any(sep in text.rstrip(seps) for sep in seps):
+        text = text.rstrip(seps)  # "cora/", as shell completion writes it, is the name "cora", not ./cora
     if text in OGB_NAMES:
         binary = root_path / text.replace("-", "_")
         if (binary / "raw" / "data.npz").is_file():  # papers100M's binary layout: read lean, without ogb
