@@ -47,8 +47,11 @@ def test_differing_settings_fills_absent_keys_and_treats_missing_ones_as_asked()
 def test_check_resumable_names_the_first_differing_setting(tmp_path):
     state = _state(settings={"model": "sage", "rank": 8})
     check_resumable(state, {"model": "sage", "rank": 8}, ["model", "rank"], tmp_path / "c.pt")
-    with pytest.raises(ValueError, match=r"written with rank=8, this run has rank=4"):
+    with pytest.raises(ValueError, match=r"written with rank=8, this run has rank=4 \(a default"):
         check_resumable(state, {"model": "sage", "rank": 4}, ["model", "rank"], tmp_path / "c.pt")
+    with pytest.raises(ValueError, match=r"written with rank=8, this run has rank=None \(None: decided by the run, "
+                                         r"e.g. from --compression or --max-params\) \(a default"):
+        check_resumable(state, {"model": "sage", "rank": None}, ["model", "rank"], tmp_path / "c.pt")
     with pytest.raises(ValueError, match=r"label_spread=0, this run has label_spread=10"):
         check_resumable(state, {"model": "sage", "rank": 8, "label_spread": 10}, ["model", "rank", "label_spread"],
                         tmp_path / "c.pt", absent={"label_spread": 0})

@@ -75,6 +75,17 @@ def test_an_overwritten_run_trains_the_full_table_again(tmp_path, planted):
     assert {path: path.read_bytes() for path in kept} == kept
 
 
+def test_a_resume_its_checkpoint_refuses_fails_before_the_full_table_trains(tmp_path, planted):
+    out = tmp_path / "run"
+    train(_config(out, from_full=False, epochs=2), planted)
+    with pytest.raises(ValueError, match=r"was written with from_full=False, this run has from_full=True"):
+        train(_config(out, resume=True), planted)
+    assert not (out / FULL_TABLE_DIR).exists()  # the full table's 3 epochs were trained, then thrown away
+    # a from_full run resumes as before
+    first = train(_config(tmp_path / "both"), planted)
+    assert train(_config(tmp_path / "both", resume=True), planted)["epochs"] == first["epochs"]
+
+
 @pytest.mark.parametrize("bad,message", [
     (dict(embedding="features"), "needs embedding='tt'"),
     (dict(finetune_epochs=0), "finetune_epochs"),

@@ -108,6 +108,27 @@ def test_a_resume_that_would_end_before_the_checkpoint_is_refused(tmp_path, over
     assert [r["epoch"] for r in finished["epochs"]] == [1, 2, 3]
 
 
+def test_a_resume_with_other_table_shapes_is_refused_by_name_not_as_corrupted(tmp_path, overfitting):
+    # --row-shape / --col-shape are no resume settings: the weights of other shapes read as "corrupted checkpoint"
+    tt = functools.partial(_config, tmp_path, embedding="tt", rank=2, epochs=2, order="random")
+    train(tt(), overfitting)
+    before = (tmp_path / CHECKPOINT_NAME).read_bytes()
+    saved = load_checkpoint(tmp_path / CHECKPOINT_NAME)["metrics"]
+    for changed in (dict(col_shape=[2, 2, 4]), dict(row_shape=[10, 6, 5])):  # (7, 7, 7) x (4, 2, 2) saved
+        with pytest.raises(ValueError) as err:
+            train(tt(epochs=3, resume=True, **changed), overfitting)
+        message = str(err.value)
+        assert message.startswith(f"checkpoint {tmp_path / CHECKPOINT_NAME} holds a TT table of row_shape "
+                                  f"{saved['row_shape']}, col_shape {saved['col_shape']}, ranks {saved['ranks']}; "
+                                  "this run builds row_shape "), message
+        assert "corrupted" not in message and message.endswith(
+            "give the checkpoint's --row-shape / --col-shape (or leave them automatic, as it did) to continue that "
+            "run, or another output folder")
+    assert (tmp_path / CHECKPOINT_NAME).read_bytes() == before
+    same = dict(row_shape=saved["row_shape"], col_shape=saved["col_shape"])  # given as the run chose them: the same
+    assert [r["epoch"] for r in train(tt(epochs=3, resume=True, **same), overfitting)["epochs"]] == [1, 2, 3]
+
+
 @pytest.mark.parametrize("model", ["sage", "gat"])
 def test_the_first_epochs_of_a_longer_run_are_the_shorter_run(overfitting, model):
     # benchmarks/train_arxiv.py --paired-epochs K reads a K-epoch run off a longer run's first K records:

@@ -145,8 +145,10 @@ def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: O
     differ = differing_settings(saved, settings, keys)
     if differ:
         key = differ[0]
+        decided = " (None: decided by the run, e.g. from --compression or --max-params)" \
+            if settings.get(key) is None else ""
         raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "
-                         f"this run has {key}={settings.get(key)!r} (a default may have changed since): "
+                         f"this run has {key}={settings.get(key)!r}{decided} (a default may have changed since): "
                          f"give {key}={saved[key]!r} to continue that run, or another output folder")
     for key in ("epoch", "optimizer", "metrics"):
         if key not in state:

@@ -497,6 +497,7 @@ def restore_run(run: RunState) -> None:
             log.info("no checkpoint at %s; starting from scratch", ckpt_path)
         return
     check_resumable(state, run.config.settings(), run.config.resume_keys(), ckpt_path, TrainConfig.RESUME_ABSENT)
+    _check_same_table(state, run.metrics, ckpt_path)
     if isinstance(state.get("epoch"), int) and state["epoch"] > run.config.epochs:
         # continuing would train nothing and record epochs past the run's own epoch count
         raise ValueError(f"{ckpt_path} holds epoch {state['epoch']}, past this run's last, epochs={run.config.epochs}: "
@@ -519,6 +520,23 @@ def restore_run(run: RunState) -> None:
     if run.is_main:
         log.info("resumed from %s at epoch %d", ckpt_path, run.start_epoch)
         run.best_state = _read_best_state(run, ckpt_path)
+
+
+def _check_same_table(state: dict, metrics: dict, ckpt_path: Path) -> None:
+    """Refuse a resume whose TT table has other shapes than the checkpoint's (``--row-shape`` or
+    ``--col-shape`` changed: its weights read as a "corrupted checkpoint" before)."""
+    saved = state.get("metrics")
+    keys = ("row_shape", "col_shape", "ranks")
+    if not isinstance(saved, dict) or any(key not in saved for key in keys):
+        return  # an older checkpoint: the weights' own shapes are checked when they load
+
+    def shapes(source: dict) -> str:
+        return ", ".join(f"{key} {source.get(key)}" for key in keys)
+
+    if any(list(saved[key] or []) != list(metrics.get(key) or []) for key in keys):
+        raise ValueError(f"checkpoint {ckpt_path} holds a TT table of {shapes(saved)}; this run builds "
+                         f"{shapes(metrics)}: give the checkpoint's --row-shape / --col-shape (or leave them automatic, as it did) "
+                         "to continue that run, or another output folder")
 
 
 def _read_best_state(run: RunState, ckpt_path: Path) -> Optional[dict]:
@@ -841,7 +859,14 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         if config.from_full:
             finetune = finetune_config(config)
             # The TT table's shape is checked before the full table trains: a bad one fails now, not after it.
-            tt_shape(settle_by_graph(finetune, dataset), dataset.num_nodes)
+            settled = settle_by_graph(finetune, dataset)
+            tt_shape(settled, dataset.num_nodes)
+            checkpoint = Path(config.output_dir) / CHECKPOINT_NAME if config.output_dir else None
+            if config.resume and checkpoint is not None and checkpoint.exists():
+                # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
+                # before the full table trains, not after
+                check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(), checkpoint,
+                                TrainConfig.RESUME_ABSENT)
             teacher = _train_full_table(config, dataset, device, replacing=folder)
             config = finetune
         run = setup_run(config, dataset, process_rank, world_size, device)
