@@ -314,6 +314,20 @@ def test_run_folder_creates_nested_folders_names_what_it_cannot_create_and_logs_
         RunFolder(nested).__enter__()
 
 
+def test_the_temporaries_of_a_killed_writer_are_removed_when_the_folder_is_claimed(tmp_path, caplog):
+    import logging
+
+    stale = [tmp_path / f".{name}.x1y2z3.tmp" for name in (CHECKPOINT_NAME, METRICS_NAME)]
+    others = [tmp_path / ".notes.txt.abc.tmp", tmp_path / "keep.tmp", tmp_path / CHECKPOINT_NAME]
+    for path in stale + others:
+        path.write_bytes(b"x")
+    with caplog.at_level(logging.INFO, logger="ttgnn.checkpoint"):
+        with RunFolder(tmp_path, resume=True):
+            pass
+    assert not any(path.exists() for path in stale) and all(path.exists() for path in others)
+    assert f"removed {stale[0]}, left by a run killed while writing {CHECKPOINT_NAME}" in caplog.messages
+
+
 def test_a_holder_that_has_not_written_its_pid_yet_is_another_process_and_release_is_idempotent(tmp_path):
     import fcntl
 

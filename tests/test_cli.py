@@ -386,6 +386,19 @@ def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(cap
     assert capsys.readouterr().err == "prog: interrupted before any checkpoint was written\n"
     assert report_errors("prog", ctrl_c, trains=False) == 130 and capsys.readouterr().err == "prog: interrupted\n"
 
+    def terminated():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+        pytest.fail("SIGTERM did not stop the body")
+
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        assert report_errors("prog", terminated) == 143
+        assert capsys.readouterr().err == "prog: stopped by SIGTERM before any checkpoint was written\n"
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # as it was
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
     def bug():
         raise RuntimeError("a bug")
 
@@ -524,17 +537,24 @@ _MAIN_WITH_STACK_DUMPS = ("import faulthandler, runpy, signal; faulthandler.regi
                           "runpy.run_module('ttgnn', run_name='__main__', alter_sys=True)")
 
 
-def test_ctrl_c_prints_one_line_naming_the_checkpoint_and_exits_130(graph_root, tmp_path):
+def _default_stop_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("signum,code,how", [(signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGTERM, 143, "stopped by SIGTERM")], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_or_sigterm_prints_one_line_naming_the_checkpoint(graph_root, tmp_path, signum, code, how):
+    # SIGTERM (a scheduler's stop) ended the run at once without a word, leaving temporaries
     out = tmp_path / "run"
     with open(tmp_path / "stderr.txt", "w+") as err_file:  # a file: a pipe left unread would fill
         # SIGINT as at a terminal: a test run started in the background (`make test &`, nohup)
         # passes SIGINT ignored to its children, and Python then keeps ignoring it.
         proc = subprocess.Popen([sys.executable, "-c", _MAIN_WITH_STACK_DUMPS, *_train_args(graph_root, out),
-                                 "--epochs", "100000"], stderr=err_file, text=True,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                 "--epochs", "100000"], stderr=err_file, text=True, preexec_fn=_default_stop_signals)
         try:
             _wait_for(out / "checkpoint.pt", proc)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signum)
             proc.wait(timeout=180)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGUSR1)  # where it hangs, into the file
@@ -545,11 +565,12 @@ def test_ctrl_c_prints_one_line_naming_the_checkpoint_and_exits_130(graph_root, 
                 proc.wait()
         err_file.seek(0)
         err = err_file.read()
-    assert proc.returncode == 130, f"exit {proc.returncode} after SIGINT; its stderr ends with:\n{err[-4000:]}"
+    assert proc.returncode == code, f"exit {proc.returncode} after {signum!r}; its stderr ends with:\n{err[-4000:]}"
     last = err.strip().splitlines()[-1]
-    assert last.startswith("ttgnn train: interrupted; the last complete checkpoint is ")
+    assert last.startswith(f"ttgnn train: {how}; the last complete checkpoint is ")
     assert str(out / "checkpoint.pt") in last and "--resume" in last
     assert "Traceback" not in err
+    assert not list(out.glob(".*.tmp"))  # every write finished or was cleaned up
     assert main(_train_args(graph_root, out, "--epochs", "1", "--resume", "--overwrite")) == 2  # exclusive flags
 
 

@@ -158,6 +158,31 @@ def test_ctrl_c_names_the_last_complete_checkpoint(tmp_path, planted, monkeypatc
         assert [r["epoch"] for r in written["epochs"]] == list(range(1, saved + 1))
 
 
+def test_ctrl_c_after_the_epochs_names_the_checkpoint_that_resumes_the_run(tmp_path, planted, monkeypatch):
+    # during Correct and Smooth, and between from_full's stages: "before any checkpoint was written" was
+    # printed, beside a finished checkpoint a resume continues from
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "_final_correct_smooth", ctrl_c)
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(_config(tmp_path / "cs", epochs=2, correct_smooth=True), planted)
+    assert (caught.value.checkpoint, caught.value.epoch) == (tmp_path / "cs" / CHECKPOINT_NAME, 2)
+    finished = train(_config(tmp_path / "cs", epochs=2, correct_smooth=True, resume=True), planted)
+    assert [r["epoch"] for r in finished["epochs"]] == [1, 2] and "correct_smooth" in finished
+    out = tmp_path / "ff"
+    config = _config(out, epochs=2, from_full=True, finetune_epochs=1, correct_smooth=False, mode="full")
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "_start_from_full", ctrl_c)
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(config, planted)
+    assert (caught.value.checkpoint, caught.value.epoch) == (out / ttrain.FULL_TABLE_DIR / CHECKPOINT_NAME, 2)
+    assert caught.value.checkpoint.exists() and not (out / CHECKPOINT_NAME).exists()
+    resumed = train(dataclasses.replace(config, resume=True), planted)
+    assert [r["epoch"] for r in resumed["epochs"]] == [1] and resumed["from_full"]["full_table"]["best_epoch"] >= 1
+
+
 class _Killed(Exception):
     pass
 

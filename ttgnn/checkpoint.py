@@ -241,12 +241,24 @@ class RunFolder:
         self._fd = fd
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        self._remove_stale_temporaries()
         try:
             self._check_existing()
         except BaseException:
             self.release()
             raise
         return self
+
+    def _remove_stale_temporaries(self) -> None:
+        """Delete the temporaries of run files that a process killed mid-write left (``.checkpoint.pt.*.tmp``,
+        see :func:`~ttgnn.fileio.atomic_write`): the lock is held, so no writer of this folder is alive."""
+        for name in RUN_FILES:
+            for stale in self.path.glob(f".{name}.*.tmp"):
+                try:
+                    stale.unlink()
+                except OSError:  # not ours to remove after all: it stays
+                    continue
+                log.info("removed %s, left by a run killed while writing %s", stale, name)
 
     def _check_existing(self) -> None:
         found = self.existing_run_files()

@@ -17,10 +17,13 @@ where the last complete checkpoint is) and exit code 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import decimal
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -40,6 +43,7 @@ __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "f
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + 15  # SIGTERM
 #: The longest ``--dist-timeout`` in minutes (about two years; ``inf`` overflowed the timedelta).
 MAX_DIST_TIMEOUT = 1e6
 
@@ -699,14 +703,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- main
-def _interrupted_message(prog: str, err: KeyboardInterrupt, trains: bool) -> str:
+def _interrupted_message(prog: str, err: KeyboardInterrupt, trains: bool, how: str = "interrupted") -> str:
     checkpoint = getattr(err, "checkpoint", None)
     if checkpoint is not None:
-        return (f"{prog}: interrupted; the last complete checkpoint is {checkpoint} (epoch {err.epoch}); "
+        return (f"{prog}: {how}; the last complete checkpoint is {checkpoint} (epoch {err.epoch}); "
                 f"continue with the same command plus --resume")
     if trains:
-        return f"{prog}: interrupted before any checkpoint was written"
-    return f"{prog}: interrupted"
+        return f"{prog}: {how} before any checkpoint was written"
+    return f"{prog}: {how}"
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts(received: list):
+    """SIGTERM (a scheduler's or ``kill``'s stop) raises ``KeyboardInterrupt`` in the block, as Ctrl-C
+    does, noting it in ``received``: a training run then stops between writes and names its last
+    checkpoint, instead of ending at once without a word. Only in the main thread, and only where
+    SIGTERM has its default action."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def stop(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool = True) -> int:
@@ -715,19 +741,23 @@ def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool 
     A user's error (a bad value, path or dataset file: ``ValueError``, ``TypeError``,
     ``IndexError``, ``OSError``, ``MemoryError``) becomes one line ``"{prog}: error: ..."`` on
     stderr and exit code 2; Ctrl-C becomes one line naming the last complete checkpoint (for a
-    training run, ``trains=True``) and exit code 130. Other exceptions propagate (a bug: its
-    traceback is wanted). Training scripts (``examples/``) call it around their work.
+    training run, ``trains=True``) and exit code 130, and for a training run so does SIGTERM,
+    with exit code 143. Other exceptions propagate (a bug: its traceback is wanted). Training
+    scripts (``examples/``) call it around their work.
 
     Args:
         prog (str): the name the lines start with, e.g. ``"ttgnn train"`` or the script's.
         body (callable): the work; its return value is the exit code (``None``: 0).
         trains (bool, optional): ``body`` is a training run. (default: ``True``)
     """
+    terminated: list = []
     try:
-        return body() or 0
+        with _sigterm_interrupts(terminated) if trains else contextlib.nullcontext():
+            return body() or 0
     except KeyboardInterrupt as err:
-        print(_interrupted_message(prog, err, trains), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        how = "stopped by SIGTERM" if terminated else "interrupted"
+        print(_interrupted_message(prog, err, trains, how), file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except OSError as err:
         where = f": {err.filename}" if getattr(err, "filename", None) else ""
         print(f"{prog}: error: {err.strerror or err}{where}", file=sys.stderr)

@@ -717,24 +717,28 @@ def _cpu_state(model) -> dict:
 
 @contextlib.contextmanager
 def _deferred_interrupt():
-    """Hold back SIGINT (Ctrl-C) for the duration of the block, then raise it as ``KeyboardInterrupt``.
+    """Hold back SIGINT (Ctrl-C), and SIGTERM where Python handles it (``ttgnn train`` does), for
+    the duration of the block, then deliver the first one received to its own handler (which raises
+    ``KeyboardInterrupt``).
 
-    Only in the main thread (where Python delivers signals), and only where SIGINT interrupts at
-    all: a process started with SIGINT ignored (a shell's background job, ``nohup``) keeps
-    ignoring it. Elsewhere the block runs as is.
+    Only in the main thread (where Python delivers signals), and only for a signal with a Python
+    handler: a process started with SIGINT ignored (a shell's background job, ``nohup``) keeps
+    ignoring it, and a SIGTERM left to the operating system still ends the process at once.
+    Elsewhere the block runs as is.
     """
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    held = [signum for signum in (signal.SIGINT, signal.SIGTERM) if callable(signal.getsignal(signum))]
     received = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    previous = {signum: signal.signal(signum, lambda number, frame: received.append(number)) for signum in held}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if received:
-        raise KeyboardInterrupt
+        signal.raise_signal(received[0])
 
 
 def finish_run(run: RunState) -> dict:
@@ -869,12 +873,19 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                                 TrainConfig.RESUME_ABSENT)
             teacher = _train_full_table(config, dataset, device, replacing=folder)
             config = finetune
-        run = setup_run(config, dataset, process_rank, world_size, device)
-        if folder is not None:
-            folder.replace_existing()
-        if teacher is not None:
-            _start_from_full(run, *teacher)
-        restore_run(run)
+        try:
+            run = setup_run(config, dataset, process_rank, world_size, device)
+            if folder is not None:
+                folder.replace_existing()
+            if teacher is not None:
+                _start_from_full(run, *teacher)
+            restore_run(run)
+        except KeyboardInterrupt:
+            if teacher is None or not config.output_dir:
+                raise
+            # between the stages: the full table's run is complete, and a resume starts from it
+            epoch = teacher[0]["epochs"][-1]["epoch"] if teacher[0]["epochs"] else 0
+            raise TrainingInterrupted(Path(config.output_dir) / FULL_TABLE_DIR / CHECKPOINT_NAME, epoch) from None
         if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:
             # a fresh start: the compressed table is the best epoch so far (epoch 0)
             save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state, settings=run.config.settings())
@@ -896,9 +907,9 @@ def _train_and_finish(run: RunState) -> dict:
     :class:`TrainingInterrupted` naming the last complete checkpoint."""
     try:
         _epochs(run)
+        return finish_run(run)  # Correct and Smooth may take a while: the checkpoint is named then too
     except KeyboardInterrupt:
         raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None, run.saved_epoch) from None
-    return finish_run(run)
 
 
 def settle_from_full(config: TrainConfig, dataset: NodeDataset, world_size: int = 1) -> TrainConfig:
