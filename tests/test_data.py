@@ -544,6 +544,29 @@ def test_a_csr_only_dataset_counts_undirected_edges():
     assert csr_only.num_edges == indices.shape[0] // 2 and isinstance(csr_only.num_edges, int)
 
 
+def test_the_fingerprint_tells_labels_split_and_edge_count_apart_and_ignores_the_name():
+    import dataclasses
+
+    ds = planted_partition(50, num_classes=2, seed=1)
+    same = planted_partition(50, num_classes=2, seed=1)
+    assert ds.fingerprint() == same.fingerprint() == dataclasses.replace(same, name="other").fingerprint()
+    assert len(ds.fingerprint()) == 24
+    labels = ds.labels.clone()
+    labels[7] = 1 - labels[7]
+    split = dict(ds.split, valid=ds.split["valid"][1:])
+    changed = [dataclasses.replace(ds, labels=labels), dataclasses.replace(ds, split=split),
+               dataclasses.replace(ds, edge_index=ds.edge_index[:, :-1].copy(), _csr=None),
+               planted_partition(50, num_classes=2, seed=2),
+               NodeDataset("c", 50, None, ds.labels, ds.split, 2, _csr=ds.csr())]  # held as CSR: read as such
+    prints = {d.fingerprint() for d in changed}
+    assert len(prints) == len(changed) and ds.fingerprint() not in prints
+    # a graph of 2**21 edges is read at 2**20 of them: still one digest per graph, and the count counts
+    big = np.arange(2 * 2**21, dtype=np.int64).reshape(2, -1) % 50
+    one = NodeDataset("b", 50, big, ds.labels, ds.split, 2)
+    assert one.fingerprint() == NodeDataset("b", 50, big.copy(), ds.labels, ds.split, 2).fingerprint()
+    assert one.fingerprint() != NodeDataset("b", 50, big[:, 1:].copy(), ds.labels, ds.split, 2).fingerprint()
+
+
 @pytest.mark.parametrize("edge_index,message", [
     (np.array([[0, 1], [2, 50]]), "edge_index has node ids outside [0, 50)"),
     (np.array([[0, -1], [2, 3]]), "edge_index has node ids outside [0, 50)"),

@@ -136,6 +136,18 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
     # a graph of another size on the same row shape: the node order's length tells, named the same way
     train(small_config(tmp_path / "ordered", epochs=1, correct_smooth=False, order="random", row_shape=[8, 8, 8]),
           planted)
+    # the same name and size, other labels or fewer edges: refused (predict scored it silently)
+    import dataclasses
+
+    shifted = dataclasses.replace(planted, labels=(planted.labels + 1) % planted.num_classes)
+    fewer = dataclasses.replace(planted, edge_index=planted.edge_index[:, ::2].copy(), _csr=None, _adjacency={})
+    for other in (shifted, fewer):
+        with pytest.raises(ValueError, match=r"was not trained on this dataset \(planted-400, 400 nodes, 4 classes\): "
+                                             r"its edges, labels or split differ"):
+            load_run(tmp_path / "run", other)
+        with pytest.raises(ValueError, match="its edges, labels or split differ"):
+            load_run(tmp_path / "run" / "checkpoint.pt", other)
+    assert load_run(tmp_path / "run", planted).dataset is planted
     smaller = planted_partition(390, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
     with pytest.raises(ValueError, match=r"was not trained on this dataset \(planted-390, 390 nodes, 4 classes\): "
                                          r"node_order must have shape \(390,\), got \(400,\)$"):

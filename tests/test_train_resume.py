@@ -129,6 +129,26 @@ def test_a_resume_with_other_table_shapes_is_refused_by_name_not_as_corrupted(tm
     assert [r["epoch"] for r in train(tt(epochs=3, resume=True, **same), overfitting)["epochs"]] == [1, 2, 3]
 
 
+def test_a_resume_on_other_data_of_the_same_name_and_size_is_refused(tmp_path, overfitting):
+    import dataclasses
+
+    train(_config(tmp_path, epochs=2), overfitting)
+    before = (tmp_path / CHECKPOINT_NAME).read_bytes()
+    labels = overfitting.labels.clone()
+    labels[overfitting.split["train"][0]] = (labels[overfitting.split["train"][0]] + 1) % overfitting.num_classes
+    for other in (dataclasses.replace(overfitting, labels=labels),
+                  dataclasses.replace(overfitting, edge_index=overfitting.edge_index[:, 1:].copy(), _csr=None,
+                                      _adjacency={})):
+        with pytest.raises(ValueError) as err:
+            train(_config(tmp_path, epochs=3, resume=True), other)
+        assert str(err.value) == (
+            f"checkpoint {tmp_path / CHECKPOINT_NAME} was trained on other data than {overfitting.name} here (its "
+            "edges, labels or split differ, though the name and size match): resume with the dataset root it was "
+            "trained on (--root), or train anew in another output folder")
+    assert (tmp_path / CHECKPOINT_NAME).read_bytes() == before
+    assert [r["epoch"] for r in train(_config(tmp_path, epochs=3, resume=True), overfitting)["epochs"]] == [1, 2, 3]
+
+
 @pytest.mark.parametrize("model", ["sage", "gat"])
 def test_the_first_epochs_of_a_longer_run_are_the_shorter_run(overfitting, model):
     # benchmarks/train_arxiv.py --paired-epochs K reads a K-epoch run off a longer run's first K records:

@@ -103,10 +103,14 @@ def save_checkpoint(path: PathLike, *, epoch: int, model: dict, optimizer: dict,
     atomic_torch_save(state, path)
 
 
-def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict) -> None:
-    """Write the best epoch's weights atomically."""
-    atomic_torch_save({"version": CHECKPOINT_VERSION, "epoch": int(epoch), "model": model,
-                       "settings": settings}, path)
+def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict,
+                    dataset_fingerprint: Optional[str] = None) -> None:
+    """Write the best epoch's weights atomically, with the settings and the fingerprint of the data
+    they were trained on (:meth:`ttgnn.data.NodeDataset.fingerprint`; ``None``: not recorded)."""
+    state = {"version": CHECKPOINT_VERSION, "epoch": int(epoch), "model": model, "settings": settings}
+    if dataset_fingerprint is not None:
+        state["dataset_fingerprint"] = dataset_fingerprint
+    atomic_torch_save(state, path)
 
 
 def differing_settings(saved: dict, wanted: dict, keys, absent: Optional[dict] = None,

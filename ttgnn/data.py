@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import gzip
+import hashlib
 import logging
 import os
 import zlib
@@ -177,6 +178,27 @@ class NodeDataset:
     def num_features(self) -> int:
         """Feature width ``F`` (0 when there are no features)."""
         return 0 if self.features is None else int(self.features.shape[1])
+
+    def fingerprint(self) -> str:
+        """A short digest of the graph's data, to tell it from another graph of the same name and size
+        (a resume, or ``ttgnn predict``, on edges, labels or a split the run was not trained on).
+
+        Every label and split id is read, and the edges' count with up to ``2**20`` evenly spaced
+        edges (or CSR entries, for a graph held as CSR): cheap at ``10^8`` nodes, and any change of
+        labels, split or edge count shows; features are not read.
+        """
+        digest = hashlib.blake2b(digest_size=12)
+        digest.update(np.array([self.num_nodes, self.num_classes], dtype=np.int64).tobytes())
+        edges = (self.edge_index[0], self.edge_index[1]) if self.edge_index is not None else tuple(self._csr)
+        for array in edges:
+            step = max(1, len(array) >> 20)
+            digest.update(np.int64(len(array)).tobytes())
+            digest.update(np.ascontiguousarray(array[::step], dtype=np.int64).tobytes())
+        for tensor in (self.labels, *(self.split[key] for key in SPLIT_NAMES)):
+            values = tensor.detach().cpu().to(torch.int64).numpy()
+            digest.update(np.int64(values.size).tobytes())
+            digest.update(values.tobytes())
+        return digest.hexdigest()
 
     def csr(self):
         """Symmetric CSR without self-loops (the partitioner's input), cached.

@@ -118,6 +118,12 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
         first = next((line.strip() for line in str(err).splitlines()[1:] if line.strip()), str(err))
         raise ValueError(f"the run in {folder} was not trained on this dataset ({dataset.name}, "
                          f"{dataset.num_nodes:,} nodes, {dataset.num_classes} classes): {first}") from None
+    # best_model.pt records it; a checkpoint.pt in its metrics; runs before 2026-11-30 in neither
+    trained_on = state.get("dataset_fingerprint") or (state.get("metrics") or {}).get("dataset_fingerprint")
+    if trained_on is not None and trained_on != dataset.fingerprint():
+        raise ValueError(f"the run in {folder} was not trained on this dataset ({dataset.name}, {dataset.num_nodes:,} "
+                         f"nodes, {dataset.num_classes} classes): its edges, labels or split differ, though the name "
+                         "and size match; give the root it was trained on (--root)")
     model.eval()
     graph = dataset.dgl_graph(self_loops=True)
     if config.mode == "full":

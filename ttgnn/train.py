@@ -332,7 +332,7 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
         "gnn_parameters": sum(p.numel() for p in model.parameter_groups()[1]),
         "label_input": config.label_input, "gnn_backend": model.gnn.backend, "eval_fanouts": config.eval_fanouts,
         "best_valid_acc": 0.0, "test_acc": 0.0, "best_epoch": 0, "epochs": [], "settings": config.settings(),
-        "world_size": world_size,
+        "world_size": world_size, "dataset_fingerprint": dataset.fingerprint(),
     }
     if config.embedding == "tt":
         table = node_input.table
@@ -498,6 +498,11 @@ def restore_run(run: RunState) -> None:
         return
     check_resumable(state, run.config.settings(), run.config.resume_keys(), ckpt_path, TrainConfig.RESUME_ABSENT)
     _check_same_table(state, run.metrics, ckpt_path)
+    saved_data = (state.get("metrics") or {}).get("dataset_fingerprint")  # None: written before it was recorded
+    if saved_data is not None and saved_data != run.metrics["dataset_fingerprint"]:
+        raise ValueError(f"checkpoint {ckpt_path} was trained on other data than {run.dataset.name} here (its edges, "
+                         "labels or split differ, though the name and size match): resume with the dataset root it "
+                         "was trained on (--root), or train anew in another output folder")
     if isinstance(state.get("epoch"), int) and state["epoch"] > run.config.epochs:
         # continuing would train nothing and record epochs past the run's own epoch count
         raise ValueError(f"{ckpt_path} holds epoch {state['epoch']}, past this run's last, epochs={run.config.epochs}: "
@@ -691,7 +696,7 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
         with _deferred_interrupt():
             if improved:  # before the checkpoint that names this epoch as the best
                 save_best_model(run.path(BEST_MODEL_NAME), epoch=epoch, model=run.best_state,
-                                settings=run.config.settings())
+                                settings=run.config.settings(), dataset_fingerprint=metrics["dataset_fingerprint"])
             save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
                             optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings(),
                             weight_average=run.average.state_dict() if run.average is not None else None)
@@ -888,7 +893,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
             raise TrainingInterrupted(Path(config.output_dir) / FULL_TABLE_DIR / CHECKPOINT_NAME, epoch) from None
         if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:
             # a fresh start: the compressed table is the best epoch so far (epoch 0)
-            save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state, settings=run.config.settings())
+            save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state, settings=run.config.settings(),
+                            dataset_fingerprint=run.metrics["dataset_fingerprint"])
         run.net = tdist.wrap_model(run.model) if world_size > 1 else run.model  # DDP averages gradients
         if run.is_main:
             log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
