@@ -357,6 +357,8 @@ def test_version_names_ttgnn_torch_and_python(capsys):
 
 
 def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(capsys):
+    import torch
+
     from ttgnn.cli import report_errors
 
     assert report_errors("prog", lambda: None) == 0 and report_errors("prog", lambda: 3) == 3
@@ -398,6 +400,22 @@ def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(cap
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # as it was
     finally:
         signal.signal(signal.SIGTERM, before)
+
+    # an allocation that fails: one line with the size, not a traceback
+    def cpu_oom():
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] data. DefaultCPUAllocator: can't allocate memory: you "
+                           "tried to allocate 51200000000 bytes. Error code 12 (Cannot allocate memory)")
+
+    def gpu_oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of "
+                                     "79.19 GiB of which 1.2 GiB is free.\nmore lines")
+
+    hint = ("; smaller settings (--hidden, --dim, --batch-size, --eval-batch-size) need less, and `ttgnn plan` "
+            "estimates what a run needs\n")
+    assert report_errors("prog", cpu_oom) == 2
+    assert capsys.readouterr().err == "prog: error: out of memory: a tensor of 47.68 GiB could not be allocated" + hint
+    assert report_errors("prog", gpu_oom) == 2
+    assert capsys.readouterr().err == "prog: error: out of memory: CUDA out of memory. Tried to allocate 20.00 GiB" + hint
 
     def bug():
         raise RuntimeError("a bug")

@@ -765,6 +765,29 @@ def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool 
     except (ValueError, TypeError, IndexError, MemoryError) as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except RuntimeError as err:  # torch's allocators raise RuntimeError (OutOfMemoryError on a GPU)
+        short = _out_of_memory(err)
+        if short is None:
+            raise  # a bug: its traceback is wanted
+        print(f"{prog}: error: out of memory: {short}; smaller settings (--hidden, --dim, --batch-size, "
+              f"--eval-batch-size) need less, and `ttgnn plan` estimates what a run needs", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _out_of_memory(err: RuntimeError) -> Optional[str]:
+    """What an allocation failure from torch says, in one line (``None``: ``err`` is another error)."""
+    import re
+
+    text = str(err)
+    torch = sys.modules.get("torch")
+    cuda_oom = torch is not None and isinstance(err, getattr(torch, "OutOfMemoryError", ()))
+    if not cuda_oom and "can't allocate memory" not in text and "out of memory" not in text.lower():
+        return None
+    wanted = re.search(r"allocate (\d+) bytes", text)
+    if wanted:  # the CPU allocator: "... you tried to allocate 51200000000 bytes. Error code 12 ..."
+        return f"a tensor of {int(wanted.group(1)) / 2**30:,.2f} GiB could not be allocated"
+    # CUDA: "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has ...": the first two sentences
+    return ". ".join(text.strip().splitlines()[0].split(". ")[:2]).rstrip(".")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
