@@ -700,6 +700,11 @@ def _ogb_stamp(folder: Path) -> str:
     return "|".join(parts)
 
 
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     from ogb.nodeproppred import NodePropPredDataset
 
@@ -735,18 +740,28 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
             log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
         else:
             log.info("%s not found under %s; ogb downloads it into %s", name, root, ogb_root)
-        try:
-            with _ogb_guards():
-                dataset = NodePropPredDataset(name=name, root=str(ogb_root))
-                split = dataset.get_idx_split()
-        except Exception as err:  # noqa: BLE001 - ogb raises anything; name the broken file
-            if source.is_dir():
-                for path in sorted(source.rglob("*.gz")):
-                    _check_file(path)
-                for stale in (target / "processed").glob("data_processed"):
+        for attempt in (1, 2):
+            try:
+                with _ogb_guards():
+                    dataset = NodePropPredDataset(name=name, root=str(ogb_root))
+                    split = dataset.get_idx_split()
+                break
+            except Exception as err:  # noqa: BLE001 - ogb raises anything; name the broken file
+                if source.is_dir():
+                    for path in sorted(source.rglob("*.gz")):
+                        _check_file(path)
+                processed = sorted((target / "processed").glob("*"))
+                for stale in processed:
                     stale.unlink()
-            raise ValueError(f"ogb could not load {name} from {source if source.is_dir() else ogb_root}: "
-                             f"{type(err).__name__}: {err}") from err
+                if attempt == 1 and source.is_dir() and fresh and processed:
+                    # the source reads well and ogb's processed files were complete: they were damaged
+                    # since (a disk error, a truncated copy); they are ours to rebuild, once
+                    log.warning("ogb's processed files of %s in %s could not be read (%s: %s); processing %s "
+                                "again", name, target / "processed", type(err).__name__, _first_line(err), source)
+                    fresh = False
+                    continue
+                raise ValueError(f"ogb could not load {name} from {source if source.is_dir() else ogb_root}: "
+                                 f"{type(err).__name__}: {err}") from err
         if not fresh:
             stamp_file.write_text(stamp)
     graph, labels = dataset.graph, dataset.labels
