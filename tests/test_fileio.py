@@ -97,6 +97,25 @@ def test_a_link_is_written_through_and_a_file_that_is_not_regular_is_refused(tmp
                                                           "link.npy"]
 
 
+def test_a_failed_write_names_the_file_it_was_writing(tmp_path):
+    import errno
+
+    def full_disk(fh):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(OSError) as err:
+        atomic_write(tmp_path / "checkpoint.pt", full_disk)
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(tmp_path / "checkpoint.pt"))
+    assert list(tmp_path.iterdir()) == []
+
+    def named(fh):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "/elsewhere")
+
+    with pytest.raises(FileNotFoundError) as err:  # an error that names its file keeps it, and its type
+        atomic_write(tmp_path / "x", named)
+    assert err.value.filename == "/elsewhere"
+
+
 def test_the_temporary_file_is_a_hidden_sibling_of_the_target(tmp_path):
     # os.replace is atomic only within one file system: the temporary file must sit beside the target
     seen = []

@@ -361,3 +361,41 @@ def test_the_finite_check_reads_every_chunk_of_a_weight(tmp_path):
     weight[2, 4] = float("nan")  # entry 14: in the last of four chunks
     with pytest.raises(ValueError, match=r"holds NaN or inf weights \(w\)"):
         _check_finite_weights({"w": weight, "step": torch.tensor(7)}, tmp_path / "m.pt", chunk=4)
+
+
+def test_a_run_that_stopped_early_is_predicted_with_a_note(tmp_path, planted, monkeypatch, capsys):
+    import ttgnn.train as ttrain
+    from ttgnn.train import TrainingInterrupted
+
+    real_epoch = ttrain.train_epoch
+
+    def stop_at_3(run, epoch, show_progress=False):
+        if epoch == 3:
+            raise KeyboardInterrupt
+        return real_epoch(run, epoch, show_progress)
+
+    config = small_config(tmp_path / "run", epochs=4, correct_smooth=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "train_epoch", stop_at_3)
+        with pytest.raises(TrainingInterrupted):
+            train(config, planted)
+    assert load_run(tmp_path / "run", planted).stopped == (2, 4)
+    train(config.__class__(**{**config.__dict__, "resume": True}), planted)
+    assert load_run(tmp_path / "run", planted).stopped is None  # finished: no note
+    assert load_run(tmp_path / "run" / "checkpoint.pt", planted).stopped is None
+    (tmp_path / "run" / "metrics.json").write_text("not json")  # unreadable: no note, and no error
+    assert load_run(tmp_path / "run", planted).stopped is None
+
+
+def test_cli_predict_notes_a_run_that_stopped_early(tmp_path, capsys):
+    root, out = _train_tiny(tmp_path)
+    command = ["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "cache")]
+    assert main(command) == 0
+    assert "note:" not in capsys.readouterr().out
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics["settings"]["epochs"] = 5  # as a run of 5 epochs interrupted after its second records it
+    (out / "metrics.json").write_text(json.dumps(metrics))
+    assert main(command) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "note: the run stopped after epoch 2 of 5 (interrupted); its best model so far is used: `ttgnn train` with "
+        "the run's command plus --resume finishes it")

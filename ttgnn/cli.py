@@ -558,6 +558,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     which = f"best epoch {run.epoch}" if run.best else f"epoch {run.epoch} (the checkpoint's last)"
     print(f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, {which}; "
           f"accuracy{how}: {scores}")
+    if run.stopped is not None:
+        print(f"note: the run stopped after epoch {run.stopped[0]} of {run.stopped[1]} (interrupted); its best model "
+              "so far is used: `ttgnn train` with the run's command plus --resume finishes it")
     if args.output is not None:
         write_predictions(args.output, classes, None if args.correct_smooth else probs)
         print(f"predicted classes of {classes.numel():,} nodes: {args.output}")

@@ -118,8 +118,11 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno is not None and err.filename is None:
+            # a failed write (a full disk) names no file: say which one was being written
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     _fsync_dir(path.parent)
     return given

@@ -17,6 +17,7 @@ init is recomputed: both are in the weights) and loads the run's dataset::
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
-from .checkpoint import BEST_MODEL_NAME, load_checkpoint
+from .checkpoint import BEST_MODEL_NAME, METRICS_NAME, load_checkpoint
 from .config import TrainConfig, check_int
 from .data import NodeDataset, load_dataset
 from .fileio import NODE_COLUMN_SUFFIXES, atomic_write, write_node_column
@@ -53,6 +54,9 @@ class FinishedRun:
             ``--from-full`` run), or for a ``checkpoint.pt`` the last one it holds.
         graph: the graph as the model's layers take it.
         best (bool): the weights are the best validation epoch's (``best_model.pt``).
+        stopped (tuple of int, optional): ``(last epoch trained, epochs planned)`` when the run's
+            ``metrics.json`` shows it stopped early (interrupted; ``--resume`` continues it),
+            else ``None``.
     """
 
     model: torch.nn.Module
@@ -61,6 +65,17 @@ class FinishedRun:
     epoch: int
     graph: object
     best: bool = True
+    stopped: Optional[tuple] = None
+
+
+def _stopped_early(folder: Path) -> Optional[tuple]:
+    """``(last epoch, planned epochs)`` from ``folder``'s ``metrics.json`` when the run ended early."""
+    try:
+        metrics = json.loads((folder / METRICS_NAME).read_text())
+        last, planned = int(metrics["epochs"][-1]["epoch"]), int(metrics["settings"]["epochs"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):  # none, or not one ttgnn wrote: no note
+        return None
+    return (last, planned) if last < planned else None
 
 
 def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: Optional[PathLike] = None,
@@ -131,7 +146,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     epoch = int(state.get("epoch", 0))
     log.info("loaded the best model of %s (epoch %d): %s + %s on %s", folder, epoch, config.model, config.embedding,
              dataset.name)
-    return FinishedRun(model, config, dataset, epoch, graph, best="optimizer" not in state)
+    return FinishedRun(model, config, dataset, epoch, graph, best="optimizer" not in state,
+                       stopped=_stopped_early(folder))
 
 
 def _check_finite_weights(weights, path: Path, chunk: int = 1 << 24) -> None:
