@@ -381,6 +381,16 @@ def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(cap
     assert report_errors("prog", interrupted) == 130
     assert "last complete checkpoint is runs/x/checkpoint.pt (epoch 7)" in capsys.readouterr().err
 
+    def peer_lost():
+        from ttgnn.train import TrainingInterrupted
+
+        raise TrainingInterrupted(Path("runs/x/checkpoint.pt"), 7, "another process of the job stopped: gone")
+
+    assert report_errors("prog", peer_lost) == 130
+    assert capsys.readouterr().err == ("prog: stopped, another process of the job stopped: gone; the last complete "
+                                       "checkpoint is runs/x/checkpoint.pt (epoch 7); continue with the same command "
+                                       "plus --resume\n")
+
     def ctrl_c():
         raise KeyboardInterrupt
 

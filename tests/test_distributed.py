@@ -597,6 +597,20 @@ def test_killed_rank_restarts_from_the_last_checkpoint(two_rank_run, toy_folder,
     assert_same_models(final_model(tmp_path / "out"), final_model(two_rank_run))
 
 
+def test_a_rank_that_dies_without_restarts_leaves_one_line_naming_the_checkpoint(toy_folder, tmp_path):
+    # Rank 1 SIGKILLs itself at step 1 of epoch 2; without --max-restarts rank 0 stops (its collective fails, or
+    # torchrun's SIGTERM arrives): it printed a gloo traceback and no word of the checkpoint
+    code, log = torchrun_train(["--standalone", "--nproc-per-node=2"], toy_folder, tmp_path / "out", tmp_path,
+                               extra_env={tdist.FAULT_ENV: "1:2:1"})
+    assert code != 0 and "rank 1 kills itself at epoch 2 step 1" in log
+    line = next((line for line in log.splitlines() if line.startswith("ttgnn train: stopped")), None)
+    assert line is not None, log[-3000:]
+    assert line.endswith(f"; the last complete checkpoint is {tmp_path / 'out' / 'checkpoint.pt'} (epoch 1); "
+                         "continue with the same command plus --resume"), line
+    assert "Traceback" not in log.split(line)[0]  # the workers' output: one line (torchrun's own report follows)
+    assert len(line) < 400, line
+
+
 def test_multi_gpu_example_tiny_on_two_cpu_ranks(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "multi_gpu_train.py"
     env = {k: v for k, v in os.environ.items() if k != tdist.FAULT_ENV and not k.startswith("TORCHELASTIC")}

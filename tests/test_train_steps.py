@@ -183,6 +183,74 @@ def test_ctrl_c_after_the_epochs_names_the_checkpoint_that_resumes_the_run(tmp_p
     assert [r["epoch"] for r in resumed["epochs"]] == [1] and resumed["from_full"]["full_table"]["best_epoch"] >= 1
 
 
+def test_an_epoch_that_scores_zero_on_validation_is_still_the_best_so_far(tmp_path, planted, monkeypatch):
+    # validation accuracy 0 (few validation nodes, or classes no training node has) never beat the
+    # initial 0.0: no best_model.pt, "test 0.0000" reported whatever the test accuracy was
+    real = ttrain._evaluate_run
+
+    def valid_zero(run, epoch):
+        return dict(real(run, epoch), valid=0.0)
+
+    monkeypatch.setattr(ttrain, "_evaluate_run", valid_zero)
+    result = train(_config(tmp_path, epochs=2, correct_smooth=False), planted)
+    assert result["best_epoch"] == 1 and result["best_valid_acc"] == 0.0
+    assert result["test_acc"] == result["epochs"][0]["test_acc"] > 0
+    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["epoch"] == 1
+
+
+def _second_rank(tmp_path, planted):
+    """The run state of rank 1 of 2 (no process group: its collectives are no-ops here)."""
+    return ttrain.setup_run(_config(tmp_path, epochs=4), planted, 1, 2, torch.device("cpu"))
+
+
+def test_a_rank_other_than_0_names_the_checkpoint_rank_0_wrote(tmp_path, planted, monkeypatch):
+    # SIGTERM to rank 1 said "before any checkpoint was written" while rank 0 had written epochs
+    def epoch(run, number, show_progress=False):
+        if number == 3:
+            raise KeyboardInterrupt
+        return 1.0
+
+    monkeypatch.setattr(ttrain, "train_epoch", epoch)
+    run = _second_rank(tmp_path, planted)
+    with pytest.raises(TrainingInterrupted) as caught:
+        ttrain._train_and_finish(run)
+    assert (caught.value.checkpoint, caught.value.epoch, caught.value.reason) == (tmp_path / CHECKPOINT_NAME, 2, None)
+
+
+def test_a_lost_process_stops_the_others_naming_the_checkpoint(tmp_path, planted, monkeypatch):
+    # a collective that fails because another rank died printed a gloo traceback
+    def epoch(run, number, show_progress=False):
+        if number == 2:
+            raise RuntimeError("[../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+                               "[127.0.0.1]:5555\nmore")
+        return 1.0
+
+    monkeypatch.setattr(ttrain, "train_epoch", epoch)
+    with pytest.raises(TrainingInterrupted) as caught:
+        ttrain._train_and_finish(_second_rank(tmp_path, planted))
+    assert (caught.value.checkpoint, caught.value.epoch) == (tmp_path / CHECKPOINT_NAME, 1)
+    assert caught.value.reason == "another process of the job stopped: Connection closed by peer [127.0.0.1]:5555"
+    monkeypatch.setattr(ttrain, "train_epoch", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(RuntimeError, match="^a bug$"):  # not a lost peer: its traceback is wanted
+        ttrain._train_and_finish(_second_rank(tmp_path / "b", planted))
+
+
+def test_a_resume_by_another_number_of_processes_is_named_and_recorded(tmp_path, planted, caplog):
+    train(_config(tmp_path, epochs=2, correct_smooth=False), planted)
+    state = ttrain.load_checkpoint(tmp_path / CHECKPOINT_NAME)
+    state["metrics"]["world_size"] = 2  # as a 2-process run writes it
+    save_checkpoint(tmp_path / CHECKPOINT_NAME, epoch=state["epoch"], model=state["model"],
+                    optimizer=state["optimizer"], metrics=state["metrics"], settings=state["settings"])
+    with caplog.at_level(logging.WARNING, logger="ttgnn.train"):
+        result = train(_config(tmp_path, epochs=3, correct_smooth=False, resume=True), planted)
+    assert (f"checkpoint {tmp_path / CHECKPOINT_NAME} was written by a run of 2 process(es), this one has 1: the "
+            "epochs from 3 on take other steps than the run would have (in mini-batches 1 x --batch-size nodes per "
+            "step, not 2 x); resume with 2 process(es) to continue it exactly") in caplog.messages
+    assert result["world_size_changes"] == [{"epoch": 3, "from": 2, "to": 1}]
+    again = train(_config(tmp_path, epochs=4, correct_smooth=False, resume=True), planted)  # kept, not repeated
+    assert again["world_size_changes"] == [{"epoch": 3, "from": 2, "to": 1}]
+
+
 class _Killed(Exception):
     pass
 

@@ -758,7 +758,8 @@ def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool 
         with _sigterm_interrupts(terminated) if trains else contextlib.nullcontext():
             return body() or 0
     except KeyboardInterrupt as err:
-        how = "stopped by SIGTERM" if terminated else "interrupted"
+        how = ("stopped by SIGTERM" if terminated else
+               f"stopped, {err.reason}" if getattr(err, "reason", None) else "interrupted")
         print(_interrupted_message(prog, err, trains, how), file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except OSError as err:

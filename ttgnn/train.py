@@ -29,6 +29,7 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import resource
 import signal
 import threading
@@ -77,10 +78,11 @@ class TrainingInterrupted(KeyboardInterrupt):
         epoch (int): the last epoch it holds (``0`` when none).
     """
 
-    def __init__(self, checkpoint: Optional[Path], epoch: int) -> None:
-        super().__init__(f"interrupted after epoch {epoch}")
+    def __init__(self, checkpoint: Optional[Path], epoch: int, reason: Optional[str] = None) -> None:
+        super().__init__(f"interrupted after epoch {epoch}" + (f" ({reason})" if reason else ""))
         self.checkpoint = checkpoint
         self.epoch = epoch
+        self.reason = reason  # None: Ctrl-C (or SIGTERM); else what stopped the run, e.g. a lost process
 
 
 class TrainingDiverged(ValueError):
@@ -522,6 +524,17 @@ def restore_run(run: RunState) -> None:
         raise ValueError(f"corrupted checkpoint {ckpt_path}: {err}") from None
     run.saved_epoch = int(state["epoch"])
     run.start_epoch = run.saved_epoch + 1
+    saved_world = (state.get("metrics") or {}).get("world_size")
+    if state["metrics"].get("world_size_changes"):  # kept over every later resume
+        run.metrics["world_size_changes"] = list(state["metrics"]["world_size_changes"])
+    if run.is_main and isinstance(saved_world, int) and saved_world != run.world_size:
+        # each process trains its own batches: the steps (and in mini-batches the global batch) change
+        log.warning("checkpoint %s was written by a run of %d process(es), this one has %d: the epochs from %d on "
+                    "take other steps than the run would have (in mini-batches %d x --batch-size nodes per step, "
+                    "not %d x); resume with %d process(es) to continue it exactly", ckpt_path, saved_world,
+                    run.world_size, run.start_epoch, run.world_size, saved_world, saved_world)
+        run.metrics.setdefault("world_size_changes", []).append(
+            {"epoch": run.start_epoch, "from": saved_world, "to": run.world_size})
     if run.is_main:
         log.info("resumed from %s at epoch %d", ckpt_path, run.start_epoch)
         run.best_state = _read_best_state(run, ckpt_path)
@@ -671,7 +684,10 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
         swapped = run.average.swapped_into(run.model)
     with swapped:  # the averaged weights are evaluated, selected and saved
         result = _evaluate_run(run, epoch)
-        improved = result["valid"] > metrics["best_valid_acc"]
+        # the first epoch is the best so far whatever it scores (a validation accuracy of exactly 0
+        # left the run without a best model and reported test 0)
+        first = metrics["best_epoch"] == 0 and run.best_state is None
+        improved = first or result["valid"] > metrics["best_valid_acc"]
         if improved:
             run.best_state = _cpu_state(run.model)
     record = {"epoch": epoch, "loss": loss, "train_acc": result["train"], "valid_acc": result["valid"],
@@ -911,11 +927,36 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
 def _train_and_finish(run: RunState) -> dict:
     """Steps 3-5 of a set-up (and restored) run: its epochs, then :func:`finish_run`; Ctrl-C becomes
     :class:`TrainingInterrupted` naming the last complete checkpoint."""
+    def checkpoint() -> Optional[Path]:
+        return run.path(CHECKPOINT_NAME) if run.saved_epoch else None
+
     try:
         _epochs(run)
         return finish_run(run)  # Correct and Smooth may take a while: the checkpoint is named then too
     except KeyboardInterrupt:
-        raise TrainingInterrupted(run.path(CHECKPOINT_NAME) if run.saved_epoch else None, run.saved_epoch) from None
+        raise TrainingInterrupted(checkpoint(), run.saved_epoch) from None
+    except RuntimeError as err:
+        if run.world_size == 1 or not _lost_peer(err):
+            raise
+        # another process of the job died (killed, out of memory): its collectives fail here
+        raise TrainingInterrupted(checkpoint(), run.saved_epoch,
+                                  f"another process of the job stopped: {_first_line(err)}") from None
+
+
+def _lost_peer(err: RuntimeError) -> bool:
+    """Whether ``err`` is a collective failing because another process of the job is gone."""
+    if isinstance(err, getattr(torch.distributed, "DistError", ())):
+        return True
+    text = str(err)
+    return any(sign in text for sign in ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
+                                         "communicator was aborted"))
+
+
+def _first_line(err: BaseException) -> str:
+    """``err``'s first sentence, without a ``[source.cc:123]`` prefix (gloo's errors carry one)."""
+    lines = str(err).strip().splitlines()
+    first = re.sub(r"^\[[^\]]*\]\s*", "", lines[0]) if lines else ""
+    return first.split(". ")[0] or type(err).__name__
 
 
 def settle_from_full(config: TrainConfig, dataset: NodeDataset, world_size: int = 1) -> TrainConfig:
@@ -1017,3 +1058,5 @@ def _epochs(run: RunState) -> None:
         if run.is_main:
             evaluate_and_checkpoint(run, epoch, loss, time.perf_counter() - started)
         tdist.barrier()  # no rank starts the next epoch before this epoch's checkpoint exists
+        if run.out_dir is not None:
+            run.saved_epoch = epoch  # every rank: one stopped later names the checkpoint rank 0 wrote
