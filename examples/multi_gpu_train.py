@@ -19,20 +19,19 @@ the last checkpoint in ``--output-dir``. The same runs work with the CLI: ``torc
 
 import sys
 
-from ttgnn import distributed as tdist
-from ttgnn.choices import DEVICES
-from ttgnn.cli import format_summary, report_errors, script_parser, start_script
-from ttgnn.train import TrainConfig, train
+from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
+                       start_script)
+from ttgnn.train import TrainConfig
 
 DEFAULTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanouts=[15, 10, 5], epochs=20,
                        output_dir="runs/multi_gpu")
 
 
 def main() -> int:
-    parser = script_parser(__doc__.splitlines()[0], DEFAULTS)
-    parser.add_argument("--device", choices=DEVICES, default="auto")
+    parser = script_parser(__doc__.splitlines()[0], DEFAULTS, device="auto")
     parser.add_argument("--tiny", action="store_true",
-                        help="6 epochs on a synthetic 2,000-node graph (valid accuracy about 0.9 on 2 ranks)")
+                        help="6 epochs on a synthetic 2,000-node graph (valid accuracy about 0.9 on 2 ranks; options "
+                        "given with it are kept)")
     args, config = start_script(parser)
     config.num_layers = len(config.fanouts)
     dataset = None
@@ -40,17 +39,15 @@ def main() -> int:
         from ttgnn.data import planted_partition
 
         dataset = planted_partition(2000, num_classes=8, avg_degree=10, seed=0)
-        config.dataset, config.order, config.fanouts, config.num_layers = "planted", "identity", [5, 5], 2
-        config.epochs, config.hidden, config.dim, config.batch_size, config.emb_lr = 6, 32, 32, 128, 0.05
-        config.progress = False
+        config = small_run(config, explicit_options(parser), forced=("dataset",), dataset="planted", order="identity",
+                           fanouts=[5, 5], epochs=6, hidden=32, dim=32, batch_size=128, emb_lr=0.05, progress=False)
+        config.num_layers = len(config.fanouts)
 
     def run() -> None:
         # Reads RANK/WORLD_SIZE/LOCAL_RANK from torchrun: NCCL and cuda:LOCAL_RANK on GPUs, gloo on CPU.
-        with tdist.distributed(device=args.device) as ctx:
-            tdist.configure_logging()  # other ranks log warnings only
-            metrics = train(config, dataset, device=ctx.device)
-        if ctx.is_main:
-            print(f"{ctx.world_size} rank(s): {format_summary(metrics)}")
+        metrics = run_training(args, config, dataset)
+        if metrics is not None:
+            print(f"{metrics['world_size']} rank(s): {format_summary(metrics)}")
 
     return report_errors(parser.prog, run)
 

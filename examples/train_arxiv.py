@@ -14,8 +14,9 @@ the training nodes). Every ``ttgnn train`` option applies (``--help``).
 
 import sys
 
-from ttgnn.cli import format_summary, report_errors, script_parser, start_script
-from ttgnn.train import TrainConfig, train
+from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
+                       start_script)
+from ttgnn.train import TrainConfig
 
 ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4], epochs=200,
                     output_dir="runs/arxiv")
@@ -23,12 +24,19 @@ ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_sh
 
 def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], ARXIV)
-    parser.add_argument("--tiny", action="store_true", help="2 epochs of a small model (smoke test)")
+    parser.add_argument("--tiny", action="store_true", help="2 epochs of a small model (smoke test; options given "
+                        "with it are kept)")
     args, config = start_script(parser)
     if args.tiny:
-        config.epochs, config.hidden, config.num_layers, config.progress = 2, 32, 2, False
-        config.correct_smooth = False
-    return report_errors(parser.prog, lambda: print(format_summary(train(config))))
+        config = small_run(config, explicit_options(parser), epochs=2, hidden=32, num_layers=2, progress=False,
+                           correct_smooth=False)
+
+    def run() -> None:
+        metrics = run_training(args, config)
+        if metrics is not None:
+            print(format_summary(metrics))
+
+    return report_errors(parser.prog, run)
 
 
 if __name__ == "__main__":

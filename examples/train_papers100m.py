@@ -16,10 +16,14 @@ nested communities, power-law degrees, 172 planted classes, papers100M's split f
 whole pipeline (order, training, sampled evaluation, checkpoints) at a size this machine holds.
 """
 
+import logging
 import sys
 
-from ttgnn.cli import format_summary, report_errors, script_parser, start_script
-from ttgnn.train import TrainConfig, train
+from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
+                       start_script)
+from ttgnn.train import TrainConfig
+
+log = logging.getLogger(__name__)
 
 PAPERS = TrainConfig(dataset="ogbn-papers100M", rank=16, hidden=128, mode="minibatch", fanouts=[15, 10, 5],
                      epochs=10, output_dir="runs/papers100m")
@@ -36,9 +40,13 @@ def main() -> int:
                         help="1 epoch of a small model on 3,000 synthetic nodes, evaluated on sampled neighbourhoods")
     args, config = start_script(parser)
     if args.tiny:
+        given = explicit_options(parser)
+        if "synthetic" in given and args.synthetic != 3000:
+            log.warning("--tiny: --synthetic %s not read (the smoke run trains on 3,000 nodes)", args.synthetic)
         args.synthetic = 3000
-        config.epochs, config.hidden, config.dim, config.rank, config.progress = 1, 16, 16, 4, False
-        config.eval_fanouts = [5] * len(config.fanouts)  # a small graph would be evaluated exactly
+        # a small graph would be evaluated exactly: sampled, as papers100M is
+        config = small_run(config, given, epochs=1, hidden=16, dim=16, rank=4, progress=False,
+                           eval_fanouts=[5] * len(config.fanouts))
     config.num_layers = len(config.fanouts)
     if args.synthetic is not None and args.synthetic < 1000:
         parser.error(f"--synthetic needs at least 1000 nodes, got {args.synthetic}")
@@ -52,7 +60,9 @@ def main() -> int:
             dataset = nested_communities(args.synthetic, args.avg_degree, num_classes=172, split_sizes=sizes,
                                          seed=config.seed, progress=config.progress)
             config.dataset = dataset.name
-        print(format_summary(train(config, dataset)))
+        metrics = run_training(args, config, dataset)
+        if metrics is not None:
+            print(format_summary(metrics))
 
     return report_errors(parser.prog, run)
 

@@ -11,9 +11,10 @@ ogbn-products has 2,449,029 nodes; a full 128-d table needs 1.25 GB, the TT tabl
 
 import sys
 
-from ttgnn.cli import format_summary, report_errors, script_parser, start_script
+from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
+                       start_script)
 from ttgnn.data import planted_partition
-from ttgnn.train import TrainConfig, train
+from ttgnn.train import TrainConfig
 
 PRODUCTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanouts=[15, 10, 5], epochs=20,
                        output_dir="runs/products")
@@ -21,15 +22,22 @@ PRODUCTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanou
 
 def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], PRODUCTS)
-    parser.add_argument("--tiny", action="store_true", help="1 epoch on a 5,000-node synthetic graph")
+    parser.add_argument("--tiny", action="store_true", help="1 epoch on a 5,000-node synthetic graph (options "
+                        "given with it are kept)")
     args, config = start_script(parser)
     config.num_layers = len(config.fanouts)
     dataset = None
     if args.tiny:
         dataset = planted_partition(5000, num_classes=10, avg_degree=10, seed=0)
-        config.dataset, config.epochs, config.hidden, config.progress = dataset.name, 1, 32, False
-        config.dim, config.rank = 32, 4
-    return report_errors(parser.prog, lambda: print(format_summary(train(config, dataset))))
+        config = small_run(config, explicit_options(parser), forced=("dataset",), dataset=dataset.name, epochs=1,
+                           hidden=32, progress=False, dim=32, rank=4)
+
+    def run() -> None:
+        metrics = run_training(args, config, dataset)
+        if metrics is not None:
+            print(format_summary(metrics))
+
+    return report_errors(parser.prog, run)
 
 
 if __name__ == "__main__":

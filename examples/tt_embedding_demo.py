@@ -3,14 +3,16 @@
     python examples/tt_embedding_demo.py --rows 169343 --dim 128 --rank 16
 """
 import argparse
+import sys
 import time
 
 import torch
 
 from ttgnn import TTNodeEmbedding
+from ttgnn.cli import report_errors
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--rows", type=int, default=169_343, help="rows N of the table (ogbn-arxiv's nodes)")
     parser.add_argument("--dim", type=int, default=128, help="embedding dimension D")
@@ -26,13 +28,17 @@ def main() -> None:
     print(emb)
     print(f"parameters {emb.num_parameters:,} vs dense {args.rows * args.dim:,}: "
           f"compression {emb.compression_ratio:,.1f}x")
-    idx = torch.randint(0, args.rows, (args.batch,))
-    start = time.perf_counter()
-    out = emb(idx)
-    out.square().mean().backward()
-    print(f"forward+backward of {args.batch:,} rows: {1e3 * (time.perf_counter() - start):.0f} ms; "
-          f"output {tuple(out.shape)}, std {out.std().item():.3f}")
+
+    def lookup() -> None:  # a batch too large for memory: one line, exit code 2
+        idx = torch.randint(0, args.rows, (args.batch,))
+        start = time.perf_counter()
+        out = emb(idx)
+        out.square().mean().backward()
+        print(f"forward+backward of {args.batch:,} rows: {1e3 * (time.perf_counter() - start):.0f} ms; "
+              f"output {tuple(out.shape)}, std {out.std().item():.3f}")
+
+    return report_errors(parser.prog, lookup, trains=False, memory_hint="a smaller --dim or --batch needs less")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -682,7 +682,11 @@ def test_the_embedding_demo_runs_and_refuses_bad_sizes_in_one_line():
     assert "forward+backward of 50 rows" in proc.stdout and "output (50, 16)" in proc.stdout
     for args, message in ((["--rows", "0"], "num_embeddings must be >= 1, got 0"),
                           (["--rank", "0"], "each rank must be >= 1, got 0"),
-                          (["--batch", "-3"], "--batch must be >= 1, got -3")):
+                          (["--batch", "-3"], "--batch must be >= 1, got -3"),
+                          # 10^5 rows of 10^8 columns: 36 TiB, more than any machine gives (a traceback before)
+                          (["--rows", "10", "--dim", "100000000", "--batch", "100000"],
+                           "out of memory: a tensor of 37,252.90 GiB could not be allocated; a smaller --dim or "
+                           "--batch needs less")):
         bad = subprocess.run([sys.executable, str(script)] + args, capture_output=True, text=True, timeout=600)
         assert bad.returncode == 2 and bad.stderr.strip().endswith(f"error: {message}"), bad.stderr
         assert "Traceback" not in bad.stderr

@@ -280,6 +280,54 @@ def test_examples_run_tiny(data_root, tmp_path, script):
     assert len(m["epochs"]) >= 1 and 0.0 <= m["test_acc"] <= 1.0
 
 
+def test_tiny_keeps_the_options_given_with_it_and_names_those_it_replaces(tmp_path, caplog):
+    # --tiny --epochs 5 trained 1 epoch (and --tiny --epochs 3 --resume trained nothing), silently
+    import argparse
+    import logging
+
+    from ttgnn.cli import explicit_options, script_parser, small_run
+
+    parser = script_parser("x", TrainConfig(dataset="ogbn-products", epochs=20))
+    parser.add_argument("--tiny", action="store_true")
+    given = explicit_options(parser, ["--tiny", "--epo", "5", "--hidden=64", "--no-progress", "--dataset", "d"])
+    assert given == {"tiny", "epochs", "hidden", "progress", "dataset"}
+    assert explicit_options(parser, ["--epochs", "20"]) == {"epochs"}  # a default typed out is given too
+    config = TrainConfig(dataset="d", epochs=5, hidden=64)
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+        small = small_run(config, given, forced=("dataset",), dataset="planted-5000", epochs=1, hidden=32, dim=32)
+    assert (small.dataset, small.epochs, small.hidden, small.dim) == ("planted-5000", 5, 64, 32)
+    assert caplog.messages == ["--tiny: --dataset not read (the smoke run sets it itself)"]
+    assert small_run(config, set(), epochs=1).epochs == 1 and config.epochs == 5  # a copy
+    with pytest.raises(SystemExit):
+        explicit_options(argparse.ArgumentParser(), ["--nope"])
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("*train*.py")))
+def test_every_training_example_takes_the_run_options_of_ttgnn_train(script):
+    # --device and --dist-timeout were missing from three of them: they could not train on a GPU
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--help"], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, COLUMNS="200"))
+    assert proc.returncode == 0 and "--device {cpu,cuda,auto}" in proc.stdout and "--dist-timeout" in proc.stdout
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--tiny", "--dist-timeout", "0"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        f"{script}: error: --dist-timeout must be a number of minutes in (0, 1e+06], got 0.0"), proc.stderr
+
+
+@pytest.mark.data
+def test_a_tiny_example_run_keeps_the_epochs_it_is_given(data_root, tmp_path):
+    env = dict(os.environ, TTGNN_DATA=str(data_root), TTGNN_CACHE=str(tmp_path / "cache"))
+    command = [sys.executable, str(REPO / "examples" / "train_products.py"), "--tiny", "--epochs", "2", "--output-dir",
+               str(tmp_path / "out")]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [r["epoch"] for r in _metrics(tmp_path / "out")["epochs"]] == [1, 2]
+    proc = subprocess.run([*command[:-4], "--epochs", "3", "--resume", *command[-2:]], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [r["epoch"] for r in _metrics(tmp_path / "out")["epochs"]] == [1, 2, 3]
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("*train*.py")))
 def test_examples_report_a_user_error_in_one_line(tmp_path, script):
     # as `ttgnn train` does: one line naming the problem, exit code 2, no traceback

@@ -317,13 +317,79 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
 
 
-def script_parser(description: str, defaults: TrainConfig) -> argparse.ArgumentParser:
-    """An argument parser with every ``ttgnn train`` option, its defaults from ``defaults``: the
-    start of a training script (``examples/``); add the script's own options, then call
-    :func:`start_script`."""
+def script_parser(description: str, defaults: TrainConfig, device: str = "cpu") -> argparse.ArgumentParser:
+    """An argument parser with every ``ttgnn train`` option (``--device`` and ``--dist-timeout``
+    too), its defaults from ``defaults`` (and ``device``): the start of a training script
+    (``examples/``); add the script's own options, call :func:`start_script`, then
+    :func:`run_training`."""
     parser = argparse.ArgumentParser(description=description, formatter_class=HelpFormatter)
     add_train_arguments(parser, defaults=defaults)
+    _add_run_arguments(parser, device)
     return parser
+
+
+def _add_run_arguments(p: argparse.ArgumentParser, device: str = "cpu") -> None:
+    """Where and how a training run's processes run: ``--device``, ``--dist-timeout``."""
+    p.add_argument("--device", choices=DEVICES, default=device,
+                   help="cuda: one GPU per rank (LOCAL_RANK) under torchrun, NCCL")
+    p.add_argument("--dist-timeout", type=float, default=60.0,
+                   help="minutes a rank waits for the others (e.g. while rank 0 evaluates) before failing")
+
+
+def explicit_options(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None) -> set:
+    """The destinations of the options the command line ``argv`` (default: ``sys.argv[1:]``) gives
+    itself, whatever value (abbreviations and ``--opt=value`` included): ``parser`` is parsed
+    again with every default replaced by a marker."""
+    import copy
+
+    marker = object()
+    probe = copy.deepcopy(parser)
+    for action in probe._actions:
+        if action.dest != "help":
+            action.default = marker
+    parsed = probe.parse_args(argv)
+    return {dest for dest, value in vars(parsed).items() if value is not marker}
+
+
+def small_run(config: TrainConfig, given: set, forced: Sequence[str] = (), **settings) -> TrainConfig:
+    """``config`` with a script's smoke-run ``settings`` (``--tiny``) wherever the command line did not
+    give that option itself (``given``, from :func:`explicit_options`): ``--tiny --epochs 5`` trains
+    5 epochs. The ``forced`` settings are set anyway (e.g. the synthetic graph's name), with a
+    warning naming the options they replace."""
+    replaced = sorted(key for key in forced if key in given)
+    if replaced:
+        log.warning("--tiny: %s not read (the smoke run sets %s itself)",
+                    ", ".join("--" + key.replace("_", "-") for key in replaced), "them" if len(replaced) > 1 else "it")
+    kept = {key: value for key, value in settings.items() if key in forced or key not in given}
+    return dataclasses.replace(config, **kept)
+
+
+def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) -> Optional[dict]:
+    """Train ``config`` as ``ttgnn train`` does: checked before any process group or data, warnings
+    for options the run does not read, one process per rank under torchrun (``args.device``,
+    ``args.dist_timeout``). Returns the metrics on rank 0, ``None`` on the others."""
+    import datetime
+
+    from . import distributed as tdist
+    from .train import train
+
+    config.validate()  # before any process group or data loading
+    unused = _unread_table_options(args)
+    unsampled = _unread_sampling_options(args)
+    if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
+        raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
+                         f"got {args.dist_timeout}")
+    # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
+    with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
+        tdist.configure_logging(ctx.rank, ctx.world_size)
+        if unused and ctx.is_main:  # once, not once per rank
+            log.warning("%s: not read with --embedding %s; ignored", ", ".join(unused),
+                        config.embedding)
+        if unsampled and ctx.is_main:
+            log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
+                        ", ".join(unsampled))
+        metrics = train(config, dataset, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
+    return metrics if ctx.is_main else None
 
 
 def start_script(parser: argparse.ArgumentParser,
@@ -344,29 +410,8 @@ def start_script(parser: argparse.ArgumentParser,
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    import datetime
-
-    from . import distributed as tdist
-    from .train import train
-
-    config = config_from_args(args)
-    config.validate()  # before any process group or data loading
-    unused = _unread_table_options(args)
-    unsampled = _unread_sampling_options(args)
-    if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
-        raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
-                         f"got {args.dist_timeout}")
-    # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
-    with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
-        tdist.configure_logging(ctx.rank, ctx.world_size)
-        if unused and ctx.is_main:  # once, not once per rank
-            log.warning("%s: not read with --embedding %s; ignored", ", ".join(unused),
-                        config.embedding)
-        if unsampled and ctx.is_main:
-            log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
-                        ", ".join(unsampled))
-        metrics = train(config, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
-    if ctx.is_main:
+    metrics = run_training(args, config_from_args(args))
+    if metrics is not None:
         print(format_summary(metrics))
     return 0
 
@@ -417,10 +462,7 @@ def _add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train a featureless GNN (GraphSAGE/GAT) on a TT, full or feature input",
                        formatter_class=HelpFormatter)
     add_train_arguments(p)
-    p.add_argument("--device", choices=DEVICES, default="cpu",
-                   help="cuda: one GPU per rank (LOCAL_RANK) under torchrun, NCCL")
-    p.add_argument("--dist-timeout", type=float, default=60.0,
-                   help="minutes a rank waits for the others (e.g. while rank 0 evaluates) before failing")
+    _add_run_arguments(p)
     p.set_defaults(func=_cmd_train)
 
 
@@ -738,7 +780,13 @@ def _sigterm_interrupts(received: list):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool = True) -> int:
+#: What :func:`report_errors` says after "out of memory" for a training run.
+TRAINING_MEMORY_HINT = ("smaller settings (--hidden, --dim, --batch-size, --eval-batch-size) need less, and "
+                        "`ttgnn plan` estimates what a run needs")
+
+
+def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool = True,
+                  memory_hint: str = TRAINING_MEMORY_HINT) -> int:
     """Run ``body()`` as the ``ttgnn`` command runs its subcommands, and return the exit code.
 
     A user's error (a bad value, path or dataset file: ``ValueError``, ``TypeError``,
@@ -752,6 +800,8 @@ def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool 
         prog (str): the name the lines start with, e.g. ``"ttgnn train"`` or the script's.
         body (callable): the work; its return value is the exit code (``None``: 0).
         trains (bool, optional): ``body`` is a training run. (default: ``True``)
+        memory_hint (str, optional): what follows "out of memory: <size>;" when an allocation fails.
+            (default: :data:`TRAINING_MEMORY_HINT`)
     """
     terminated: list = []
     try:
@@ -773,8 +823,7 @@ def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool 
         short = _out_of_memory(err)
         if short is None:
             raise  # a bug: its traceback is wanted
-        print(f"{prog}: error: out of memory: {short}; smaller settings (--hidden, --dim, --batch-size, "
-              f"--eval-batch-size) need less, and `ttgnn plan` estimates what a run needs", file=sys.stderr)
+        print(f"{prog}: error: out of memory: {short}; {memory_hint}", file=sys.stderr)
         return EXIT_USAGE
 
 
