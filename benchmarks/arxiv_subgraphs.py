@@ -38,6 +38,8 @@ from small_graphs_from_full import finished as finished_from_full, parse_command
 from summary import mean_std, paired  # (benchmarks/summary.py)
 from train_arxiv import complete  # (benchmarks/train_arxiv.py: what counts as a finished run)
 
+from ttgnn.cli import report_errors
+
 EMBEDDINGS = ("tt", "full")
 
 
@@ -238,4 +240,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -31,6 +31,8 @@ import numpy as np
 from bench_partition import format_table, peak_rss_gib, shared_prefix_columns  # noqa: E402  (benchmarks/bench_partition.py)
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
+from ttgnn.cli import report_errors
+
 log = logging.getLogger("bench_coarsen")
 
 VARIANTS = ("plain", "coarsened")
@@ -149,4 +151,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

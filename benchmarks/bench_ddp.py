@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ttgnn.cli import report_errors
+
 
 def _fanouts(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
@@ -160,12 +162,20 @@ def run_config(args: argparse.Namespace, ranks: int, threads: int, out: Path) ->
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     proc = subprocess.run(cmd, timeout=args.timeout, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise SystemExit(f"torchrun with {ranks} ranks failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        # a worker's own one-line error says it all; else torchrun's last words
+        said = [line for line in proc.stderr.splitlines() if line.startswith(f"{Path(__file__).name}: error: ")]
+        raise SystemExit(f"torchrun with {ranks} ranks failed ({proc.returncode}): "
+                         + (said[0] if said else "\n" + proc.stderr[-4000:]))
     return json.loads(out.read_text())
 
 
 def main(argv=None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for option, value, least in (("--steps", args.steps, 1), ("--warmup", args.warmup, 0),
+                                 ("--repeats", args.repeats, 1), ("--batch-size", args.batch_size, 1)):
+        if value < least:  # --steps 0 timed nothing and failed on an unset start time
+            parser.error(f"{option} must be >= {least}, got {value}")
     if args.worker:
         worker(args)
         return
@@ -194,4 +204,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

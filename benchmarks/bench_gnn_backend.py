@@ -18,9 +18,11 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
+from ttgnn.cli import report_errors
 from ttgnn.config import TrainConfig
 from ttgnn.data import load_dataset
 from ttgnn.evaluation import evaluate
@@ -132,4 +134,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

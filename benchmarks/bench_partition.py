@@ -31,9 +31,11 @@ import logging
 import resource
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
+from ttgnn.cli import report_errors
 from ttgnn.partition import METHODS, canonical_csr, hierarchical_order
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
@@ -203,4 +205,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -35,9 +35,12 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+
+from ttgnn.cli import report_errors
 
 log = logging.getLogger("bench_scale")
 
@@ -205,6 +208,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.epoch and args.steps < 1:
         parser.error(f"--steps must be >= 1, got {args.steps}")
+    train_nodes = args.train_nodes or (int(0.08 * args.nodes) if args.epoch else args.steps * args.batch_size)
+    if train_nodes + args.valid_nodes > args.nodes:  # a traceback from the generator's split check before
+        parser.error(f"{train_nodes:,} training and {args.valid_nodes:,} validation nodes do not fit in --nodes "
+                     f"{args.nodes:,}: lower --valid-nodes, --train-nodes or --steps x --batch-size")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     import torch
 
@@ -216,7 +223,6 @@ def main(argv=None) -> int:
     memory = PhaseMemory()
     result = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "threads": torch.get_num_threads(),
               "args": vars(args)}
-    train_nodes = args.train_nodes or (int(0.08 * args.nodes) if args.epoch else args.steps * args.batch_size)
     started = memory.start("generate")
     dataset = nested_communities(args.nodes, args.avg_degree, num_classes=args.classes, seed=args.seed,
                                  split_sizes=(train_nodes, args.valid_nodes, 0), progress=True)
@@ -273,4 +279,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

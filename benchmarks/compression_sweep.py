@@ -29,6 +29,7 @@ from typing import Optional
 
 from summary import mean_std  # (benchmarks/summary.py)
 from ttgnn.choices import LOSSES
+from ttgnn.cli import report_errors
 
 # Small-graph settings (two layers, no normalisation, dropout and weight decay as in the
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
@@ -117,6 +118,8 @@ def main() -> int:
                         help="training loss of every run (default: the settings')")
     parser.add_argument("--num-threads", type=int, default=1)
     args = parser.parse_args()
+    if args.seeds < 1:  # an IndexError traceback from the empty table before
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
 
     from ttgnn.allocator import configure_allocator
     from ttgnn.cli import build_parser, config_from_args
@@ -158,4 +161,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -10,10 +10,12 @@ import argparse
 import dataclasses
 import logging
 import statistics
+import sys
+from pathlib import Path
 
 import torch
 
-from ttgnn.cli import build_parser, config_from_args
+from ttgnn.cli import build_parser, config_from_args, report_errors
 from ttgnn.data import load_dataset
 from ttgnn.embedding import TTNodeEmbedding
 from ttgnn.evaluation import evaluate
@@ -72,4 +74,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

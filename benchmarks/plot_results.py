@@ -14,6 +14,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from ttgnn.cli import report_errors
+
 
 def load_runs(folders) -> list:
     """Summaries of all finished runs (``metrics.json`` with at least one epoch) under ``folders``."""
@@ -166,4 +168,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -23,12 +23,14 @@ validation epoch, of the GNN alone (Correct and Smooth off)::
 import argparse
 import logging
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from ttgnn.cli import build_parser, config_from_args
+from ttgnn.cli import build_parser, config_from_args, report_errors
 from ttgnn.data import default_cache_dir, load_dataset
 from ttgnn.embedding import TTNodeEmbedding
 from ttgnn.spectral import leading_eigenvectors, spectral_table
@@ -162,4 +164,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

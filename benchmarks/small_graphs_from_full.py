@@ -28,6 +28,8 @@ from pathlib import Path
 
 from summary import mean_std, paired  # (benchmarks/summary.py)
 
+from ttgnn.cli import report_errors
+
 
 def run_command(args, dataset: str, seed: int, folder: Path) -> list:
     command = [sys.executable, "-m", "ttgnn", "train", "--dataset", dataset, "--seed", str(seed), "--no-progress",
@@ -168,4 +170,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -15,6 +15,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from ttgnn.cli import report_errors
+
 # A run must give back the test accuracy it recorded (float32 evaluation of the same weights).
 TOLERANCE = 1e-6
 
@@ -70,4 +72,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from summary import mean_std, paired  # (benchmarks/summary.py)
 
+from ttgnn.cli import report_errors
+
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
 # The "defaults" group's runs were made before label reuse became GAT's default (--label-reuse auto):
@@ -606,4 +608,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(report_errors(Path(__file__).name, main, trains=False))

@@ -499,3 +499,25 @@ def test_arxiv_subgraphs_trains_both_tables_and_reuses_only_runs_with_the_comman
     assert "left out, finished with other settings: tt/seed0, full/seed0" in other.stdout
     assert "TT - full" not in other.stdout
     assert json.loads((out / "arxiv-to-2001" / "tt" / "seed0" / "metrics.json").read_text()) == tt
+
+
+@pytest.mark.parametrize("script,args,message", [
+    ("bench_ddp.py", ["--dataset", "synthetic", "--configs", "1:1", "--steps", "0"], "--steps must be >= 1, got 0"),
+    ("bench_scale.py", ["--nodes", "20000", "--steps", "5"],
+     "5,120 training and 20,000 validation nodes do not fit in --nodes 20,000: lower --valid-nodes, --train-nodes "
+     "or --steps x --batch-size"),
+    ("compression_sweep.py", ["--seeds", "0"], "--seeds must be >= 1, got 0"),
+    ("compression_sweep.py", ["--root", "{missing}", "--seeds", "1", "--ranks", "2", "--epochs", "1", "--out", "{out}"],
+     "dataset root not found: {missing} (given as --root or root=)"),
+    ("full_table_tt_svd.py", ["--root", "{missing}"], "dataset root not found: {missing} (given as --root or root=)"),
+    ("smooth_finished_runs.py", ["{out}"], "No such file or directory: {out}/metrics.json"),
+])
+def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path, script, args, message):
+    # each of these ended in a traceback (an UnboundLocalError for bench_ddp's --steps 0)
+    where = {"missing": str(tmp_path / "missing"), "out": str(tmp_path / "out")}
+    (tmp_path / "out").mkdir()
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *(a.format(**where) for a in args)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == f"{script}: error: {message.format(**where)}"
+    assert "Traceback" not in proc.stderr

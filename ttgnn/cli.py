@@ -388,7 +388,7 @@ def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) ->
         if unsampled and ctx.is_main:
             log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
                         ", ".join(unsampled))
-        metrics = train(config, dataset, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
+        metrics = train(config, dataset=dataset, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
     return metrics if ctx.is_main else None
 
 
