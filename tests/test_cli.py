@@ -989,3 +989,29 @@ def test_the_help_quotes_the_label_input_threshold_it_uses():
     shown = [HelpFormatter("ttgnn")._expand_help(action) for command, action in _options() if command == "train"]
     shares = re.findall(r"(\d+)% of (?:a|the) graph", " ".join(shown))
     assert len(shares) >= 3 and set(shares) == {f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}"}
+
+
+def test_a_run_without_an_output_folder_says_it_keeps_nothing(graph_root, tmp_path, caplog, monkeypatch):
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    args = [a for a in _train_args(graph_root, "unused", "--epochs", "1") if a not in ("--output-dir", "unused")]
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+        assert main(args) == 0
+    assert ("no --output-dir: this run keeps no checkpoint, best model or metrics.json (give --output-dir DIR to "
+            "resume it and to use it with `ttgnn predict`)") in caplog.messages
+    assert list((tmp_path / "here").iterdir()) == []  # as it said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+        assert main(_train_args(graph_root, tmp_path / "run", "--epochs", "1")) == 0
+    assert not any("--output-dir" in message for message in caplog.messages)
+
+
+def test_output_into_a_closed_pipe_ends_quietly():
+    # `ttgnn plan ... | head -1`: "ttgnn plan: error: Broken pipe" and exit 2 before
+    sizes = [str(size) for size in range(1, 200)]  # far more than a pipe holds (64 KiB on Linux)
+    proc = subprocess.Popen([sys.executable, "-m", "ttgnn", "plan", "--nodes", "1000", "--world-size", *sizes],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err

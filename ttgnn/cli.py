@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import decimal
 import logging
+import os
 import signal
 import sys
 import threading
@@ -44,6 +45,7 @@ __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "f
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + 15  # SIGTERM
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
 #: The longest ``--dist-timeout`` in minutes (about two years; ``inf`` overflowed the timedelta).
 MAX_DIST_TIMEOUT = 1e6
 
@@ -388,6 +390,9 @@ def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) ->
         if unsampled and ctx.is_main:
             log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
                         ", ".join(unsampled))
+        if not config.output_dir and ctx.is_main:  # a long run a user cannot resume or predict with after
+            log.warning("no --output-dir: this run keeps no checkpoint, best model or metrics.json (give "
+                        "--output-dir DIR to resume it and to use it with `ttgnn predict`)")
         metrics = train(config, dataset=dataset, process_rank=ctx.rank, world_size=ctx.world_size, device=ctx.device)
     return metrics if ctx.is_main else None
 
@@ -807,6 +812,9 @@ def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool 
     try:
         with _sigterm_interrupts(terminated) if trains else contextlib.nullcontext():
             return body() or 0
+    except BrokenPipeError:  # `ttgnn plan ... | head`: the reader has what it wanted; say nothing, as Unix tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt as err:
         how = ("stopped by SIGTERM" if terminated else
                f"stopped, {err.reason}" if getattr(err, "reason", None) else "interrupted")
