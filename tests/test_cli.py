@@ -234,7 +234,7 @@ def test_table_options_the_input_does_not_read_are_named_in_a_warning(graph_root
             patch.setattr(ttgnn.distributed, "distributed", as_rank(rank))
             patch.setattr(ttgnn.train, "train", lambda config, **kwargs: {})
             patch.setattr(ttgnn.cli, "format_summary", lambda metrics: "(summary)")
-            assert main(["train", "--embedding", "full", "--rank", "4"]) == 0
+            assert main(["train", "--embedding", "full", "--rank", "4", "--output-dir", str(tmp_path / "stub")]) == 0
         assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.cli"] == said
     parse = build_parser().parse_args
     for args, unread in (
@@ -1015,3 +1015,15 @@ def test_output_into_a_closed_pipe_ends_quietly():
     proc.stdout.close()  # the reader leaves
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_a_run_that_fails_before_writing_leaves_no_new_folder(graph_root, tmp_path, capsys):
+    out = tmp_path / "new" / "run"
+    assert main(_train_args(graph_root, out, "--dataset", "Tiny")) == 2  # a name not found
+    assert "did you mean 'tiny'?" in capsys.readouterr().err
+    assert not out.exists()  # it held run.lock alone
+    out.mkdir(parents=True)  # a folder the user made stays, emptied of nothing
+    (out / "notes.txt").write_text("mine")
+    assert main(_train_args(graph_root, out, "--dataset", "Tiny")) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "run.lock"]
+    assert main(_train_args(graph_root, tmp_path / "ok")) == 0 and (tmp_path / "ok" / "metrics.json").exists()

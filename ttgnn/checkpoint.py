@@ -218,6 +218,7 @@ class RunFolder:
         self.resume = resume
         self.overwrite = overwrite
         self._fd: Optional[int] = None
+        self._created = False
 
     def existing_run_files(self) -> list[str]:
         return [name for name in RUN_FILES if (self.path / name).exists()]
@@ -227,6 +228,7 @@ class RunFolder:
 
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"output folder {self.path} exists and is not a folder")
+        self._created = not self.path.exists()
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -288,5 +290,11 @@ class RunFolder:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         self.release()
+        if exc_type is not None and self._created:
+            # a run that failed before writing anything (a mistyped dataset) leaves no folder of its own behind
+            left = {entry.name for entry in self.path.iterdir()}
+            if left <= {LOCK_NAME}:
+                (self.path / LOCK_NAME).unlink(missing_ok=True)
+                self.path.rmdir()
