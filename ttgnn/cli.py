@@ -479,7 +479,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     from .data import default_cache_dir, load_dataset
     from .fileio import check_output_file, write_node_column
     from .partition import hierarchical_order
-    from .partition.reorder import check_row_shape
+    from .partition.checks import check_row_shape
     from .shapes import MAX_CORES, MIN_CORES, auto_num_cores, factor_rows
 
     # refused before the graph loads

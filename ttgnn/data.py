@@ -41,6 +41,7 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
+from .checkpoint import _gist
 from .fileio import exclusive_lock
 
 __all__ = [
@@ -700,11 +701,6 @@ def _ogb_stamp(folder: Path) -> str:
     return "|".join(parts)
 
 
-def _first_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else ""
-
-
 def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     from ogb.nodeproppred import NodePropPredDataset
 
@@ -757,7 +753,7 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
                     # the source reads well and ogb's processed files were complete: they were damaged
                     # since (a disk error, a truncated copy); they are ours to rebuild, once
                     log.warning("ogb's processed files of %s in %s could not be read (%s: %s); processing %s "
-                                "again", name, target / "processed", type(err).__name__, _first_line(err), source)
+                                "again", name, target / "processed", type(err).__name__, _gist(err), source)
                     fresh = False
                     continue
                 raise ValueError(f"ogb could not load {name} from {source if source.is_dir() else ogb_root}: "

@@ -553,8 +553,8 @@ def _check_same_table(state: dict, metrics: dict, ckpt_path: Path) -> None:
 
     if any(list(saved[key] or []) != list(metrics.get(key) or []) for key in keys):
         raise ValueError(f"checkpoint {ckpt_path} holds a TT table of {shapes(saved)}; this run builds "
-                         f"{shapes(metrics)}: give the checkpoint's --row-shape / --col-shape (or leave them automatic, as it did) "
-                         "to continue that run, or another output folder")
+                         f"{shapes(metrics)}: give the checkpoint's --row-shape / --col-shape (or leave them "
+                         "automatic, as it did) to continue that run, or another output folder")
 
 
 def _read_best_state(run: RunState, ckpt_path: Path) -> Optional[dict]:
