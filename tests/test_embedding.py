@@ -496,6 +496,43 @@ def test_from_pretrained_refuses_what_is_not_a_table(weight, error, match):
         TTNodeEmbedding.from_pretrained(weight)
 
 
+@pytest.mark.parametrize("dtype", [torch.long, torch.bool, torch.complex64])
+def test_from_pretrained_of_a_table_that_is_not_float_names_the_table(dtype):
+    # The message named a dtype argument the caller never gave.
+    with pytest.raises(TypeError, match=rf"^weight must be a floating-point tensor .*got {dtype}$"):
+        TTNodeEmbedding.from_pretrained(torch.ones(10, 4, dtype=dtype), 4)
+
+
+def test_repr_of_a_compressed_table_says_where_its_cores_came_from():
+    table = torch.randn(60, 8, generator=torch.Generator().manual_seed(0))
+    emb = TTNodeEmbedding.from_pretrained(table, 2)
+    assert "from_pretrained (TT-SVD, relative error" in repr(emb) and "init=" not in repr(emb)
+    assert f"{emb.svd_relative_error:.2e}" in repr(emb)
+    assert "init='gaussian'" in repr(TTNodeEmbedding(60, 8, ranks=2))
+
+
+def test_a_weight_registered_on_the_module_is_found():
+    # The helpful AttributeError for .weight hid a weight buffer or a subclass's parameter.
+    emb = TTNodeEmbedding(100, 8, ranks=2)
+    emb.register_buffer("weight", torch.ones(3))
+    assert torch.equal(emb.weight, torch.ones(3))
+
+    class WithWeight(TTNodeEmbedding):
+        def __init__(self):
+            super().__init__(100, 8, ranks=2)
+            self.weight = torch.nn.Parameter(torch.zeros(2))
+
+    assert isinstance(WithWeight().weight, torch.nn.Parameter)
+    with pytest.raises(AttributeError, match="TTNodeEmbedding has no .weight"):
+        TTNodeEmbedding(100, 8, ranks=2).weight
+
+
+def test_meta_indices_on_a_real_module_are_refused_clearly():
+    emb = TTNodeEmbedding(100, 8, ranks=2)
+    with pytest.raises(ValueError, match="indices are on the meta device .* the cores are on cpu"):
+        emb(torch.zeros(3, dtype=torch.long, device="meta"))
+
+
 def test_integer_like_sizes_are_taken_as_nn_embedding_takes_them():
     # nn.Embedding(np.int64(100), 8) works, so sizes computed with NumPy or torch
     # (labels.max() + 1, len of an array as np.int64) must too; before, only a Python int was taken

@@ -212,7 +212,7 @@ def test_gaussian_draws_from_its_generator_with_std_one_by_default():
     assert torch.equal(first[0], expected)
 
 
-@pytest.mark.parametrize("std", [0.0, -1.0, float("inf"), float("nan"), True, "1"])
+@pytest.mark.parametrize("std", [0.0, -1.0, float("inf"), float("nan")])
 def test_gaussian_rejects_a_std_that_is_not_a_finite_positive_number(std):
     from ttgnn.init import gaussian_
 
@@ -222,12 +222,62 @@ def test_gaussian_rejects_a_std_that_is_not_a_finite_positive_number(std):
     assert not core.any()
 
 
-@pytest.mark.parametrize("gain", [0.0, -2.0, float("inf"), float("nan"), None])
+@pytest.mark.parametrize("gain", [0.0, -2.0, float("inf"), float("nan")])
 def test_orthogonal_rejects_a_gain_that_is_not_a_finite_positive_number(gain):
     core = torch.zeros(4, 1, 2, 1)
     with pytest.raises(ValueError, match=re.escape(f"gain must be a finite number > 0, got {gain!r}")):
         orthogonal_([core], gain=gain)
     assert not core.any()
+
+
+@pytest.mark.parametrize("scale", [True, "1", None, 1 + 0j, torch.ones(2), torch.tensor(True)])
+def test_a_scale_that_is_no_real_number_is_a_type_error(scale):
+    from ttgnn.init import gaussian_
+
+    core = torch.zeros(2, 1, 2, 1)
+    with pytest.raises(TypeError, match="std must be a real number, got "):
+        gaussian_([core], std=scale)
+    with pytest.raises(TypeError, match="gain must be a real number, got "):
+        orthogonal_([torch.zeros(4, 1, 2, 1)], gain=scale)
+    with pytest.raises(TypeError, match="init_scale must be a real number, got "):
+        TTNodeEmbedding(100, 8, init_scale=scale)
+    assert not core.any()
+
+
+def test_a_one_element_tensor_is_taken_as_the_scale_as_table_std_gives_it():
+    table = torch.randn(500, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 0.3
+    by_tensor = TTNodeEmbedding(500, 8, ranks=4, init_scale=table.std(), generator=torch.Generator().manual_seed(1))
+    by_float = TTNodeEmbedding(500, 8, ranks=4, init_scale=float(table.std()), generator=torch.Generator().manual_seed(1))
+    assert type(by_tensor.init_scale) is float and by_tensor.init_scale == float(table.std())
+    assert all(torch.equal(a, b) for a, b in zip(by_tensor.cores, by_float.cores))
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e160])
+def test_gaussian_calibrates_scales_whose_square_no_float_holds(scale):
+    # std**2 underflowed to 0 (an all-zero table) or raised OverflowError; in logarithms both work.
+    sigma = gaussian_core_std([1, 4, 4, 1], scale)
+    assert math.isclose(math.log(sigma) * 6 + math.log(16), 2 * math.log(scale), rel_tol=1e-12)
+    emb = TTNodeEmbedding(1000, 16, ranks=4, init_scale=scale, dtype=torch.float64,
+                          generator=torch.Generator().manual_seed(0))
+    table = emb.full_weight().detach() / scale
+    assert 0.8 < float(table.std()) < 1.2
+
+
+@pytest.mark.parametrize("init, scale, dtype", [("gaussian", 1e5, torch.float16), ("gaussian", 1e-6, torch.float16),
+                                                ("gaussian", 1e307, torch.float64), ("ortho", 1e4, torch.float16),
+                                                ("gaussian", 1e37, torch.float32)])
+def test_a_scale_the_dtype_cannot_hold_is_refused_not_an_inf_or_zero_table(init, scale, dtype):
+    with pytest.raises(ValueError, match=re.escape(f"a table scale of {scale:g} cannot be held in {dtype}")):
+        TTNodeEmbedding(10**6, 16, ranks=4, init=init, init_scale=scale, dtype=dtype)
+
+
+@pytest.mark.parametrize("init, scale, dtype", [("gaussian", 100.0, torch.float16), ("ortho", 100.0, torch.float16),
+                                                ("gaussian", 1e-20, torch.float32)])
+def test_scales_the_dtype_holds_give_finite_nonzero_tables(init, scale, dtype):
+    emb = TTNodeEmbedding(10**4, 16, ranks=4, init=init, init_scale=scale, dtype=dtype,
+                          generator=torch.Generator().manual_seed(0))
+    table = emb.full_weight().detach()
+    assert table.isfinite().all() and (table != 0).float().mean() > 0.9
 
 
 def test_gaussian_and_orthogonal_take_numpy_scalars_as_their_scale():

@@ -469,6 +469,24 @@ def test_rows_out_of_range(device):
         tt_lookup_backward_kernel(grad_out, cores, torch.tensor([120], device=device))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_tt_lookup_refuses_rows_out_of_range_on_both_paths(dtype, monkeypatch):
+    # The reference path (float16/bfloat16, or no extension) wrapped row N onto row 0 and row -1
+    # onto the last: a silent wrong row where the kernel raised.
+    from ttgnn import ops
+
+    cores = [c.to(dtype) for c in make_cores((4, 5, 6), (2, 2, 2), 3)]
+    for no_kernel in (False, True):
+        if no_kernel:
+            monkeypatch.setattr(ops, "_KERNEL_DEVICES", {"cpu": False, "cuda": False})
+        for bad in (120, -1, 2**40):
+            with pytest.raises(RuntimeError, match=rf"row {bad} (at position 1 )?is out of range for a TT table "
+                                                   r"with 120 rows \(valid: 0 to 119\)"):
+                tt_lookup(cores, torch.tensor([0, bad, 3]))
+        assert tt_lookup(cores, torch.tensor([119, 0], dtype=torch.int32)).shape == (2, 8)
+        assert tt_lookup(cores, torch.zeros(0, dtype=torch.long)).shape == (0, 8)
+
+
 def test_bad_row_tensors(device):
     cores = make_cores((4, 5, 6), (2, 2, 2), 3, device=device)
     _bad(cores, torch.tensor([0.0, 1.0], device=device), r"rows must be int64 or int32, got Float")

@@ -189,6 +189,15 @@ def test_shape_for_budget_errors(kwargs, message):
         shape_for_budget(169_343, 128, **kwargs)
 
 
+@pytest.mark.parametrize("compression", ["10", True, [10]])
+def test_shape_for_budget_names_a_compression_that_is_no_number(compression):
+    # "10" met a raw "'>' not supported between str and int".
+    from ttgnn.shapes import shape_for_budget
+
+    with pytest.raises(TypeError, match="^compression must be a number, got "):
+        shape_for_budget(169_343, 128, compression=compression)
+
+
 def test_digits_of_an_index_batch_of_any_shape():
     # (*) indices -> (*, K) digits and back, for a 3-D batch (the lookup takes any index shape)
     # (no dimension of the batch has K entries, so only the last one can be taken for the digits)

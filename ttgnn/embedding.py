@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from . import init as tt_init
-from .ops import kernel_applies, plain_values, tt_dense_table, tt_lookup
+from .ops import check_in_range, kernel_applies, tt_dense_table, tt_lookup
 from .shapes import TTShape
 
 __all__ = ["TTNodeEmbedding"]
@@ -86,7 +86,7 @@ class TTNodeEmbedding(nn.Module):
         self.dense_fraction = 0.25
         if init not in _INITS:
             raise ValueError(f"init must be one of {_INITS}, got {init!r}")
-        tt_init.check_scale("init_scale", init_scale)
+        init_scale = tt_init.check_scale("init_scale", init_scale)
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}")
         if generator is not None and not isinstance(generator, torch.Generator):
@@ -213,6 +213,8 @@ class TTNodeEmbedding(nn.Module):
                             f"got {type(weight).__name__}")
         if weight.dim() != 2:
             raise ValueError(f"weight must be a 2-D tensor, got {weight.shape}")
+        if not weight.is_floating_point():
+            raise TypeError(f"weight must be a floating-point tensor (the cores take its dtype), got {weight.dtype}")
         weight = weight.detach()  # a trained table: its autograd graph is not followed into the SVD
         num_rows, dim = weight.shape
         module = cls(
@@ -258,27 +260,10 @@ class TTNodeEmbedding(nn.Module):
         if indices.dtype == torch.uint64:  # values from 2**63 up have no int64 to become
             raise TypeError("indices must fit int64: uint64 is not supported; convert with .long()")
         flat = indices.reshape(-1)
-        if indices.dtype in (torch.uint16, torch.uint32):  # torch's min/max have no kernels for these
-            flat = flat.long()
-        if flat.numel() == 0 or flat.device.type == "meta":
-            pass  # nothing to check: no indices, or shapes only (a meta tensor holds no values)
-        elif torch.compiler.is_compiling():
-            # No host sync inside a compiled graph: check on the device instead (the compiled
-            # lookup kernels check every row too).
-            lo, hi = torch.aminmax(flat)
-            torch._assert_async(
-                (lo >= 0) & (hi < self.num_embeddings),
-                f"index out of range for TTNodeEmbedding with {self.num_embeddings} rows",
-            )
-        else:
-            lo, hi = torch.aminmax(plain_values(flat))  # under vmap: every batch's indices
-            lo, hi = int(lo), int(hi)
-            if lo < 0 or hi >= self.num_embeddings:
-                bad = lo if lo < 0 else hi
-                raise IndexError(
-                    f"index {bad} is out of range for TTNodeEmbedding with {self.num_embeddings} "
-                    f"rows (valid: 0 to {self.num_embeddings - 1})"
-                )
+        if flat.device.type == "meta" and self.cores[0].device.type != "meta":
+            raise ValueError(f"indices are on the meta device (shapes, no values) but the cores are on "
+                             f"{self.cores[0].device}: give real indices, or move the module to 'meta' as well")
+        check_in_range(flat, self.num_embeddings, "index", "TTNodeEmbedding")
         flat = flat.to(device=self.cores[0].device, dtype=torch.long)
         if self.node_order is not None:
             flat = self.node_order[flat]
@@ -307,6 +292,10 @@ class TTNodeEmbedding(nn.Module):
         # common path is one comparison and a direct call, without building a super() object.
         if name != "weight":
             return nn.Module.__getattr__(self, name)
+        try:  # a weight registered on the module (a subclass's parameter or buffer) is found
+            return nn.Module.__getattr__(self, name)
+        except AttributeError:
+            pass
         # code written for nn.Embedding reaches for .weight: say why there is none
         raise AttributeError(
             "TTNodeEmbedding has no .weight: the (N, D) table is never stored, only its TT cores "
@@ -319,10 +308,15 @@ class TTNodeEmbedding(nn.Module):
         """
         return self.all_rows()
 
+    def _init_repr(self) -> str:
+        if hasattr(self, "svd_relative_error"):  # from_pretrained: the cores came from a table
+            return f"from_pretrained (TT-SVD, relative error {self.svd_relative_error:.2e})"
+        return f"init={self.init!r}"
+
     def extra_repr(self) -> str:
         order = ", node_order" if self.node_order is not None else ""
         return (
             f"{self.num_embeddings}, {self.embedding_dim}, row_shape={list(self.row_shape)}, "
-            f"col_shape={list(self.col_shape)}, ranks={list(self.ranks)}, init={self.init!r}, "
+            f"col_shape={list(self.col_shape)}, ranks={list(self.ranks)}, {self._init_repr()}, "
             f"params={self.num_parameters}, compression={self.compression_ratio:.1f}x{order}"
         )

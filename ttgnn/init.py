@@ -26,11 +26,34 @@ __all__ = ["gaussian_", "orthogonal_", "tt_svd", "gaussian_core_std"]
 log = logging.getLogger(__name__)
 
 
-def check_scale(name: str, value) -> None:
-    """Raise unless ``value`` is a finite real number > 0 (a std or gain; an infinite one would
-    fill the cores with inf and every lookup with NaN)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or not value > 0:
+def check_scale(name: str, value) -> float:
+    """``value`` as a float; raise unless it is a finite real number > 0 (a std or gain; an
+    infinite one would fill the cores with inf and every lookup with NaN).
+
+    Python and NumPy numbers and one-element tensors (``table.std()``) are taken.
+
+    Raises:
+        TypeError: ``value`` is not a real number (a str, a bool, a complex, a larger tensor).
+        ValueError: it is not finite, or not above 0.
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not (value.is_complex() or value.dtype == torch.bool):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or not value > 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def check_representable(value: float, entry_scales: Sequence[float], dtype: torch.dtype) -> None:
+    """Raise ``ValueError`` when core or table entries of the typical sizes ``entry_scales`` (set by
+    the scale ``value``) would overflow or fall below ``dtype``'s normal numbers: an inf or zero table."""
+    info = torch.finfo(dtype)
+    for scale in entry_scales:
+        if not info.tiny <= scale <= info.max / 100:  # entries reach several times their scale: a margin
+            raise ValueError(f"a table scale of {value:g} cannot be held in {dtype}: it makes entries of about "
+                             f"{scale:.3g}, where {dtype}'s normal numbers span {info.tiny:.3g} to {info.max:.3g}; "
+                             "choose a scale (init_scale, std or gain) nearer 1, or a wider dtype")
 
 
 def _sample_device(generator: Optional[torch.Generator]) -> torch.device:
@@ -49,7 +72,9 @@ def gaussian_core_std(ranks: Sequence[int], std: float) -> float:
     independent core entries, so ``Var(W_ij) = sigma^(2K) * prod(r_k)``.
     """
     num_cores = len(ranks) - 1
-    return (std**2 / math.prod(ranks)) ** (1.0 / (2 * num_cores))
+    # In logarithms: std**2 over- or underflows a float for scales beyond about 1e+-154.
+    log_prod = sum(math.log(r) for r in ranks)
+    return math.exp((2.0 * math.log(std) - log_prod) / (2 * num_cores))
 
 
 @torch.no_grad()
@@ -65,9 +90,10 @@ def gaussian_(
         generator (torch.Generator, optional): random source, on any device (the values are
             drawn there and copied to the cores).
     """
-    check_scale("std", std)
+    std = check_scale("std", std)
     ranks = [c.shape[1] for c in cores] + [cores[-1].shape[3]]
     sigma = gaussian_core_std(ranks, std)
+    check_representable(std, (std, sigma), cores[0].dtype)
     for core in cores:
         if generator is None or generator.device == core.device:
             core.normal_(0.0, sigma, generator=generator)
@@ -113,7 +139,10 @@ def orthogonal_(
             this shape exists in this construction (a core's ``r'_{k-1} n_k < m_k``; in particular
             whenever ``prod(n) < D``).
     """
-    check_scale("gain", gain)
+    gain = check_scale("gain", gain)
+    # The table's entries are about gain / sqrt(rows); the last core's, at most gain / sqrt(n_K).
+    check_representable(gain, (gain / math.sqrt(math.prod(c.shape[0] for c in cores)),
+                                       gain / math.sqrt(cores[-1].shape[0])), cores[0].dtype)
     effective = [1]
     num_cores = len(cores)
     for k, core in enumerate(cores):

@@ -149,14 +149,40 @@ def _transformed(cores: Sequence[Tensor], rows: Tensor) -> bool:
 def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
     """Rows ``rows`` of the TT table, through the compiled kernel when present.
 
-    Same contract as :func:`tt_lookup_reference`; ``rows`` may also be int32. The kernel is used
-    for float32/float64 cores on a device it was built for (see :func:`lookup_backend`), the
+    Same contract as :func:`tt_lookup_reference`; ``rows`` may also be int32, and they are checked
+    on both paths (``RuntimeError`` naming a row outside ``[0, n_1 * ... * n_K)``). The kernel is
+    used for float32/float64 cores on a device it was built for (see :func:`lookup_backend`), the
     reference otherwise (other dtypes, or no extension).
     """
     cores = list(cores)
     if _use_kernel(cores, rows):
         return tt_lookup_kernel(cores, rows)
+    # The kernel checks the row range; the reference would wrap a bad row onto a valid one.
+    check_in_range(rows, math.prod(core.shape[0] for core in cores), "tt_lookup: row", "a TT table", RuntimeError)
     return tt_lookup_reference(cores, rows)
+
+
+def check_in_range(values: Tensor, size: int, what: str, owner: str, error: type = IndexError) -> None:
+    """Raise ``error`` unless every entry of ``values`` lies in ``[0, size)``.
+
+    The message reads "``what`` V is out of range for ``owner`` with ``size`` rows". Under
+    ``vmap`` every batch's values are checked; inside a ``torch.compile`` graph the check runs on
+    the device (no host sync) and fails without naming the value; empty and meta tensors pass.
+    """
+    flat = values.reshape(-1)
+    if flat.numel() == 0 or flat.device.type == "meta":
+        return
+    if flat.dtype in (torch.uint16, torch.uint32):  # torch's min/max have no kernels for these
+        flat = flat.long()
+    if torch.compiler.is_compiling():
+        lo, hi = torch.aminmax(flat)
+        torch._assert_async((lo >= 0) & (hi < size), f"{what} out of range for {owner} with {size} rows")
+        return
+    lo, hi = torch.aminmax(plain_values(flat))
+    lo, hi = int(lo), int(hi)
+    if lo < 0 or hi >= size:
+        raise error(f"{what} {lo if lo < 0 else hi} is out of range for {owner} with {size} rows "
+                    f"(valid: 0 to {size - 1})")
 
 
 def tt_lookup_kernel(cores: Sequence[Tensor], rows: Tensor) -> Tensor:

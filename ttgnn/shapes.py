@@ -26,6 +26,7 @@ reordering in :mod:`ttgnn.partition` puts graph neighbours on such rows.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from dataclasses import dataclass
 from typing import Sequence, Union
@@ -140,7 +141,7 @@ def auto_num_cores(num_rows: int) -> int:
 
     Three cores up to about 1.7 x 10^7 rows (ogbn-arxiv: ``[55, 55, 56]``; ogbn-products:
     ``[135, 135, 135]``), four up to about 4.3 x 10^9 (ogbn-papers100M: ``[102, 103, 103, 103]``;
-    10^9 rows at rank 16: 1.5 MiB instead of 4.8 MiB with three), five up to about 1.1 x 10^12.
+    10^9 rows at rank 16: 1.5 MiB instead of 4.6 MiB with three), five up to about 1.1 x 10^12.
     Large row factors make the first and last cores, which grow with ``n_k``, dominate the
     parameter count. More cores at a fixed budget allow a larger rank (ogbn-arxiv at 1,000x: rank 8
     in three cores, 15 in five, 19 in six; :func:`shape_for_budget`); on ogbn-arxiv five cores
@@ -401,10 +402,13 @@ def shape_for_budget(
 
     Raises:
         ValueError: no budget or both, a non-positive budget, or one that even rank 1 exceeds.
+        TypeError: ``compression`` is not a number.
     """
     if (max_params is None) == (compression is None):
         raise ValueError("give exactly one of max_params and compression")
     if compression is not None:
+        if isinstance(compression, bool) or not isinstance(compression, numbers.Real):
+            raise TypeError(f"compression must be a number, got {type(compression).__name__} {compression!r}")
         if not (compression > 0 and math.isfinite(compression)):
             raise ValueError(f"compression must be a finite number > 0, got {compression}")
         budget = num_rows * dim / compression

@@ -208,7 +208,7 @@ def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim:
     from .init import check_scale
 
     check_int("dim", dim, 1)
-    check_scale("std", std)
+    std = check_scale("std", std)
     k = dim if vectors is None else vectors
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
         raise ValueError(f"vectors must be an integer in [1, dim={dim}], got {vectors!r}")
