@@ -47,3 +47,29 @@ def write_products_layout(root: Path, num_nodes: int = 40, *, folder: str = "ogb
     (folder / "split" / "random").rename(folder / "split" / "sales_ranking")
     (folder / "RELEASE_v1.txt").write_text("test\n")
     return folder
+
+
+def write_papers_layout(folder: Path, num_nodes: int = 50, compressed: bool = True, labels=None, fortran: bool = False,
+                        edges=None):
+    """``folder`` in ogbn-papers100M's binary layout (``raw/data.npz``, ``raw/node-label.npz``, split
+    ``time``): ``edges`` (2, E) (default: 200 drawn), ``labels`` (N,) floats with NaN unlabelled
+    (default: 5 classes, every 7th node unlabelled); returns ``(edges, labels)``."""
+    rng = np.random.default_rng(0)
+    drawn = rng.integers(0, num_nodes, (2, 200)).astype(np.int64)
+    edges = drawn if edges is None else edges
+    if fortran:  # (src, dst) pairs side by side in the file
+        edges = np.asfortranarray(edges)
+    save = np.savez_compressed if compressed else np.savez
+    (folder / "raw").mkdir(parents=True)
+    save(folder / "raw" / "data.npz", edge_index=edges, node_feat=rng.random((num_nodes, 4), dtype=np.float32),
+         node_year=np.zeros((num_nodes, 1), dtype=np.int64), num_nodes_list=np.array([num_nodes]),
+         num_edges_list=np.array([edges.shape[-1]]))
+    if labels is None:
+        labels = (np.arange(num_nodes) % 5).astype(np.float64)
+        labels[::7] = np.nan  # unlabelled, as most of papers100M
+    save(folder / "raw" / "node-label.npz", node_label=labels.reshape(-1, 1))
+    perm = rng.permutation(np.flatnonzero(~np.isnan(labels)))
+    third = perm.size // 3
+    for key, ids in zip(("train", "valid", "test"), (perm[:third], perm[third:2 * third], perm[2 * third:])):
+        write_csv(folder / "split" / "time" / f"{key}.csv.gz", sorted(ids.tolist()))
+    return edges, labels

@@ -125,7 +125,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from raw_layout import write_raw_dataset  # noqa: E402
+from raw_layout import write_papers_layout, write_raw_dataset  # noqa: E402
 
 
 @pytest.fixture
@@ -158,13 +158,16 @@ def test_bad_numbers_exit_2_with_one_line(graph_root, tmp_path, capsys, extra, m
     assert message in err and len(err.splitlines()) == 1
 
 
-def test_a_diverged_run_exits_2_with_one_line_naming_what_was_kept(graph_root, tmp_path, capsys):
-    # A table of entries near float32's limit: epoch 1's loss is NaN (the run used to go on and
-    # report the NaN epochs' accuracies).
-    assert main(_train_args(graph_root, tmp_path / "run", "--init-scale", "1e38")) == 2
+def test_a_diverged_run_exits_2_with_one_line_naming_what_was_kept(graph_root, tmp_path, capsys, monkeypatch):
+    # Epoch 1's loss is NaN (the run used to go on and report the NaN epochs' accuracies).
+    import ttgnn.train as ttrain
+
+    loss = ttrain.node_loss
+    monkeypatch.setattr(ttrain, "node_loss", lambda *a, **k: loss(*a, **k) * float("nan"))
+    assert main(_train_args(graph_root, tmp_path / "run", "--init-scale", "0.5")) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"ttgnn train: error: training diverged: the loss is nan in epoch 1; start again with lower "
-                   f"learning rates or a smaller init_scale (this run: lr 0.01, emb_lr 0.01, init_scale 1e+38); no "
+                   f"learning rates or a smaller init_scale (this run: lr 0.01, emb_lr 0.01, init_scale 0.5); no "
                    f"epoch finished, so {tmp_path / 'run'} holds no checkpoint")
 
 
@@ -1027,3 +1030,41 @@ def test_a_run_that_fails_before_writing_leaves_no_new_folder(graph_root, tmp_pa
     assert main(_train_args(graph_root, out, "--dataset", "Tiny")) == 2
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "run.lock"]
     assert main(_train_args(graph_root, tmp_path / "ok")) == 0 and (tmp_path / "ok" / "metrics.json").exists()
+
+
+def test_train_without_a_cache_dir_reads_and_writes_orders_in_the_default_cache(graph_root, tmp_path, monkeypatch,
+                                                                                capsys, caplog):
+    # `ttgnn train` passed no cache folder to the node order, so it computed it anew on every run and
+    # never read what `ttgnn partition` had cached (the README: orders go to ~/.cache/ttgnn).
+    from ttgnn.config import TrainConfig
+
+    monkeypatch.setenv("TTGNN_CACHE", str(tmp_path / "default-cache"))
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root)]) == 0
+    cached = sorted(p.name for p in (tmp_path / "default-cache").glob("order-*"))
+    assert len(cached) == 1
+    with caplog.at_level(logging.INFO, logger="ttgnn.partition"):
+        assert main(_train_args(graph_root, tmp_path / "run", "--order", TrainConfig.order)) == 0
+    assert any(r.getMessage().startswith(f"loaded the {TrainConfig.order} order from {tmp_path / 'default-cache'}")
+               for r in caplog.records)
+    assert sorted(p.name for p in (tmp_path / "default-cache").glob("order-*")) == cached
+
+
+def test_partition_refuses_an_empty_cache_dir_and_writes_nothing_here(graph_root, tmp_path, monkeypatch, capsys):
+    # "" was the working folder: an unset $CACHE in a script put node orders there.
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--cache-dir", ""]) == 2
+    assert "the cache directory is empty" in capsys.readouterr().err
+    assert list(here.iterdir()) == []
+
+
+def test_partition_orders_a_graph_in_papers100ms_binary_layout(tmp_path, capsys):
+    # It loaded the graph, then failed: the binary layout keeps only the CSR, and partition asked for edges.
+    import numpy as np
+
+    write_papers_layout(tmp_path / "data" / "ogbn_papers100M", num_nodes=64)
+    out = tmp_path / "order.npy"
+    assert main(["partition", "--dataset", "ogbn-papers100M", "--root", str(tmp_path / "data"), "--row-shape",
+                 "4,4,4", "--method", "hierarchical-metis", "--no-cache", "--output", str(out)]) == 0
+    assert sorted(np.load(out).tolist()) == list(range(64))

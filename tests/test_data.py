@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from messages import logged, raised
-from raw_layout import write_csv, write_raw_dataset
+from raw_layout import write_csv, write_papers_layout, write_raw_dataset
 from ttgnn.data import NodeDataset, load_dataset, planted_partition, resolve_root, symmetric_csr
 
 PLANETOID = {  # name: (nodes, stored edges, classes, train, valid, test), from data/README.md
@@ -324,34 +324,12 @@ def test_dgl_graph_from_the_csr_has_self_loops_first_and_all_edges():
     assert bare.num_edges() == indices.shape[0]
 
 
-def _write_papers_layout(folder, num_nodes=50, compressed=True, labels=None, fortran=False, edges=None):
-    rng = np.random.default_rng(0)
-    drawn = rng.integers(0, num_nodes, (2, 200)).astype(np.int64)
-    edges = drawn if edges is None else edges
-    if fortran:  # (src, dst) pairs side by side in the file
-        edges = np.asfortranarray(edges)
-    save = np.savez_compressed if compressed else np.savez
-    (folder / "raw").mkdir(parents=True)
-    save(folder / "raw" / "data.npz", edge_index=edges, node_feat=rng.random((num_nodes, 4), dtype=np.float32),
-         node_year=np.zeros((num_nodes, 1), dtype=np.int64), num_nodes_list=np.array([num_nodes]),
-         num_edges_list=np.array([edges.shape[-1]]))
-    if labels is None:
-        labels = (np.arange(num_nodes) % 5).astype(np.float64)
-        labels[::7] = np.nan  # unlabelled, as most of papers100M
-    save(folder / "raw" / "node-label.npz", node_label=labels.reshape(-1, 1))
-    perm = rng.permutation(np.flatnonzero(~np.isnan(labels)))
-    third = perm.size // 3
-    for key, ids in zip(("train", "valid", "test"), (perm[:third], perm[third:2 * third], perm[2 * third:])):
-        write_csv(folder / "split" / "time" / f"{key}.csv.gz", sorted(ids.tolist()))
-    return edges, labels
-
-
 @pytest.mark.parametrize("fortran", [False, True], ids=["C order", "Fortran order"])
 @pytest.mark.parametrize("compressed", [True, False], ids=["savez_compressed", "savez"])
 def test_papers100m_binary_layout_loads(tmp_path, monkeypatch, compressed, fortran):
     import ttgnn.data as data_module
 
-    edges, labels = _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=compressed, fortran=fortran)
+    edges, labels = write_papers_layout(tmp_path / "ogbn_papers100M", compressed=compressed, fortran=fortran)
     monkeypatch.setattr(data_module, "_NPZ_CHUNK", 16)  # several chunks from both streams
     ds = load_dataset("ogbn-papers100M", root=tmp_path, cache_dir=tmp_path / "cache")
     assert ds.num_nodes == 50 and ds.edge_index is None and ds.features is None
@@ -365,12 +343,12 @@ def test_papers100m_binary_layout_loads(tmp_path, monkeypatch, compressed, fortr
 
 
 def test_papers100m_layout_errors_name_the_file(tmp_path):
-    _write_papers_layout(tmp_path / "ogbn_papers100M")
+    write_papers_layout(tmp_path / "ogbn_papers100M")
     (tmp_path / "ogbn_papers100M" / "raw" / "node-label.npz").unlink()
     with pytest.raises(FileNotFoundError, match="node-label.npz"):
         load_dataset("ogbn-papers100M", root=tmp_path)
     other = tmp_path / "second"
-    _write_papers_layout(other / "ogbn_papers100M")
+    write_papers_layout(other / "ogbn_papers100M")
     (other / "ogbn_papers100M" / "raw" / "data.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="data.npz"):
         load_dataset("ogbn-papers100M", root=other)
@@ -530,10 +508,11 @@ def test_one_split_kind_loads_without_a_warning(tmp_path, caplog):
     assert caplog.records == []
 
 
-@pytest.mark.parametrize("edges,bad", [([[0, 1], [2, 20]], "[0, 20]"), ([[0, 1], [-1, 2]], "[-1, 2]")])
-def test_raw_edge_ids_outside_the_nodes_are_refused(tmp_path, edges, bad):
+@pytest.mark.parametrize("edges,bad", [([[0, 1], [2, 20]], "line 2: edge [2, 20]"),
+                                       ([[0, 1], [1, 2], [-1, 2]], "line 3: edge [-1, 2]")])
+def test_raw_edge_ids_outside_the_nodes_are_refused_at_their_line(tmp_path, edges, bad):
     write_raw_dataset(tmp_path / "g", num_nodes=20, edges=edges)
-    with pytest.raises(ValueError, match=r"edge\.csv\.gz: node ids must lie in "):
+    with pytest.raises(ValueError, match=re.escape(f"edge.csv.gz, {bad} names a node outside [0, 20)")):
         load_dataset(tmp_path / "g")
 
 
@@ -575,14 +554,14 @@ def test_the_fingerprint_tells_labels_split_and_edge_count_apart_and_ignores_the
 ])
 def test_papers100m_layout_refuses_bad_edges(tmp_path, edge_index, message):
     folder = tmp_path / "ogbn_papers100M"
-    _write_papers_layout(folder, compressed=False, edges=edge_index)
+    write_papers_layout(folder, compressed=False, edges=edge_index)
     assert raised(ValueError, load_dataset, "ogbn-papers100M", root=tmp_path) == (
         f"corrupted dataset file {folder / 'raw' / 'data.npz'}: {message}")
 
 
 def test_papers100m_layout_never_unpickles_and_names_its_evaluator(tmp_path):
     folder = tmp_path / "ogbn_papers100M"
-    _write_papers_layout(folder)
+    write_papers_layout(folder)
     ds = load_dataset("ogbn-papers100M", root=tmp_path)
     assert ds.evaluator_name == "ogbn-papers100M" and ds.split_files["train"].name == "train.csv.gz"
     labels = np.empty((50, 1), dtype=object)
@@ -787,7 +766,7 @@ def _rewrite_npz(path, version=(1, 0), drop=(), edges_cut_to=None):
 
 
 def test_papers100m_layout_reads_npy_format_2(tmp_path):
-    edges, _ = _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
+    edges, _ = write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
     reference = load_dataset("ogbn-papers100M", root=tmp_path).csr()
     _rewrite_npz(tmp_path / "ogbn_papers100M" / "raw" / "data.npz", version=(2, 0))
     again = load_dataset("ogbn-papers100M", root=tmp_path).csr()
@@ -801,14 +780,14 @@ def test_papers100m_layout_reads_npy_format_2(tmp_path):
 ])
 def test_papers100m_layout_names_a_missing_or_short_edge_list(tmp_path, change, message):
     data = tmp_path / "ogbn_papers100M" / "raw" / "data.npz"
-    _write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
+    write_papers_layout(tmp_path / "ogbn_papers100M", compressed=False)
     _rewrite_npz(data, **change)
     assert raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == f"corrupted dataset file {data}: {message}"
 
 
 def test_papers100m_layout_counts_and_labels_have_whole_messages(tmp_path, caplog):
     folder = tmp_path / "ogbn_papers100M"
-    _write_papers_layout(folder, compressed=False)
+    write_papers_layout(folder, compressed=False)
     with caplog.at_level("INFO", logger="ttgnn.data"):
         load_dataset("ogbn-papers100M", root=tmp_path)
     assert logged(caplog, "ttgnn.data") == [
@@ -824,3 +803,65 @@ def test_papers100m_layout_counts_and_labels_have_whole_messages(tmp_path, caplo
     np.savez(folder / "raw" / "data.npz", **{**arrays, "num_nodes_list": np.array([0])})
     assert raised(ValueError, load_dataset, "ogbn-papers100M", tmp_path) == (
         f"corrupted dataset file {folder / 'raw' / 'data.npz'}: num_nodes_list says 0 nodes")
+
+
+# ---------------------------------------------------------------------- malformed raw files (QA, 2026-12-01)
+def test_a_split_file_with_two_columns_is_refused_not_flattened(tmp_path):
+    # "0,3" on one line was read as two training nodes.
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=20)
+    write_csv(folder / "split" / "random" / "train.csv.gz", [[0, 3], [5, 6]])
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted split file {folder / 'split' / 'random' / 'train.csv.gz'}: 2 columns, expected one node id per line")
+
+
+def test_a_label_file_with_two_columns_is_named_as_such(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [1, 2]], labels=[[0, 1], [1, 0], [0, 0], [1, 1]],
+                               split={"train": [0], "valid": [1], "test": [2]})
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}: 2 columns, expected one label per line")
+
+
+def test_a_blank_label_line_is_an_unlabelled_node_and_line_numbers_count_blank_lines(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [1, 2], [2, 3]], labels=[0, "", 1, 1],
+                               split={"train": [0, 2], "valid": [3], "test": [1]})
+    assert load_dataset(folder).labels.tolist() == [0, -1, 1, 1]  # was "3 labels for 4 nodes"
+    # a blank line inside the edge list is refused at its own line (the error named line 3 for line 5)
+    write_csv(folder / "raw" / "edge.csv.gz", [[0, 1], "", "", [1, 2], [2, "x"]])
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [5])
+    assert raised(ValueError, load_dataset, folder).startswith(
+        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 2: [nan, nan] is not a list of integers")
+    # blank lines after the last edge are not rows
+    write_csv(folder / "raw" / "edge.csv.gz", [[0, 1], [1, 2], "", ""])
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [2])
+    assert load_dataset(folder).edge_index.shape == (2, 2)
+
+
+@pytest.mark.parametrize("label", ["9223372036854775807", "9223372036854775808", "1e30"])
+def test_a_huge_label_is_named_with_its_file_line_and_value(tmp_path, label):
+    # It wrapped to -9223372036854775808 (with a NumPy cast warning) and no file was named.
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [1, 2]], labels=[0, 1, 0, label],
+                               split={"train": [0, 1], "valid": [2], "test": [3]})
+    message = raised(ValueError, load_dataset, folder)
+    assert message.startswith(f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}, line 4: label ")
+    assert f"label {float(label):.0f} is out of range" in message and "-9223372036854775808" not in message
+
+
+def test_an_edge_id_past_64_bits_is_named_at_its_line(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [99999999999999999999, 3]],
+                               split={"train": [0, 1], "valid": [2], "test": [3]}, labels=[0, 1, 0, 1])
+    message = raised(ValueError, load_dataset, folder)
+    assert message.startswith(f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 2: ")
+    assert "beyond 64-bit integers" in message
+
+
+def test_an_empty_list_is_an_empty_split_of_a_graph_built_in_python():
+    ds = NodeDataset("x", 4, np.array([[0, 1, 2], [1, 2, 3]]), [0, 1, 0, 1], {"train": [0], "valid": [], "test": [2]}, 2)
+    assert ds.split["valid"].dtype == torch.int64 and ds.split["valid"].numel() == 0
+
+
+def test_an_empty_cache_directory_is_refused_not_the_working_folder():
+    from ttgnn.data import default_cache_dir
+
+    for empty in ("", "  "):  # (Path("") is Path("."), the working folder named)
+        with pytest.raises(ValueError, match="the cache directory is empty"):
+            default_cache_dir(empty)

@@ -253,7 +253,7 @@ def test_ogb_errors_name_the_source(tmp_path):
     good = (split / "valid.csv.gz").read_bytes()
     write_csv(split / "valid.csv.gz", [1, 1])
     assert raised(ValueError, load_dataset, **load) == (
-        f"corrupted split file {folder / 'split'}/valid (as read by ogb): node 1 is listed more than once "
+        f"corrupted split file {split / 'valid.csv.gz'}: node 1 is listed more than once "
         "(lines 1, 2); 1 repeated entries in all")
     (split / "valid.csv.gz").write_bytes(good[:-6])  # a gzip without its trailer: ogb fails, the file is named
     assert raised(ValueError, load_dataset, **load) == (
@@ -384,3 +384,23 @@ def test_ogb_saves_into_a_new_folder_with_its_arguments_and_is_left_as_found(tmp
     assert path.parent.is_dir() and saved == [({"graph": 1}, str(path), (4,), {"pickle_protocol": 4})]
     assert ogb_dataset.decide_download is ogb.utils.url.decide_download  # ogb's own, put back
     assert torch.save is not saved and torch.load is torch.serialization.load
+
+
+@pytest.mark.parametrize("edit, expected", [
+    # ogb cut the edges to the count and truncated fractional ids, silently
+    (lambda f: write_csv(f / "raw" / "num-edge-list.csv.gz", [3]), "edge.csv.gz holds 240 edges, but {f}/raw/num-edge-list.csv.gz says 3"),
+    (lambda f: write_csv(f / "split" / "sales_ranking" / "train.csv.gz", [0, 1.5, 2]),
+     "corrupted dataset file {f}/split/sales_ranking/train.csv.gz, line 2: [1.5] is not a list of integers"),
+    (lambda f: write_csv(f / "split" / "sales_ranking" / "train.csv.gz", [[0, 3], [5, 6]]),
+     "corrupted split file {f}/split/sales_ranking/train.csv.gz: 2 columns, expected one node id per line"),
+    (lambda f: (f / "raw" / "num-node-list.csv.gz").unlink(), "dataset file not found: {f}/raw/num-node-list.csv.gz"),
+    (lambda f: write_csv(f / "raw" / "edge.csv.gz", [[0, 1]] * 239 + [[4, 40]]),
+     "corrupted dataset file {f}/raw/edge.csv.gz, line 240: edge [4, 40] names a node outside [0, 40)"),
+])
+def test_an_ogb_folder_is_checked_as_a_raw_folder_is_and_errors_name_its_files(tmp_path, edit, expected):
+    folder = write_products_layout(tmp_path / "root")
+    edit(folder)
+    with pytest.raises((ValueError, FileNotFoundError)) as err:
+        load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert expected.format(f=folder) in str(err.value)
+    assert "cache" not in str(err.value)

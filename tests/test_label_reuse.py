@@ -130,3 +130,16 @@ def test_label_spread_without_reuse_feeds_the_spread_itself(tmp_path, planted):
     given = _record_inputs(run)
     ttrain.train_epoch(run, 1)
     assert len(given) == 1 and given[0][:2] == (True, True) and torch.equal(given[0][2], expect)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_split_known_always_leaves_a_node_to_take_the_loss_on(size):
+    # Three training nodes could all be drawn as known: the loss over no node was NaN and the run
+    # stopped as "diverged", advising lower learning rates.
+    nodes = torch.arange(10, 10 + size)
+    for seed in range(40):
+        for epoch in range(1, 4):
+            known, target = ttrain.split_known(nodes, 0.9, seed, epoch)
+            assert target.numel() >= 1 and sorted(known.tolist() + target.tolist()) == nodes.tolist()
+            again = ttrain.split_known(nodes, 0.9, seed, epoch)
+            assert torch.equal(again[0], known) and torch.equal(again[1], target)

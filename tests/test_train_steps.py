@@ -867,8 +867,10 @@ def test_a_loss_that_turns_nan_stops_the_run_and_keeps_the_epoch_before(tmp_path
 
 
 @pytest.mark.parametrize("out", [True, False])
-def test_a_nan_loss_in_the_first_epoch_of_a_minibatch_run_says_nothing_was_kept(tmp_path, planted, out):
-    config = _config(tmp_path if out else None, mode="minibatch", init_scale=1e38, epochs=2)
+def test_a_nan_loss_in_the_first_epoch_of_a_minibatch_run_says_nothing_was_kept(tmp_path, planted, out, monkeypatch):
+    loss = ttrain.node_loss
+    monkeypatch.setattr(ttrain, "node_loss", lambda *a, **k: loss(*a, **k) * float("nan"))
+    config = _config(tmp_path if out else None, mode="minibatch", epochs=2)
     with pytest.raises(ttrain.TrainingDiverged, match="the loss is nan in epoch 1;") as caught:
         train(config, planted)
     kept = f"no epoch finished, so {tmp_path} holds no checkpoint" if out else "nothing was saved (no output folder)"
@@ -882,8 +884,8 @@ def test_a_minibatch_epoch_whose_loss_turns_nan_ends_at_the_next_look_not_at_its
     monkeypatch.setattr(ttrain, "FINITE_CHECK_STEPS", 5)
     steps = []
     loss = ttrain.node_loss
-    monkeypatch.setattr(ttrain, "node_loss", lambda *a, **k: steps.append(1) or loss(*a, **k))
-    config = _config(None, mode="minibatch", batch_size=4, init_scale=1e38, epochs=2)
+    monkeypatch.setattr(ttrain, "node_loss", lambda *a, **k: steps.append(1) or loss(*a, **k) * float("nan"))
+    config = _config(None, mode="minibatch", batch_size=4, epochs=2)
     with pytest.raises(ttrain.TrainingDiverged, match="the loss is nan in epoch 1;"):
         train(config, planted)
     assert len(steps) == 5

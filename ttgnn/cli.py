@@ -516,8 +516,8 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     print(f"{'method':>20}{header}{'seconds':>10}{'total s':>10}")
     for method in args.method:
         started = time.perf_counter()
-        order = hierarchical_order(dataset.edge_index, row_shape, method=method, seed=args.seed,
-                                   num_nodes=dataset.num_nodes, cache_dir=cache_dir, progress=args.progress)
+        order = hierarchical_order(dataset.csr(), row_shape, method=method, seed=args.seed,
+                                   cache_dir=cache_dir, progress=args.progress)
         total = time.perf_counter() - started
         figures = "".join(f"{order.quality[key]:>18.4f}" for key in prefix_keys)
         print(f"{method:>20}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")

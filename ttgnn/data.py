@@ -69,8 +69,16 @@ def resolve_root(root: Optional[Union[str, os.PathLike]] = None) -> Path:
 
 
 def default_cache_dir(cache_dir: Optional[Union[str, os.PathLike]] = None) -> Path:
-    """The cache directory: ``cache_dir`` if given, else ``$TTGNN_CACHE``, else ``~/.cache/ttgnn``."""
+    """The cache directory: ``cache_dir`` if given, else ``$TTGNN_CACHE``, else ``~/.cache/ttgnn``.
+
+    Raises:
+        ValueError: ``cache_dir`` is empty (``Path("")`` is the working folder: an unset shell
+            variable would have put caches there).
+    """
     if cache_dir is not None:
+        if not os.fspath(cache_dir).strip():
+            raise ValueError("the cache directory is empty (\"\"): give a folder path, or none for the default "
+                             "($TTGNN_CACHE, else ~/.cache/ttgnn)")
         return Path(cache_dir)
     env = os.environ.get("TTGNN_CACHE")
     return Path(env) if env else Path.home() / ".cache" / "ttgnn"
@@ -304,8 +312,13 @@ def _first_bad_row(bad: np.ndarray) -> int:
     return int(np.argwhere(bad.reshape(bad.shape[0], -1).any(axis=1))[0][0]) + 1
 
 
-def _read_csv(path: Path, dtype, required: bool = True) -> Optional[np.ndarray]:
-    """Read a header-less gzip CSV into a 2-D array; errors name the file (and the line of a bad value)."""
+def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = False) -> Optional[np.ndarray]:
+    """Read a header-less gzip CSV into a 2-D array; errors name the file (and the line of a bad value).
+
+    Every line is a row, so line numbers in errors are the file's: a blank line is a row of NaN
+    (``blank_lines=True``: kept, an unlabelled node in a label file), else refused at its line.
+    Blank lines at the end of the file are dropped, except with ``blank_lines=True``.
+    """
     import pandas as pd
 
     if not path.is_file():
@@ -313,8 +326,13 @@ def _read_csv(path: Path, dtype, required: bool = True) -> Optional[np.ndarray]:
             raise FileNotFoundError(f"dataset file not found: {path}")
         return None
     try:
-        frame = pd.read_csv(path, compression="gzip", header=None)
+        frame = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False)
         values = frame.values
+        if not blank_lines:
+            filled = np.flatnonzero(~pd.isna(frame).all(axis=1).to_numpy())
+            values = values[: filled[-1] + 1 if filled.size else 0]  # trailing blank lines: not rows
+            if values.shape[0] == 0:
+                raise pd.errors.EmptyDataError("no data")
     except pd.errors.EmptyDataError:  # pandas says "No columns to parse from file"
         raise ValueError(f"corrupted dataset file {path}: it holds no lines (empty or blank)") from None
     except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError) as err:
@@ -338,7 +356,7 @@ def _integers(values: np.ndarray, path: Path) -> np.ndarray:
 
         original = values
         values = pd.DataFrame(values).apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.isnan(values) & ~pd.isna(pd.DataFrame(original)).to_numpy()
+        bad = ~np.isfinite(values) | (values != np.round(values))  # text, empty or fractional: the first line
         if bad.any():
             line = _first_bad_row(bad)
             raise ValueError(f"corrupted dataset file {path}, line {line}: "
@@ -348,6 +366,11 @@ def _integers(values: np.ndarray, path: Path) -> np.ndarray:
         line = _first_bad_row(bad)
         raise ValueError(f"corrupted dataset file {path}, line {line}: "
                          f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} is not a list of integers")
+    too_large = np.abs(values) >= 2.0**63  # the cast would wrap them (with a NumPy warning) into other ids
+    if too_large.any():
+        line = _first_bad_row(too_large)
+        raise ValueError(f"corrupted dataset file {path}, line {line}: "
+                         f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} holds a value beyond 64-bit integers")
     return values.astype(np.int64)
 
 
@@ -362,23 +385,32 @@ def _one_count(path: Path, required: bool) -> Optional[int]:
     return int(values.reshape(-1)[0])
 
 
-def _read_split(folder: Path) -> tuple[dict, dict]:
+def _read_split(folder: Path, kind: Optional[str] = None) -> tuple[dict, dict]:
     """``(split, files)``: node ids of every split, and the file each came from (the split kind
-    first by name when ``split/`` holds several)."""
+    ``kind``, else the first by name when ``split/`` holds several)."""
     split_root = folder / "split"
     if not split_root.is_dir():
         raise FileNotFoundError(f"dataset split folder not found: {split_root}")
     kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir())
     if not kinds:
         raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
-    kind = kinds[0]
-    if len(kinds) > 1:
+    if kind is not None:
+        if kind not in kinds:
+            raise FileNotFoundError(f"dataset split folder not found: {split_root / kind} ({split_root} holds "
+                                    f"{', '.join(kinds)})")
+    elif len(kinds) > 1:
+        kind = kinds[0]
         log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
                     ", ".join(kinds), kind)
+    else:
+        kind = kinds[0]
     split, files = {}, {}
     for key in SPLIT_NAMES:
         files[key] = split_root / kind / f"{key}.csv.gz"
         ids = _read_csv(files[key], np.int64)
+        if ids.shape[1] != 1:  # flattened, "0,3" would have listed two nodes
+            raise ValueError(f"corrupted split file {files[key]}: {ids.shape[1]} columns, expected one node id "
+                             "per line")
         split[key] = torch.from_numpy(np.ascontiguousarray(ids.reshape(-1)))
     return split, files
 
@@ -389,6 +421,8 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
     Without ``num_classes`` (a raw folder), the classes are ``0..max``; their count may not exceed
     the number of labelled nodes (a stray huge value would otherwise make a huge output layer).
     """
+    if np.ndim(values) == 2 and np.shape(values)[1] != 1:
+        raise ValueError(f"corrupted dataset file {path}: {np.shape(values)[1]} columns, expected one label per line")
     try:
         values = np.asarray(values, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as err:
@@ -401,18 +435,17 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
         line = _first_bad_row(bad)
         raise ValueError(f"corrupted dataset file {path}, line {line}: label {values[line - 1].item()!r} is not a class id "
                          f"(an integer >= 0, or empty/-1 for an unlabelled node)")
-    labels = values.astype(np.int64)
-    labelled = int((labels >= 0).sum())
+    labelled = int((values >= 0).sum())
     if labelled == 0:
         raise ValueError(f"corrupted dataset file {path}: no node has a label")
-    top = int(labels.max())
+    top = float(values.max())  # compared before the cast: a label past int64 would wrap into another
     limit = num_classes if num_classes is not None else labelled
     if top >= limit:
-        line = int(np.argmax(labels)) + 1
+        line = int(np.argmax(values)) + 1
         rule = (f"this dataset has {num_classes} classes" if num_classes is not None else
-                f"{top + 1} classes would exceed the {labelled} labelled nodes; labels must be ids 0..C-1")
-        raise ValueError(f"corrupted dataset file {path}, line {line}: label {top} is out of range ({rule})")
-    return torch.from_numpy(labels)
+                f"{top + 1:.0f} classes would exceed the {labelled} labelled nodes; labels must be ids 0..C-1")
+        raise ValueError(f"corrupted dataset file {path}, line {line}: label {top:.0f} is out of range ({rule})")
+    return torch.from_numpy(values.astype(np.int64))
 
 
 def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> None:
@@ -455,6 +488,8 @@ def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> N
 def _integer_tensor(values, what: str) -> torch.Tensor:
     """``values`` (a tensor, array or sequence of integers) as a 1-D int64 tensor; else ``TypeError``."""
     tensor = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
+    if tensor.numel() == 0 and not isinstance(values, torch.Tensor):
+        tensor = tensor.to(torch.int64)  # [] is "no nodes", not a float array
     if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
         raise TypeError(f"{what} must hold integers, got dtype {tensor.dtype}")
     if tensor.dim() != 1:
@@ -462,10 +497,9 @@ def _integer_tensor(values, what: str) -> torch.Tensor:
     return tensor.to(torch.int64)
 
 
-def _load_raw_folder(folder: Path, name: str) -> NodeDataset:
-    raw = folder / "raw"
-    if not raw.is_dir():
-        raise FileNotFoundError(f"dataset folder not found: {raw} (expected OGB raw layout)")
+def _read_raw_graph(raw: Path) -> tuple[int, np.ndarray, torch.Tensor]:
+    """``(num_nodes, edge_index (2, E), labels (N,))`` of a ``raw/`` folder in OGB's layout, checked:
+    errors name the file and, for a bad value, its line."""
     num_nodes = _one_count(raw / "num-node-list.csv.gz", required=True)
     if num_nodes < 1:
         raise ValueError(f"corrupted dataset file {raw / 'num-node-list.csv.gz'}: {num_nodes} nodes")
@@ -476,12 +510,21 @@ def _load_raw_folder(folder: Path, name: str) -> NodeDataset:
     if num_edges is not None and num_edges != edges.shape[0]:
         raise ValueError(f"corrupted dataset: {raw / 'edge.csv.gz'} holds {edges.shape[0]:,} edges, but "
                          f"{raw / 'num-edge-list.csv.gz'} says {num_edges:,} (a truncated or mismatched file?)")
-    edge_index = np.ascontiguousarray(edges.T)
-    if edge_index.size and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
-        raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}: node ids must lie in "
-                         f"[0, {num_nodes}), got [{edge_index.min()}, {edge_index.max()}]")
+    outside = (edges < 0) | (edges >= num_nodes)
+    if outside.any():
+        line = _first_bad_row(outside)
+        raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}, line {line}: edge {edges[line - 1].tolist()} "
+                         f"names a node outside [0, {num_nodes})")
     label_path = raw / "node-label.csv.gz"
-    labels = _labels_from(_read_csv(label_path, None), label_path, num_nodes)
+    labels = _labels_from(_read_csv(label_path, None, blank_lines=True), label_path, num_nodes)
+    return num_nodes, np.ascontiguousarray(edges.T), labels
+
+
+def _load_raw_folder(folder: Path, name: str) -> NodeDataset:
+    raw = folder / "raw"
+    if not raw.is_dir():
+        raise FileNotFoundError(f"dataset folder not found: {raw} (expected OGB raw layout)")
+    num_nodes, edge_index, labels = _read_raw_graph(raw)
     feat_path = raw / "node-feat.csv.gz"
     feats = _read_csv(feat_path, np.float32, required=False)
     if feats is not None:
@@ -731,6 +774,9 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
             stamp = f"{source.resolve()}\n{_ogb_stamp(source)}"
             fresh = stamp_file.is_file() and stamp_file.read_text() == stamp
             if not fresh:  # the stamp is written once ogb has processed it all (a kill leaves none)
+                # ogb takes the raw files on trust (it cut edges to a smaller num-edge-list, truncated
+                # fractional ids): check them as a raw folder is checked, naming the source's files
+                _read_raw_graph(source / "raw")
                 for stale in (target / "processed").glob("*"):
                     stale.unlink()
             log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
@@ -740,7 +786,7 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
             try:
                 with _ogb_guards():
                     dataset = NodePropPredDataset(name=name, root=str(ogb_root))
-                    split = dataset.get_idx_split()
+                    split = None if source.is_dir() else dataset.get_idx_split()
                 break
             except Exception as err:  # noqa: BLE001 - ogb raises anything; name the broken file
                 if source.is_dir():
@@ -760,6 +806,11 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
                                  f"{type(err).__name__}: {err}") from err
         if not fresh:
             stamp_file.write_text(stamp)
+    files = None
+    if split is None:
+        # a local folder's split is read and checked by us, naming its files (ogb's reader truncated
+        # fractional ids and flattened extra columns)
+        split, files = _read_split(source, dataset.meta_info["split"])
     graph, labels = dataset.graph, dataset.labels
     num_nodes = int(graph["num_nodes"])
     edge_index = np.ascontiguousarray(np.asarray(graph["edge_index"], dtype=np.int64))
@@ -767,10 +818,10 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     label_tensor = _labels_from(labels, label_path, num_nodes, int(dataset.num_classes))
     feats = graph.get("node_feat")
     features = None if feats is None else torch.from_numpy(np.asarray(feats, dtype=np.float32))
-    split_t = {k: torch.from_numpy(np.array(split[k], dtype=np.int64).reshape(-1)) for k in SPLIT_NAMES}
-    split_dir = (source if source.is_dir() else target) / "split"
-    files = {k: split_dir / f"{k} (as read by ogb)" for k in SPLIT_NAMES}
-    return NodeDataset(name, num_nodes, edge_index, label_tensor, split_t, int(dataset.num_classes),
+    if files is None:  # ogb's download, read by ogb
+        split = {k: torch.from_numpy(np.array(split[k], dtype=np.int64).reshape(-1)) for k in SPLIT_NAMES}
+        files = {k: target / "split" / f"{k} (as read by ogb)" for k in SPLIT_NAMES}
+    return NodeDataset(name, num_nodes, edge_index, label_tensor, split, int(dataset.num_classes),
                        features, evaluator_name=name, split_files=files)
 
 

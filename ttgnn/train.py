@@ -50,7 +50,7 @@ from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
                      check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, from_full_for, init_for,
                      label_input_for, label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
-from .data import NodeDataset, load_dataset
+from .data import NodeDataset, default_cache_dir, load_dataset
 from .batches import device_batches
 from .evaluation import (Accuracy, all_logits, correct_and_smooth_metrics, evaluate, evaluate_sampled,
                          known_labels, model_label_inputs)
@@ -176,7 +176,7 @@ def _build_order(config: TrainConfig, dataset: NodeDataset, row_shape,
     from .partition import hierarchical_order
 
     order = hierarchical_order(dataset.csr(), list(row_shape), method=config.order, seed=config.seed,
-                               cache_dir=config.cache_dir, progress=progress)
+                               cache_dir=default_cache_dir(config.cache_dir), progress=progress)
     return torch.from_numpy(np.asarray(order.perm, dtype=np.int64))
 
 
@@ -276,7 +276,6 @@ def tt_shape(config: TrainConfig, num_nodes: int):
 @torch.no_grad()
 def _spectral_init(node_input, config: TrainConfig, dataset: NodeDataset) -> None:
     """Overwrite the input table with Laplacian eigenvectors (TT: their TT-SVD in TT-row order)."""
-    from .data import default_cache_dir
     from .spectral import check_table_fits, spectral_table
 
     # float32 table; a TT table adds its float64 copy and the TT-SVD's working copies (about 3 more).
@@ -308,9 +307,12 @@ def _load_table(node_input, table: torch.Tensor) -> float:
 
 def split_known(train_nodes: torch.Tensor, rate: float, seed: int, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(known, target)``: a random ``rate`` of ``train_nodes`` whose labels are inputs this epoch,
-    and the rest, on which the loss is taken. Drawn from ``(seed, epoch)`` alone, so every rank of a
-    data-parallel run, and a resumed run, draws the same split."""
-    mask = torch.rand(train_nodes.numel(), generator=generator(seed, "known-labels", epoch)) < rate
+    and the rest, on which the loss is taken (at least one node). Drawn from ``(seed, epoch)`` alone, so
+    every rank of a data-parallel run, and a resumed run, draws the same split."""
+    draw = generator(seed, "known-labels", epoch)
+    mask = torch.rand(train_nodes.numel(), generator=draw) < rate
+    if mask.numel() and mask.all():  # a few training nodes all drawn as known: no loss (NaN), so keep one
+        mask[int(torch.randint(mask.numel(), (1,), generator=draw))] = False
     nodes = train_nodes.cpu()
     return nodes[mask], nodes[~mask]
 
