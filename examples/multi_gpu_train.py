@@ -19,8 +19,7 @@ the last checkpoint in ``--output-dir``. The same runs work with the CLI: ``torc
 
 import sys
 
-from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
-                       start_script)
+from ttgnn.cli import format_summary, report_errors, run_training, script_parser, small_run, start_script
 from ttgnn.train import TrainConfig
 
 DEFAULTS = TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch", fanouts=[15, 10, 5], epochs=20,
@@ -32,16 +31,14 @@ def main() -> int:
     parser.add_argument("--tiny", action="store_true",
                         help="6 epochs on a synthetic 2,000-node graph (valid accuracy about 0.9 on 2 ranks; options "
                         "given with it are kept)")
-    args, config = start_script(parser)
-    config.num_layers = len(config.fanouts)
+    args, config = start_script(parser)  # one layer per fan-out unless --num-layers is given
     dataset = None
     if args.tiny:
         from ttgnn.data import planted_partition
 
         dataset = planted_partition(2000, num_classes=8, avg_degree=10, seed=0)
-        config = small_run(config, explicit_options(parser), forced=("dataset",), dataset="planted", order="identity",
+        config = small_run(config, args.given, forced=("dataset",), dataset="planted", order="identity",
                            fanouts=[5, 5], epochs=6, hidden=32, dim=32, batch_size=128, emb_lr=0.05, progress=False)
-        config.num_layers = len(config.fanouts)
 
     def run() -> None:
         # Reads RANK/WORLD_SIZE/LOCAL_RANK from torchrun: NCCL and cuda:LOCAL_RANK on GPUs, gloo on CPU.

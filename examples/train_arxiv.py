@@ -14,8 +14,7 @@ the training nodes). Every ``ttgnn train`` option applies (``--help``).
 
 import sys
 
-from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
-                       start_script)
+from ttgnn.cli import format_summary, report_errors, run_training, script_parser, small_run, start_script
 from ttgnn.train import TrainConfig
 
 ARXIV = TrainConfig(dataset="ogbn-arxiv", rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4], epochs=200,
@@ -28,7 +27,7 @@ def main() -> int:
                         "with it are kept)")
     args, config = start_script(parser)
     if args.tiny:
-        config = small_run(config, explicit_options(parser), epochs=2, hidden=32, num_layers=2, progress=False,
+        config = small_run(config, args.given, epochs=2, hidden=32, num_layers=2, progress=False,
                            correct_smooth=False)
 
     def run() -> None:

@@ -19,8 +19,7 @@ whole pipeline (order, training, sampled evaluation, checkpoints) at a size this
 import logging
 import sys
 
-from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
-                       start_script)
+from ttgnn.cli import format_summary, report_errors, run_training, script_parser, small_run, start_script
 from ttgnn.train import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -38,16 +37,21 @@ def main() -> int:
     parser.add_argument("--avg-degree", type=float, default=4.0, help="mean degree of the --synthetic graph")
     parser.add_argument("--tiny", action="store_true",
                         help="1 epoch of a small model on 3,000 synthetic nodes, evaluated on sampled neighbourhoods")
-    args, config = start_script(parser)
+    args, config = start_script(parser)  # one layer per fan-out unless --num-layers is given
+    given = args.given
     if args.tiny:
-        given = explicit_options(parser)
         if "synthetic" in given and args.synthetic != 3000:
             log.warning("--tiny: --synthetic %s not read (the smoke run trains on 3,000 nodes)", args.synthetic)
         args.synthetic = 3000
         # a small graph would be evaluated exactly: sampled, as papers100M is
         config = small_run(config, given, epochs=1, hidden=16, dim=16, rank=4, progress=False,
                            eval_fanouts=[5] * len(config.fanouts))
-    config.num_layers = len(config.fanouts)
+    if args.synthetic is None and "avg_degree" in given:
+        log.warning("--avg-degree %s: not read without --synthetic (it sets the synthetic graph's degree); ignored",
+                    args.avg_degree)
+    if args.synthetic is not None and "dataset" in given and not args.tiny:
+        log.warning("--dataset %s: not read with --synthetic (the run trains on the synthetic graph); ignored",
+                    args.dataset)
     if args.synthetic is not None and args.synthetic < 1000:
         parser.error(f"--synthetic needs at least 1000 nodes, got {args.synthetic}")
 

@@ -11,8 +11,7 @@ ogbn-products has 2,449,029 nodes; a full 128-d table needs 1.25 GB, the TT tabl
 
 import sys
 
-from ttgnn.cli import (explicit_options, format_summary, report_errors, run_training, script_parser, small_run,
-                       start_script)
+from ttgnn.cli import format_summary, report_errors, run_training, script_parser, small_run, start_script
 from ttgnn.data import planted_partition
 from ttgnn.train import TrainConfig
 
@@ -24,12 +23,11 @@ def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], PRODUCTS)
     parser.add_argument("--tiny", action="store_true", help="1 epoch on a 5,000-node synthetic graph (options "
                         "given with it are kept)")
-    args, config = start_script(parser)
-    config.num_layers = len(config.fanouts)
+    args, config = start_script(parser)  # one layer per fan-out unless --num-layers is given
     dataset = None
     if args.tiny:
         dataset = planted_partition(5000, num_classes=10, avg_degree=10, seed=0)
-        config = small_run(config, explicit_options(parser), forced=("dataset",), dataset=dataset.name, epochs=1,
+        config = small_run(config, args.given, forced=("dataset",), dataset=dataset.name, epochs=1,
                            hidden=32, progress=False, dim=32, rank=4)
 
     def run() -> None:

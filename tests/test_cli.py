@@ -215,7 +215,7 @@ def test_table_options_the_input_does_not_read_are_named_in_a_warning(graph_root
         assert main(_train_args(graph_root, tmp_path / "full", "--embedding", "full", "--init", "ortho",
                                 "--row-shape", "20,20")) == 0
     assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.cli"] == \
-        ["--rank, --row-shape, --init ortho: not read with --embedding full; ignored"]
+        ["--rank, --row-shape, --init ortho, --order: not read with --embedding full; ignored"]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):  # a TT table reads them all
         assert main(_train_args(graph_root, tmp_path / "tt", "--init", "ortho", "--row-shape", "20,20")) == 0
@@ -1068,3 +1068,75 @@ def test_partition_orders_a_graph_in_papers100ms_binary_layout(tmp_path, capsys)
     assert main(["partition", "--dataset", "ogbn-papers100M", "--root", str(tmp_path / "data"), "--row-shape",
                  "4,4,4", "--method", "hierarchical-metis", "--no-cache", "--output", str(out)]) == 0
     assert sorted(np.load(out).tolist()) == list(range(64))
+
+
+def _typed(argv):
+    from ttgnn.cli import explicit_options
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.given = explicit_options(parser, argv)
+    return args
+
+
+def test_options_the_runs_other_settings_leave_unread_are_named_when_typed():
+    from ttgnn.cli import _unread_model_options
+
+    assert _unread_model_options(_typed(["train", "--model", "sage", "--heads", "8", "--attn-dropout", "0.1"])) == [
+        (["--heads", "--attn-dropout"], "with --model sage")]
+    assert _unread_model_options(_typed(["train", "--model", "gat", "--heads", "8"])) == []
+    assert _unread_model_options(_typed(["train", "--no-label-input", "--label-rate", "0.9"])) == [
+        (["--label-rate"], "with --no-label-input")]
+    assert _unread_model_options(_typed(["train", "--no-from-full", "--finetune-lr", "0.1", "--finetune-epochs", "3"])) \
+        == [(["--finetune-lr", "--finetune-epochs"], "with --no-from-full")]
+    assert _unread_model_options(_typed(["train", "--from-full", "--mode", "minibatch", "--finetune-distill", "3"])) \
+        == [(["--finetune-distill"], "with --mode minibatch (distillation is a full-graph step's)")]
+    assert _unread_model_options(_typed(["train", "--from-full", "--finetune-distill", "3"])) == []
+    # defaults typed by nobody are not named; without the typed set nothing is (library callers)
+    assert _unread_model_options(_typed(["train", "--model", "sage"])) == []
+    assert _unread_model_options(build_parser().parse_args(["train", "--model", "sage", "--heads", "8"])) == []
+    # a features input reads no table option, those with defaults included, where typed
+    assert _unread_table_options(_typed(["train", "--embedding", "features", "--dim", "64", "--init-scale", "5",
+                                         "--emb-lr", "0.5", "--order", "random"])) == \
+        ["--dim", "--init-scale", "--emb-lr", "--order"]
+    assert _unread_table_options(_typed(["train", "--embedding", "full", "--order", "random", "--dim", "64"])) == \
+        ["--order"]
+
+
+def test_ttgnn_train_warns_of_a_typed_option_its_model_does_not_read(graph_root, tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="ttgnn.cli"):
+        assert main(_train_args(graph_root, tmp_path / "run", "--model", "sage", "--heads", "8")) == 0
+    assert [r.getMessage() for r in caplog.records if r.name == "ttgnn.cli"] == [
+        "--heads: not read with --model sage; ignored"]
+
+
+def test_plan_refuses_a_gat_width_train_refuses_and_names_no_batch_for_full_graph_steps(capsys):
+    assert main(["plan", "--nodes", "1e6", "--model", "gat", "--hidden", "5", "--heads", "4"]) == 2
+    assert "hidden (5) must be a positive multiple of heads (4) for GAT" in capsys.readouterr().err
+    assert main(["plan", "--nodes", "1e6", "--mode", "full", "--batch-size", "7"]) == 0
+    header = capsys.readouterr().out.strip().splitlines()[0]
+    assert "full graph" in header and "batch" not in header and "fan-outs" not in header
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--compression", "100"], dict(rank=None, compression=100.0)),  # the script's rank 16 gives way
+    (["--compression", "100", "--rank", "4"], None),                   # typed both: refused as ttgnn train does
+    (["--num-layers", "2"], None),                                    # fan-outs 15,10,5: refused, not overwritten
+    (["--num-layers", "2", "--fanouts", "5,5"], dict(num_layers=2, fanouts=[5, 5])),
+    (["--fanouts", "5,5"], dict(num_layers=2)),                       # one layer per fan-out, as before
+])
+def test_a_training_script_keeps_what_is_typed_and_its_own_defaults_give_way(argv, expected):
+    # The mini-batch examples overwrote --num-layers with the fan-outs' count, and refused --compression
+    # because of a rank the user never typed.
+    from ttgnn.cli import script_parser, start_script
+    from ttgnn.config import TrainConfig
+
+    parser = script_parser("test", TrainConfig(dataset="ogbn-products", rank=16, mode="minibatch",
+                                               fanouts=[15, 10, 5]))
+    args, config = start_script(parser, argv)
+    if expected is None:
+        with pytest.raises(ValueError):
+            config.validate()
+    else:
+        config.validate()
+        assert {key: getattr(config, key) for key in expected} == expected

@@ -355,3 +355,14 @@ def test_auto_rank_keeps_a_rank_at_exactly_the_floor_and_sampled_eval_default():
     assert TTShape.build(90_000, 8, 8, None, None, None).compression_ratio == AUTO_MIN_COMPRESSION
     assert auto_rank(90_000, 8) == 8
     check_label_inputs_with_sampled_eval(0, [5, 5])  # no spreading unless asked
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(num_layers=65), "num_layers must be at most 64, got 65"),  # 10^5 layers filled the memory
+    (dict(num_threads=4097), "num_threads must be at most 4096, got 4097"),  # 2**31 overflowed in torch
+    (dict(model="gat", hidden=5, heads=4), r"hidden \(5\) must be a positive multiple of heads \(4\) for GAT"),
+])
+def test_sizes_past_what_a_run_can_take_are_refused_before_any_data(settings, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**settings).validate()
+    TrainConfig(num_layers=64, num_threads=4096, model="sage", hidden=5, heads=4).validate()

@@ -189,3 +189,24 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
     with exclusive_lock(tmp_path / "masked.lock"):
         pass
     assert stat.S_IMODE((tmp_path / "masked.lock").stat().st_mode) == 0o664  # a plain file's mode
+
+
+def test_check_output_file_makes_a_file_to_be_sure_where_permissions_say_yes(tmp_path, monkeypatch):
+    # os.access says yes to root everywhere: `--output /proc/x.csv` was found unwritable only after the
+    # work, in an error naming a hidden temporary file.
+    import errno
+    import tempfile
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tempfile, "mkstemp", read_only)
+        with pytest.raises(ValueError, match=rf"^cannot write --output {tmp_path}/x.csv: no file can be made in "
+                                             rf"folder {tmp_path} \(Read-only file system\)$"):
+            check_output_file(tmp_path / "x.csv", "--output")
+    if Path("/proc/self").is_dir():  # Linux: no file can be made in /proc, whoever asks
+        with pytest.raises(ValueError, match=r"^cannot write --output /proc/x.npy: no file can be made in folder /proc"):
+            check_output_file("/proc/x.npy", "--output")
+    assert check_output_file(tmp_path / "x.csv") == tmp_path / "x.csv"
+    assert list(tmp_path.iterdir()) == []  # the probe is gone

@@ -237,3 +237,15 @@ def test_a_spectral_init_is_computed_for_the_full_tables_stage_only(tmp_path, pl
     assert not any(m.startswith("spectral init: TT-SVD") for m in messages)
     assert result["from_full"]["svd_relative_error"] < 1e-5  # the start is the full table's, as before
     assert _full_metrics(tmp_path / "run")["settings"]["init"] == "spectral"
+
+
+@pytest.mark.parametrize("changed, name", [(dict(finetune_distill=0.0), "finetune_distill"),
+                                           (dict(finetune_lr=0.5), "finetune_lr")])
+def test_a_resume_that_changes_the_tt_stages_rate_or_distillation_is_refused_by_its_name(tmp_path, planted,
+                                                                                        changed, name):
+    # A changed --finetune-distill was taken and recorded as the whole run's (epochs 1-2 had trained
+    # with the old weight); a changed --finetune-lr was refused as "lr", which sent users to --lr.
+    out = tmp_path / "run"
+    train(_config(out), planted)
+    with pytest.raises(ValueError, match=rf"was written with {name}=.*, this run has {name}="):
+        train(_config(out, resume=True, finetune_epochs=4, **changed), planted)

@@ -369,3 +369,20 @@ def test_a_cache_file_never_unpickles(graph, tmp_path, caplog):
     again = leading_eigenvectors(indptr, indices, n, 2, cache_dir=tmp_path)
     assert RAN == [] and "is corrupted or mismatched" in caplog.text
     np.testing.assert_allclose(np.abs(again.T @ first), np.eye(2), atol=1e-6)
+
+
+def test_spectral_vectors_left_unread_by_the_auto_init_are_warned_of(planted, caplog):
+    # --spectral-vectors 4 on a graph of many labels, where --init auto picks gaussian, was dropped
+    # without a word (metrics recorded spectral_vectors None).
+    import logging
+
+    import ttgnn.train as ttrain
+    from configs import small_config
+
+    config = small_config(None, init="auto", spectral_vectors=4)
+    settled = ttrain.settle_by_graph(config, planted)
+    assert settled.init == "gaussian"  # half the planted graph's nodes are training nodes
+    with caplog.at_level(logging.WARNING, logger="ttgnn.train"):
+        ttrain._log_settled(config, settled, planted)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "spectral_vectors=4: not read, the table init is gaussian (give init='spectral' to use eigenvectors); ignored"]

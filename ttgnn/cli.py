@@ -346,9 +346,13 @@ def explicit_options(parser: argparse.ArgumentParser, argv: Optional[Sequence[st
 
     marker = object()
     probe = copy.deepcopy(parser)
-    for action in probe._actions:
-        if action.dest != "help":
-            action.default = marker
+    parsers = [probe]
+    while parsers:  # the parser and its subcommands' parsers
+        for action in parsers.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif action.dest != "help":
+                action.default = marker
     parsed = probe.parse_args(argv)
     return {dest for dest, value in vars(parsed).items() if value is not marker}
 
@@ -363,7 +367,7 @@ def small_run(config: TrainConfig, given: set, forced: Sequence[str] = (), **set
         log.warning("--tiny: %s not read (the smoke run sets %s itself)",
                     ", ".join("--" + key.replace("_", "-") for key in replaced), "them" if len(replaced) > 1 else "it")
     kept = {key: value for key, value in settings.items() if key in forced or key not in given}
-    return dataclasses.replace(config, **kept)
+    return layers_for_fanouts(dataclasses.replace(config, **kept), given)
 
 
 def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) -> Optional[dict]:
@@ -378,6 +382,7 @@ def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) ->
     config.validate()  # before any process group or data loading
     unused = _unread_table_options(args)
     unsampled = _unread_sampling_options(args)
+    unread = _unread_model_options(args)
     if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
         raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
                          f"got {args.dist_timeout}")
@@ -390,6 +395,8 @@ def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) ->
         if unsampled and ctx.is_main:
             log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
                         ", ".join(unsampled))
+        for options, reason in unread if ctx.is_main else ():
+            log.warning("%s: not read %s; ignored", ", ".join(options), reason)
         if not config.output_dir and ctx.is_main:  # a long run a user cannot resume or predict with after
             log.warning("no --output-dir: this run keeps no checkpoint, best model or metrics.json (give "
                         "--output-dir DIR to resume it and to use it with `ttgnn predict`)")
@@ -409,9 +416,28 @@ def start_script(parser: argparse.ArgumentParser,
     from .allocator import configure_allocator
 
     args = parser.parse_args(argv)
+    args.given = explicit_options(parser, argv)
     configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    return args, config_from_args(args)
+    config = config_from_args(args)
+    # A script's own defaults give way to the options that size the same thing (the user never
+    # typed --rank 8 beside --compression 100): dropped where the command line gives the other.
+    for given_one, defaults in ((("compression", "max_params"), ("rank",)), (("dim",), ("col_shape",)),
+                                (("num_cores",), ("row_shape",))):
+        if args.given & set(given_one):
+            for key in defaults:
+                if key not in args.given:
+                    setattr(args, key, None)
+                    setattr(config, key, None)
+    return args, layers_for_fanouts(config, args.given)
+
+
+def layers_for_fanouts(config: TrainConfig, given: set) -> TrainConfig:
+    """``config`` with one layer per fan-out in mini-batch mode where the command line (``given``)
+    did not set ``--num-layers`` itself (a count given that differs is refused by validation)."""
+    if config.mode == "minibatch" and "num_layers" not in given:
+        return dataclasses.replace(config, num_layers=len(config.fanouts))
+    return config
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -428,15 +454,44 @@ def _unread_table_options(args: argparse.Namespace) -> list[str]:
     what is listed was typed."""
     if args.embedding == "tt":
         return []
+    given = getattr(args, "given", None)  # the options typed (main and start_script record them)
     unused = [option for option, value in (("--rank", args.rank), ("--num-cores", args.num_cores),
                                            ("--row-shape", args.row_shape), ("--col-shape", args.col_shape),
                                            ("--compression", args.compression), ("--max-params", args.max_params))
-              if value is not None]
+              if value is not None and (given is None or _dest(option) in given)]
+    # options with a value by default: named only where the command line is known to have typed them
+    typed = (lambda *options: [o for o in options if _dest(o) in given]) if given is not None else (lambda *o: [])
     if args.embedding == "full":
-        return unused + (["--init ortho"] if args.init == "ortho" else [])
+        return unused + (["--init ortho"] if args.init == "ortho" else []) + typed("--order")
     # the node features are the input: no table to start
     return (unused + ([f"--init {args.init}"] if args.init != "auto" else [])
-            + (["--spectral-vectors"] if args.spectral_vectors is not None else []))
+            + (["--spectral-vectors"] if args.spectral_vectors is not None else [])
+            + typed("--dim", "--init-scale", "--emb-lr", "--emb-weight-decay", "--order"))
+
+
+def _dest(option: str) -> str:
+    return option[2:].replace("-", "_")
+
+
+def _unread_model_options(args: argparse.Namespace) -> list[tuple[list[str], str]]:
+    """``(options, reason)`` for options typed on the command line that this run's other settings
+    leave unread: GAT's with GraphSAGE, label input's without it, the TT stage's without
+    ``--from-full``. Empty where the typed options are not known (``args.given``)."""
+    given = getattr(args, "given", None)
+    if given is None:
+        return []
+    found = []
+    for condition, options, reason in (
+            (args.model == "sage", ("--heads", "--attn-dropout"), "with --model sage"),
+            (args.label_input is False, ("--label-rate",), "with --no-label-input"),
+            (args.from_full is False, ("--finetune-lr", "--finetune-epochs", "--finetune-distill"),
+             "with --no-from-full"),
+            (args.from_full is not False and args.mode == "minibatch", ("--finetune-distill",),
+             "with --mode minibatch (distillation is a full-graph step's)")):
+        typed = [option for option in options if _dest(option) in given]
+        if condition and typed:
+            found.append((typed, reason))
+    return found
 
 
 def _unread_sampling_options(args: argparse.Namespace) -> list[str]:
@@ -684,8 +739,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         results[world_size] = plans
         if not args.json:
             tt = plans["tt"].details
+            steps = (f"fan-outs {args.fanouts}, batch {args.batch_size}/rank" if args.mode == "minibatch"
+                     else "full graph")  # full-graph steps read neither (only the fan-outs' count)
             print(f"\n{nodes:,} nodes x {args.dim}, {args.model} {len(args.fanouts)} layers x {args.hidden}, "
-                  f"fan-outs {args.fanouts}, batch {args.batch_size}/rank, {args.optimizer}, {world_size} rank(s); "
+                  f"{steps}, {args.optimizer}, {world_size} rank(s); "
                   f"TT {tt['row_shape']} x {tt['col_shape']} ranks {tt['ranks']}: {tt['parameters']:,} parameters; "
                   f"evaluation {tt['evaluation']}"
                   + (f" (fan-outs {tt['eval_fanouts']}, batch {args.eval_batch_size})" if tt["eval_fanouts"] else "")
@@ -857,6 +914,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "train":
+        args.given = explicit_options(parser, argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return report_errors(f"ttgnn {args.command}", lambda: args.func(args), trains=args.command == "train")

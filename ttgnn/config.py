@@ -20,12 +20,17 @@ __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTO
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
            "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for", "AUTO_LOSS",
-           "loss_for", "MAX_LR", "check_int"]
+           "loss_for", "MAX_LR", "MAX_LAYERS", "MAX_THREADS", "check_int"]
 
 #: The largest learning rate a run takes. Near float32's limit (3.4e38) Adam's first step, the rate
 #: divided by ``1 - beta1 = 0.1``, overflows inside the optimiser; a rate far below that can already
 #: send the loss to NaN, which :func:`ttgnn.train.train` stops on (``TrainingDiverged``).
 MAX_LR = 1e6
+#: The most GNN layers a run takes (each adds a layer of weights and, when sampling, a hop of
+#: neighbours; 10^5 layers filled the memory before the first step).
+MAX_LAYERS = 64
+#: The most torch threads a run takes (2**31 overflowed inside torch; 10^5 threads exhausted the memory map).
+MAX_THREADS = 4096
 
 #: ``label_input=None`` turns label input on when the training split holds at least this share of
 #: the nodes: on ogbn-arxiv (54% training nodes) it added 2.3 points of validation accuracy, on
@@ -308,13 +313,17 @@ class TrainConfig:
 
     def resume_keys(self) -> tuple:
         """The settings a resumed run must share with the run that wrote its checkpoint:
-        :attr:`RESUME_KEYS` and :attr:`RESUME_TRAINING_KEYS`; with neighbour sampling also
+        :attr:`RESUME_KEYS` and :attr:`RESUME_TRAINING_KEYS`; with ``from_full`` also ``finetune_lr``
+        and ``finetune_distill``; with neighbour sampling also
         ``fanouts`` and ``batch_size``; with a learning-rate schedule other than ``constant`` also
         ``epochs`` (the schedule spans them). ``epochs`` may otherwise grow, or shrink down to the
         checkpoint's epoch (:func:`~ttgnn.train.restore_run` refuses less), and settings
         that do not change what is computed (threads, device, paths, progress, evaluation) may differ.
         """
-        keys = self.RESUME_KEYS + self.RESUME_TRAINING_KEYS
+        keys = self.RESUME_KEYS
+        if self.from_full:  # the TT stage's rate and distillation weight (named before the lr they set)
+            keys += ("finetune_lr", "finetune_distill")
+        keys += self.RESUME_TRAINING_KEYS
         if self.mode == "minibatch":
             keys += ("fanouts", "batch_size")
         if self.lr_schedule != "constant":
@@ -347,6 +356,11 @@ class TrainConfig:
         for key in ("rank", "num_threads", "num_cores"):
             if getattr(self, key) is not None:
                 check_int(key, getattr(self, key), 1)
+        for key, most in (("num_layers", MAX_LAYERS), ("num_threads", MAX_THREADS)):
+            if getattr(self, key) is not None and getattr(self, key) > most:
+                raise ValueError(f"{key} must be at most {most}, got {getattr(self, key)}")
+        if self.model == "gat" and self.hidden % self.heads:  # refused by the model only after the data loaded
+            raise ValueError(f"hidden ({self.hidden}) must be a positive multiple of heads ({self.heads}) for GAT")
         check_int("seed", self.seed, 0)
         if self.seed >= 2**31:  # refused by the node order only after a from_full stage had trained
             raise ValueError(f"seed must be below 2**31 (it seeds the node order's partitioner too), got {self.seed}")

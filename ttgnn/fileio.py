@@ -75,6 +75,13 @@ def check_output_file(path: PathLike, option: str = "path") -> Path:
         raise ValueError(f"cannot write {option} {path}: {above} is a file, not a folder")
     if not os.access(above, os.W_OK | os.X_OK):
         raise ValueError(f"cannot write {option} {path}: folder {above} is not writable")
+    try:  # os.access says yes to root everywhere (/proc too): a file made and removed says it for sure
+        fd, probe = tempfile.mkstemp(dir=above, prefix=".ttgnn-probe.", suffix=".tmp")
+    except OSError as err:
+        raise ValueError(f"cannot write {option} {path}: no file can be made in folder {above} "
+                         f"({err.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
     return path
 
 

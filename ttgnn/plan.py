@@ -178,6 +178,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         check_int(name, value, 1)
     if model not in ("sage", "gat"):
         raise ValueError(f"model must be 'sage' or 'gat', got {model!r}")
+    if model == "gat" and hidden % heads:  # ttgnn train refuses it
+        raise ValueError(f"hidden ({hidden}) must be a positive multiple of heads ({heads}) for GAT")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if mode not in ("minibatch", "full"):

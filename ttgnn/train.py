@@ -365,6 +365,9 @@ def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset
                  "--init to choose)", settled.init,
                  f" ({settled.spectral_vectors} eigenvectors)" if settled.spectral_vectors else "", share,
                  f"{dataset.num_nodes:,}", threshold, f"{AUTO_SPECTRAL_MAX_NODES:,}")
+        if config.spectral_vectors is not None and settled.init != "spectral":
+            log.warning("spectral_vectors=%d: not read, the table init is %s (give init='spectral' to use "
+                        "eigenvectors); ignored", config.spectral_vectors, settled.init)
     if settled.eval_fanouts is not None and config.eval_fanouts is None:
         log.info("evaluation on sampled neighbourhoods (fan-outs %s) of the split nodes: %s nodes, more than %s "
                  "for exact inference (--eval-fanouts to choose)", settled.eval_fanouts,
