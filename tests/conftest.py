@@ -7,6 +7,23 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_dir(tmp_path_factory):
+    """Caches the tests write without naming a folder (node orders, eigenvectors, ogb's files) go
+    to one folder of this session, not to ``~/.cache/ttgnn``: results do not depend on earlier runs."""
+    old = os.environ.get("TTGNN_CACHE")
+    cache = tmp_path_factory.mktemp("ttgnn-cache")
+    builds = (Path(old) if old else Path.home() / ".cache" / "ttgnn") / "ext"
+    if builds.is_dir():  # kernels compiled on first use stay found (a rebuild takes minutes)
+        (cache / "ext").symlink_to(builds, target_is_directory=True)
+    os.environ["TTGNN_CACHE"] = str(cache)
+    yield
+    if old is None:
+        os.environ.pop("TTGNN_CACHE", None)
+    else:
+        os.environ["TTGNN_CACHE"] = old
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The real graphs' root (``$TTGNN_DATA``, else ``./dataset``).

@@ -1140,3 +1140,28 @@ def test_a_training_script_keeps_what_is_typed_and_its_own_defaults_give_way(arg
     else:
         config.validate()
         assert {key: getattr(config, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize("argv, dropped", [
+    (["--num-cores", "4"], ("row_shape", "col_shape")),   # both shapes fix the number of cores
+    (["--row-shape", "10,10,10,10"], ("col_shape",)),     # a typed shape of another length
+    (["--col-shape", "16,8"], ("row_shape",)),
+    (["--dim", "64"], ("col_shape",)),
+])
+def test_a_scripts_shapes_give_way_to_typed_options_that_fix_them(argv, dropped):
+    from ttgnn.cli import script_parser, start_script
+    from ttgnn.config import TrainConfig
+
+    shapes = dict(row_shape=[55, 55, 56], col_shape=[8, 4, 4])
+    args, config = start_script(script_parser("test", TrainConfig(rank=8, **shapes)), argv)
+    config.validate()
+    assert all(getattr(config, key) is None for key in dropped)
+    assert all(getattr(config, key) == value for key, value in shapes.items() if key not in dropped
+               and "--" + key.replace("_", "-") not in argv)
+
+
+def test_gat_options_are_named_unread_where_auto_trains_graphsage():
+    from ttgnn.cli import _unread_model_options
+
+    assert _unread_model_options(_typed(["train", "--mode", "minibatch", "--heads", "8"])) == [
+        (["--heads"], "by GraphSAGE, which --model auto trains when sampling")]

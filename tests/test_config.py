@@ -366,3 +366,10 @@ def test_sizes_past_what_a_run_can_take_are_refused_before_any_data(settings, me
     with pytest.raises(ValueError, match=message):
         TrainConfig(**settings).validate()
     TrainConfig(num_layers=64, num_threads=4096, model="sage", hidden=5, heads=4).validate()
+
+
+def test_the_gat_width_is_checked_where_auto_picks_gat():
+    # model "auto" in full-graph mode trains GAT: --hidden 130 with 4 heads failed only after the data loaded.
+    with pytest.raises(ValueError, match=r"hidden \(130\) must be a positive multiple of heads \(4\) for GAT"):
+        TrainConfig(model="auto", mode="full", hidden=130, heads=4).validate()
+    TrainConfig(model="auto", mode="minibatch", hidden=130, heads=4, fanouts=[5, 5, 5]).validate()  # GraphSAGE

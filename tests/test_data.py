@@ -865,3 +865,18 @@ def test_an_empty_cache_directory_is_refused_not_the_working_folder():
     for empty in ("", "  "):  # (Path("") is Path("."), the working folder named)
         with pytest.raises(ValueError, match="the cache directory is empty"):
             default_cache_dir(empty)
+
+
+def test_blank_lines_after_the_last_label_are_not_nodes(tmp_path):
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [1, 2]], labels=[0, 1, 0, 1, "", ""],
+                               split={"train": [0, 1], "valid": [2], "test": [3]})
+    assert load_dataset(folder).labels.tolist() == [0, 1, 0, 1]
+
+
+def test_a_node_id_that_only_unsigned_64_bits_hold_is_named_not_wrapped(tmp_path):
+    # pandas reads such a column as uint64; the cast made 18446744073709551615 node -1
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [1, 2]], labels=[0, 1, 0, 1],
+                               split={"train": [0, 18446744073709551615], "valid": [2], "test": [3]})
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {folder / 'split' / 'random' / 'train.csv.gz'}, line 2: [18446744073709551615] "
+        "holds a value beyond 64-bit integers")

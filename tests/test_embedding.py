@@ -79,7 +79,7 @@ def test_only_requested_rows_are_computed(monkeypatch):
         seen.append(rows.clone())
         return tt_lookup_reference(cores, rows)
 
-    monkeypatch.setattr(embedding_module, "tt_lookup", spy)
+    monkeypatch.setattr(embedding_module, "lookup_checked_rows", spy)
     emb = TTNodeEmbedding(10_000, 16, ranks=4)
     emb(torch.tensor([[3, 9999], [3, 17]]))
     assert seen[0].tolist() == [3, 9999, 3, 17]
@@ -571,3 +571,9 @@ def test_from_pretrained_of_a_table_that_requires_grad_leaves_its_graph_alone():
     torch.testing.assert_close(emb.full_weight().detach(), scaled.detach(), rtol=1e-4, atol=1e-5)
     emb(torch.arange(5)).sum().backward()
     assert source.weight.grad is None  # nothing flowed back into the source table
+
+
+def test_repr_of_a_compressed_table_reinitialised_names_its_init_again():
+    emb = TTNodeEmbedding.from_pretrained(torch.randn(60, 8, generator=torch.Generator().manual_seed(0)), 2)
+    emb.reset_parameters()
+    assert "init='gaussian'" in repr(emb) and "from_pretrained" not in repr(emb)

@@ -396,3 +396,19 @@ def test_tt_svd_returns_the_relative_error_and_the_weights_dtype():
     assert tt_svd(weight * 1e-3, shape)[1] == pytest.approx(error, rel=1e-5)
     assert tt_svd(torch.zeros(60, 8), shape)[1] == 0.0
     assert all(c.dtype == torch.float64 for c in tt_svd(weight.double(), shape)[0])
+
+
+def test_gaussian_core_std_keeps_the_closed_form_where_it_holds():
+    # seeded float64 runs drew their cores with this formula: the logarithmic one moved the last bit
+    for ranks in ([1, 8, 8, 1], [1, 16, 16, 16, 1], [1, 3, 1]):
+        for std in (0.1, 1.0, 0.37, 2.5):
+            assert gaussian_core_std(ranks, std) == (std**2 / math.prod(ranks)) ** (1.0 / (2 * (len(ranks) - 1)))
+
+
+def test_a_numpy_array_of_one_number_and_an_int_past_floats_range_as_a_scale():
+    import numpy as np
+    from ttgnn.init import check_scale
+
+    assert check_scale("std", np.array(0.5)) == 0.5 and check_scale("std", np.array([2])) == 2.0
+    with pytest.raises(ValueError, match="std must be a finite number > 0"):
+        check_scale("std", 10**400)

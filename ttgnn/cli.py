@@ -33,7 +33,7 @@ from .choices import (DEVICES, EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHED
 from .config import (AUTO_FROM_FULL_MAX_NODES, AUTO_LABEL_REUSE, AUTO_LABEL_REUSE_FEW_LABELS, AUTO_LABEL_SPREAD,
                      AUTO_LOSS, AUTO_MIN_COMPRESSION, AUTO_MODEL, AUTO_RANK, AUTO_RANK_FEW_LABELS,
                      AUTO_SPECTRAL_MAX_NODES, AUTO_SPECTRAL_VECTORS, LABEL_INPUT_MIN_TRAIN_FRACTION,
-                     SAMPLED_EVAL_MIN_NODES, TrainConfig)
+                     SAMPLED_EVAL_MIN_NODES, TrainConfig, model_for)
 from .fileio import NODE_COLUMN_SUFFIXES
 from .plan import DEFAULT_AVG_DEGREE, DEFAULT_CLASSES, OPTIMIZERS
 
@@ -409,6 +409,12 @@ def start_script(parser: argparse.ArgumentParser,
     """Parses the command line of a training script and prepares the process as ``ttgnn train``
     does: freed memory kept (:func:`ttgnn.allocator.configure_allocator`), INFO logs on stderr.
 
+    ``args.given`` holds the options the command line typed (:func:`explicit_options`). The
+    script's own defaults give way to typed options that size the same thing: its rank to
+    ``--compression``/``--max-params``, its column shape to ``--dim``, its shapes to
+    ``--num-cores`` or to a typed shape of another length. In mini-batch mode the layers follow
+    the fan-outs unless ``--num-layers`` is typed (:func:`layers_for_fanouts`).
+
     Returns:
         ``(args, config)``: every parsed option, and the :class:`~ttgnn.config.TrainConfig` of the
         ``ttgnn train`` ones.
@@ -423,12 +429,17 @@ def start_script(parser: argparse.ArgumentParser,
     # A script's own defaults give way to the options that size the same thing (the user never
     # typed --rank 8 beside --compression 100): dropped where the command line gives the other.
     for given_one, defaults in ((("compression", "max_params"), ("rank",)), (("dim",), ("col_shape",)),
-                                (("num_cores",), ("row_shape",))):
+                                (("num_cores",), ("row_shape", "col_shape"))):
         if args.given & set(given_one):
             for key in defaults:
                 if key not in args.given:
                     setattr(args, key, None)
                     setattr(config, key, None)
+    for typed, other in (("row_shape", "col_shape"), ("col_shape", "row_shape")):  # a shape of other length
+        if (typed in args.given and other not in args.given and getattr(config, other) is not None
+                and len(getattr(config, typed)) != len(getattr(config, other))):
+            setattr(args, other, None)
+            setattr(config, other, None)
     return args, layers_for_fanouts(config, args.given)
 
 
@@ -450,8 +461,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _unread_table_options(args: argparse.Namespace) -> list[str]:
     """The options given to ``ttgnn train`` that the input does not read: the TT table's, with
     ``--embedding full`` (a normal or spectral table), and every table option with ``features`` (no
-    table at all). They would change nothing. Their defaults are ``None`` (``--init auto``), so
-    what is listed was typed."""
+    table at all). They would change nothing. The TT options' defaults are ``None`` (``--init
+    auto``), so those listed were typed; options with other defaults (``--dim``, ``--order``...) are
+    listed only where ``args.given`` says they were typed."""
     if args.embedding == "tt":
         return []
     given = getattr(args, "given", None)  # the options typed (main and start_script record them)
@@ -482,7 +494,8 @@ def _unread_model_options(args: argparse.Namespace) -> list[tuple[list[str], str
         return []
     found = []
     for condition, options, reason in (
-            (args.model == "sage", ("--heads", "--attn-dropout"), "with --model sage"),
+            (model_for(args.model, args.mode) == "sage", ("--heads", "--attn-dropout"),
+             "with --model sage" if args.model == "sage" else "by GraphSAGE, which --model auto trains when sampling"),
             (args.label_input is False, ("--label-rate",), "with --no-label-input"),
             (args.from_full is False, ("--finetune-lr", "--finetune-epochs", "--finetune-distill"),
              "with --no-from-full"),

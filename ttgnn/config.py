@@ -20,7 +20,7 @@ __all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTO
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
            "few_labels", "label_input_for", "AUTO_LABEL_REUSE", "AUTO_LABEL_REUSE_FEW_LABELS", "label_reuse_for",
            "LABEL_SPREAD_ALPHA", "AUTO_LABEL_SPREAD", "label_spread_for", "AUTO_MODEL", "model_for", "AUTO_LOSS",
-           "loss_for", "MAX_LR", "MAX_LAYERS", "MAX_THREADS", "check_int"]
+           "loss_for", "MAX_LR", "MAX_LAYERS", "MAX_THREADS", "check_int", "check_gat_width"]
 
 #: The largest learning rate a run takes. Near float32's limit (3.4e38) Adam's first step, the rate
 #: divided by ``1 - beta1 = 0.1``, overflows inside the optimiser; a rate far below that can already
@@ -359,8 +359,8 @@ class TrainConfig:
         for key, most in (("num_layers", MAX_LAYERS), ("num_threads", MAX_THREADS)):
             if getattr(self, key) is not None and getattr(self, key) > most:
                 raise ValueError(f"{key} must be at most {most}, got {getattr(self, key)}")
-        if self.model == "gat" and self.hidden % self.heads:  # refused by the model only after the data loaded
-            raise ValueError(f"hidden ({self.hidden}) must be a positive multiple of heads ({self.heads}) for GAT")
+        if model_for(self.model, self.mode) == "gat":  # refused by the model only after the data loaded
+            check_gat_width(self.hidden, self.heads)
         check_int("seed", self.seed, 0)
         if self.seed >= 2**31:  # refused by the node order only after a from_full stage had trained
             raise ValueError(f"seed must be below 2**31 (it seeds the node order's partitioner too), got {self.seed}")
@@ -544,6 +544,13 @@ def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_sha
     except ValueError:  # even rank 1 is under the ratio
         return 1
     return max(shape.ranks) if largest else min(max(shape.ranks), rank)
+
+
+def check_gat_width(hidden: int, heads: int) -> None:
+    """Raise ``ValueError`` unless ``hidden`` splits evenly over ``heads`` (GAT's layers concatenate
+    ``heads`` outputs of ``hidden // heads`` features)."""
+    if heads < 1 or hidden % heads:
+        raise ValueError(f"hidden ({hidden}) must be a positive multiple of heads ({heads}) for GAT")
 
 
 def model_for(model: str, mode: str) -> str:

@@ -312,6 +312,13 @@ def _first_bad_row(bad: np.ndarray) -> int:
     return int(np.argwhere(bad.reshape(bad.shape[0], -1).any(axis=1))[0][0]) + 1
 
 
+def _blank_rows(values: np.ndarray) -> np.ndarray:
+    """``(rows,)``: whether each row of a table read by :func:`_read_csv` is empty (a blank line)."""
+    import pandas as pd
+
+    return pd.isna(pd.DataFrame(values)).to_numpy().all(axis=1)
+
+
 def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = False) -> Optional[np.ndarray]:
     """Read a header-less gzip CSV into a 2-D array; errors name the file (and the line of a bad value).
 
@@ -329,7 +336,7 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
         frame = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False)
         values = frame.values
         if not blank_lines:
-            filled = np.flatnonzero(~pd.isna(frame).all(axis=1).to_numpy())
+            filled = np.flatnonzero(~_blank_rows(values))
             values = values[: filled[-1] + 1 if filled.size else 0]  # trailing blank lines: not rows
             if values.shape[0] == 0:
                 raise pd.errors.EmptyDataError("no data")
@@ -349,7 +356,15 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
 
 def _integers(values: np.ndarray, path: Path) -> np.ndarray:
     """``values`` as int64, refusing non-numbers, NaNs and fractions (never truncated) with file and line."""
-    if values.dtype.kind in "iu":
+    if values.dtype.kind == "i":
+        return values.astype(np.int64)
+    if values.dtype.kind == "u":  # pandas reads a column as uint64 when a value passes int64's range
+        too_large = values > np.iinfo(np.int64).max
+        if too_large.any():
+            line = _first_bad_row(too_large)
+            raise ValueError(f"corrupted dataset file {path}, line {line}: "
+                             f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} holds a value beyond "
+                             "64-bit integers")
         return values.astype(np.int64)
     if values.dtype.kind != "f":
         import pandas as pd
@@ -516,7 +531,10 @@ def _read_raw_graph(raw: Path) -> tuple[int, np.ndarray, torch.Tensor]:
         raise ValueError(f"corrupted dataset file {raw / 'edge.csv.gz'}, line {line}: edge {edges[line - 1].tolist()} "
                          f"names a node outside [0, {num_nodes})")
     label_path = raw / "node-label.csv.gz"
-    labels = _labels_from(_read_csv(label_path, None, blank_lines=True), label_path, num_nodes)
+    values = _read_csv(label_path, None, blank_lines=True)
+    if values.shape[0] > num_nodes and _blank_rows(values[num_nodes:]).all():
+        values = values[:num_nodes]  # blank lines after the last node's label: not nodes
+    labels = _labels_from(values, label_path, num_nodes)
     return num_nodes, np.ascontiguousarray(edges.T), labels
 
 

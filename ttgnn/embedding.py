@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from . import init as tt_init
-from .ops import check_in_range, kernel_applies, tt_dense_table, tt_lookup
+from .ops import check_in_range, kernel_applies, lookup_checked_rows, tt_dense_table
 from .shapes import TTShape
 
 __all__ = ["TTNodeEmbedding"]
@@ -145,6 +145,8 @@ class TTNodeEmbedding(nn.Module):
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
         """Re-initialise the cores with :attr:`init` and :attr:`init_scale`."""
         cores = list(self.cores)
+        if hasattr(self, "svd_relative_error"):  # the cores no longer come from from_pretrained's table
+            del self.svd_relative_error
         if self.init == "gaussian":
             tt_init.gaussian_(cores, std=self.init_scale, generator=generator)
         else:
@@ -275,7 +277,7 @@ class TTNodeEmbedding(nn.Module):
         if rows.numel() >= self.dense_fraction * self.shape.num_rows_padded and not kernel_applies(cores, rows):
             out = tt_dense_table(cores)[rows]  # most rows wanted and no kernel: contract all of them
         else:
-            out = tt_lookup(cores, rows)
+            out = lookup_checked_rows(cores, rows)  # _rows_of checked them
         return out.reshape(*indices.shape, self.embedding_dim)
 
     def all_rows(self) -> torch.Tensor:

@@ -17,6 +17,7 @@ import math
 import numbers
 from typing import Optional, Sequence
 
+import numpy as np
 import torch
 
 from .shapes import TTShape
@@ -38,16 +39,23 @@ def check_scale(name: str, value) -> float:
     """
     if isinstance(value, torch.Tensor) and value.numel() == 1 and not (value.is_complex() or value.dtype == torch.bool):
         value = value.item()
+    elif isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or not value > 0:
+    try:
+        number = float(value)
+    except OverflowError:  # an int past float's range
+        number = math.inf
+    if not math.isfinite(number) or not number > 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    return number
 
 
 def check_representable(value: float, entry_scales: Sequence[float], dtype: torch.dtype) -> None:
     """Raise ``ValueError`` when core or table entries of the typical sizes ``entry_scales`` (set by
-    the scale ``value``) would overflow or fall below ``dtype``'s normal numbers: an inf or zero table."""
+    the scale ``value``) would overflow or fall below ``dtype``'s normal numbers (an inf table, or one
+    of subnormals that lose their precision and flush to zero in products)."""
     info = torch.finfo(dtype)
     for scale in entry_scales:
         if not info.tiny <= scale <= info.max / 100:  # entries reach several times their scale: a margin
@@ -72,7 +80,10 @@ def gaussian_core_std(ranks: Sequence[int], std: float) -> float:
     independent core entries, so ``Var(W_ij) = sigma^(2K) * prod(r_k)``.
     """
     num_cores = len(ranks) - 1
-    # In logarithms: std**2 over- or underflows a float for scales beyond about 1e+-154.
+    square = std * std
+    if 0.0 < square < math.inf:  # the closed form, to the last bit as seeded runs have drawn it
+        return (square / math.prod(ranks)) ** (1.0 / (2 * num_cores))
+    # in logarithms where std**2 over- or underflows a float (scales beyond about 1e+-154)
     log_prod = sum(math.log(r) for r in ranks)
     return math.exp((2.0 * math.log(std) - log_prod) / (2 * num_cores))
 

@@ -37,7 +37,7 @@ from dgl.nn import GATConv, SAGEConv  # noqa: E402
 from .batches import loader_batches  # noqa: E402
 from .embedding import TTNodeEmbedding  # noqa: E402
 from .choices import EMBEDDINGS, GNN_BACKENDS, MODELS, NORMS, check_choice  # noqa: E402
-from .config import check_int  # noqa: E402
+from .config import check_gat_width, check_int  # noqa: E402
 from .layers import SparseGraph, TensorGATConv, TensorSAGEConv  # noqa: E402
 
 __all__ = ["NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
@@ -425,8 +425,7 @@ class GAT(GNN):
 
     def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int = 3, *, heads: int = 4,
                  attn_dropout: float = 0.0, **kwargs) -> None:
-        if heads < 1 or hidden % heads:
-            raise ValueError(f"hidden ({hidden}) must be a positive multiple of heads ({heads})")
+        check_gat_width(hidden, heads)
         self.heads = heads
         self.attn_dropout = attn_dropout
         super().__init__(in_dim, hidden, num_classes, num_layers, **kwargs)

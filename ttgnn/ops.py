@@ -155,10 +155,19 @@ def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor
     reference otherwise (other dtypes, or no extension).
     """
     cores = list(cores)
+    if not _use_kernel(cores, rows):
+        # The kernel checks the row range; the reference would wrap a bad row onto a valid one.
+        check_in_range(rows, math.prod(core.shape[0] for core in cores), "tt_lookup: row", "a TT table",
+                       RuntimeError)
+    return lookup_checked_rows(cores, rows)
+
+
+def lookup_checked_rows(cores: Sequence[Tensor], rows: Tensor) -> Tensor:
+    """:func:`tt_lookup` of ``rows`` its caller has range-checked (:class:`~ttgnn.TTNodeEmbedding`
+    checks every index): the reference path then skips a second check and host sync."""
+    cores = list(cores)
     if _use_kernel(cores, rows):
         return tt_lookup_kernel(cores, rows)
-    # The kernel checks the row range; the reference would wrap a bad row onto a valid one.
-    check_in_range(rows, math.prod(core.shape[0] for core in cores), "tt_lookup: row", "a TT table", RuntimeError)
     return tt_lookup_reference(cores, rows)
 
 

@@ -168,7 +168,7 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     Raises:
         ValueError: a value out of range (named in the message).
     """
-    from .config import check_eval_fanouts, check_int, eval_fanouts_for
+    from .config import check_eval_fanouts, check_gat_width, check_int, eval_fanouts_for
     from .shapes import TTShape
 
     for name, value in (("num_nodes", num_nodes), ("dim", dim), ("rank", rank), ("num_layers", num_layers),
@@ -178,8 +178,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         check_int(name, value, 1)
     if model not in ("sage", "gat"):
         raise ValueError(f"model must be 'sage' or 'gat', got {model!r}")
-    if model == "gat" and hidden % heads:  # ttgnn train refuses it
-        raise ValueError(f"hidden ({hidden}) must be a positive multiple of heads ({heads}) for GAT")
+    if model == "gat":  # ttgnn train refuses it
+        check_gat_width(hidden, heads)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if mode not in ("minibatch", "full"):
