@@ -179,7 +179,7 @@ _LIST_OPTIONS = [(["info", "--rows", "300"], option) for option in ("--row-shape
 
 
 @pytest.mark.parametrize("command, option", _LIST_OPTIONS)
-@pytest.mark.parametrize("value", [",", " , ,", "x"])
+@pytest.mark.parametrize("value", [",", " , ,", "x", "10,,300", "5,5,"])  # an empty element was dropped
 def test_a_list_option_given_no_number_is_refused_not_read_as_automatic(graph_root, tmp_path, capsys, command,
                                                                          option, value):
     where = ["--root", str(graph_root), "--output-dir", str(tmp_path / "run")] if command[0] == "train" else []
@@ -1165,3 +1165,12 @@ def test_gat_options_are_named_unread_where_auto_trains_graphsage():
 
     assert _unread_model_options(_typed(["train", "--mode", "minibatch", "--heads", "8"])) == [
         (["--heads"], "by GraphSAGE, which --model auto trains when sampling")]
+
+
+def test_partition_refuses_an_empty_output_and_upgrade_names_a_device_for_what_it_is(graph_root, capsys):
+    # --output "" wrote nothing without a word; upgrade-checkpoint /dev/null said "checkpoint not found"
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--no-cache", "--output", ""]) == 2
+    assert "--output is empty: give a file name" in capsys.readouterr().err
+    if os.path.exists("/dev/null"):
+        assert main(["upgrade-checkpoint", "/dev/null"]) == 2
+        assert "/dev/null is not a regular file" in capsys.readouterr().err

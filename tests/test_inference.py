@@ -248,6 +248,12 @@ def test_load_run_messages_log_line_and_a_file_without_settings(tmp_path, plante
         load_run(tmp_path / "run", planted)
     assert logged(caplog, "ttgnn.inference") == [
         f"loaded the best model of {tmp_path / 'run'} (epoch {metrics['best_epoch']}): sage + tt on planted-400"]
+    # a checkpoint.pt is the last epoch's state: it was announced as "the best model"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ttgnn.inference"):
+        load_run(tmp_path / "run" / "checkpoint.pt", planted)
+    assert logged(caplog, "ttgnn.inference")[-1].startswith(
+        f"loaded the last checkpoint (not the best model) of {tmp_path / 'run'} (epoch 1)")
     # weights without the settings they were trained with: not a model load_run can rebuild
     torch.save({"version": CHECKPOINT_VERSION, "epoch": 1, "model": {"w": torch.zeros(1)}}, tmp_path / "bare.pt")
     with pytest.raises(ValueError, match=r"^.*bare.pt is not a ttgnn best model \(it has no settings or no "

@@ -74,6 +74,8 @@ def load_checkpoint(path: PathLike) -> dict:
     """
     path = Path(path)
     if not path.is_file():
+        if path.exists() and not path.is_dir():  # a device, a FIFO: "not found" misled
+            raise ValueError(f"{path} is not a regular file: a checkpoint is a file that ttgnn train wrote")
         raise FileNotFoundError(f"checkpoint not found: {path}")
     _check_torch_save_file(path)
     try:
@@ -173,6 +175,8 @@ def upgrade_checkpoint(path: PathLike) -> bool:
         raise ValueError(f"{path} is a folder: give the checkpoint file in it ({path / CHECKPOINT_NAME} or "
                          f"{path / BEST_MODEL_NAME})")
     if not path.is_file():
+        if path.exists() and not path.is_dir():  # a device, a FIFO: "not found" misled
+            raise ValueError(f"{path} is not a regular file: a checkpoint is a file that ttgnn train wrote")
         raise FileNotFoundError(f"checkpoint not found: {path}")
     _check_torch_save_file(path)
     try:

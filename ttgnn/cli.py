@@ -66,8 +66,9 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.replace("x", ",").split(",") if v.strip()]
+    parts = text.replace("x", ",").split(",")
+    try:  # an empty element ("10,,300") is refused, not dropped: which number was meant is unknown
+        values = [int(v) for v in parts] if all(v.strip() for v in parts) else []
     except ValueError:
         values = []
     if not values:  # an empty list would read as "automatic" where the option is a shape
@@ -560,6 +561,8 @@ def _cmd_partition(args: argparse.Namespace) -> int:
             raise ValueError(f"--num-cores {args.num_cores} but --row-shape {','.join(map(str, args.row_shape))} has "
                              f"{len(args.row_shape)} factor(s), one per core; give one of them, or make them agree")
     outputs = {}
+    if args.output is not None and not args.output.strip():  # "" was no output at all, silently
+        raise ValueError("--output is empty: give a file name (.npy, .csv or .csv.gz), or leave the option out")
     if args.output:
         if Path(args.output).suffix and not args.output.lower().endswith(NODE_COLUMN_SUFFIXES):
             raise ValueError(f"--output: node orders go to a .npy, .csv or .csv.gz file (or a name without a "

@@ -144,7 +144,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     if config.mode == "full":
         graph = model.gnn.prepare_graph(graph, torch.device("cpu"))
     epoch = int(state.get("epoch", 0))
-    log.info("loaded the best model of %s (epoch %d): %s + %s on %s", folder, epoch, config.model, config.embedding,
+    which = "the best model" if "optimizer" not in state else "the last checkpoint (not the best model)"
+    log.info("loaded %s of %s (epoch %d): %s + %s on %s", which, folder, epoch, config.model, config.embedding,
              dataset.name)
     return FinishedRun(model, config, dataset, epoch, graph, best="optimizer" not in state,
                        stopped=_stopped_early(folder))
