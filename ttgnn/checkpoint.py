@@ -53,8 +53,13 @@ def _gist(err: Exception, most: int = 200) -> str:
 
 
 def _check_torch_save_file(path: Path) -> None:
-    """Raise ``ValueError`` unless ``path`` starts as :func:`torch.save` files do: a zip archive (the
-    format since torch 1.6) or a pickle (the legacy one)."""
+    """Raise unless ``path`` is a file that starts as :func:`torch.save` files do: a zip archive (the
+    format since torch 1.6) or a pickle (the legacy one). ``FileNotFoundError`` when nothing is
+    there, ``ValueError`` otherwise."""
+    if not path.is_file():
+        if path.exists() and not path.is_dir():  # a device, a FIFO: "not found" misled
+            raise ValueError(f"{path} is not a regular file: a checkpoint is a file that ttgnn train wrote")
+        raise FileNotFoundError(f"checkpoint not found: {path}")
     with open(path, "rb") as fh:
         head = fh.read(8)
     if not head:
@@ -73,10 +78,6 @@ def load_checkpoint(path: PathLike) -> dict:
             or is not a ttgnn checkpoint; the message says which.
     """
     path = Path(path)
-    if not path.is_file():
-        if path.exists() and not path.is_dir():  # a device, a FIFO: "not found" misled
-            raise ValueError(f"{path} is not a regular file: a checkpoint is a file that ttgnn train wrote")
-        raise FileNotFoundError(f"checkpoint not found: {path}")
     _check_torch_save_file(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
@@ -174,10 +175,6 @@ def upgrade_checkpoint(path: PathLike) -> bool:
     if path.is_dir():
         raise ValueError(f"{path} is a folder: give the checkpoint file in it ({path / CHECKPOINT_NAME} or "
                          f"{path / BEST_MODEL_NAME})")
-    if not path.is_file():
-        if path.exists() and not path.is_dir():  # a device, a FIFO: "not found" misled
-            raise ValueError(f"{path} is not a regular file: a checkpoint is a file that ttgnn train wrote")
-        raise FileNotFoundError(f"checkpoint not found: {path}")
     _check_torch_save_file(path)
     try:
         current = load_checkpoint(path)

@@ -381,22 +381,17 @@ def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) ->
     from .train import train
 
     config.validate()  # before any process group or data loading
-    unused = _unread_table_options(args)
-    unsampled = _unread_sampling_options(args)
-    unread = _unread_model_options(args)
+    unread = [(options, reason) for options, reason in (
+        (_unread_table_options(args), f"with --embedding {config.embedding}"),
+        (_unread_sampling_options(args), "with --mode full (the whole graph in every step)")) if options]
+    unread += _unread_model_options(args)
     if not 0 < args.dist_timeout <= MAX_DIST_TIMEOUT:  # NaN fails too
         raise ValueError(f"--dist-timeout must be a number of minutes in (0, {MAX_DIST_TIMEOUT:g}], "
                          f"got {args.dist_timeout}")
     # Under torchrun, one process per rank (gloo on CPU; NCCL, one GPU per rank); else one process.
     with tdist.distributed(device=args.device, timeout=datetime.timedelta(minutes=args.dist_timeout)) as ctx:
         tdist.configure_logging(ctx.rank, ctx.world_size)
-        if unused and ctx.is_main:  # once, not once per rank
-            log.warning("%s: not read with --embedding %s; ignored", ", ".join(unused),
-                        config.embedding)
-        if unsampled and ctx.is_main:
-            log.warning("%s: not read with --mode full (the whole graph in every step); ignored",
-                        ", ".join(unsampled))
-        for options, reason in unread if ctx.is_main else ():
+        for options, reason in unread if ctx.is_main else ():  # once, not once per rank
             log.warning("%s: not read %s; ignored", ", ".join(options), reason)
         if not config.output_dir and ctx.is_main:  # a long run a user cannot resume or predict with after
             log.warning("no --output-dir: this run keeps no checkpoint, best model or metrics.json (give "
@@ -473,13 +468,14 @@ def _unread_table_options(args: argparse.Namespace) -> list[str]:
                                            ("--compression", args.compression), ("--max-params", args.max_params))
               if value is not None and (given is None or _dest(option) in given)]
     # options with a value by default: named only where the command line is known to have typed them
-    typed = (lambda *options: [o for o in options if _dest(o) in given]) if given is not None else (lambda *o: [])
+    with_defaults = ("--order",) if args.embedding == "full" else \
+        ("--dim", "--init-scale", "--emb-lr", "--emb-weight-decay", "--order")
+    typed = [option for option in with_defaults if given is not None and _dest(option) in given]
     if args.embedding == "full":
-        return unused + (["--init ortho"] if args.init == "ortho" else []) + typed("--order")
+        return unused + (["--init ortho"] if args.init == "ortho" else []) + typed
     # the node features are the input: no table to start
     return (unused + ([f"--init {args.init}"] if args.init != "auto" else [])
-            + (["--spectral-vectors"] if args.spectral_vectors is not None else [])
-            + typed("--dim", "--init-scale", "--emb-lr", "--emb-weight-decay", "--order"))
+            + (["--spectral-vectors"] if args.spectral_vectors is not None else []) + typed)
 
 
 def _dest(option: str) -> str:

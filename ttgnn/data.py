@@ -359,12 +359,7 @@ def _integers(values: np.ndarray, path: Path) -> np.ndarray:
     if values.dtype.kind == "i":
         return values.astype(np.int64)
     if values.dtype.kind == "u":  # pandas reads a column as uint64 when a value passes int64's range
-        too_large = values > np.iinfo(np.int64).max
-        if too_large.any():
-            line = _first_bad_row(too_large)
-            raise ValueError(f"corrupted dataset file {path}, line {line}: "
-                             f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} holds a value beyond "
-                             "64-bit integers")
+        _refuse_past_int64(values > np.iinfo(np.int64).max, values, path)
         return values.astype(np.int64)
     if values.dtype.kind != "f":
         import pandas as pd
@@ -381,12 +376,17 @@ def _integers(values: np.ndarray, path: Path) -> np.ndarray:
         line = _first_bad_row(bad)
         raise ValueError(f"corrupted dataset file {path}, line {line}: "
                          f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} is not a list of integers")
-    too_large = np.abs(values) >= 2.0**63  # the cast would wrap them (with a NumPy warning) into other ids
+    _refuse_past_int64(np.abs(values) >= 2.0**63, values, path)
+    return values.astype(np.int64)
+
+
+def _refuse_past_int64(too_large: np.ndarray, values: np.ndarray, path: Path) -> None:
+    """Raise ``ValueError`` naming the first line where ``too_large`` holds: values the cast to int64
+    would wrap (with a NumPy warning at most) into other ids."""
     if too_large.any():
         line = _first_bad_row(too_large)
         raise ValueError(f"corrupted dataset file {path}, line {line}: "
                          f"{values.reshape(values.shape[0], -1)[line - 1].tolist()} holds a value beyond 64-bit integers")
-    return values.astype(np.int64)
 
 
 def _one_count(path: Path, required: bool) -> Optional[int]:
@@ -409,16 +409,14 @@ def _read_split(folder: Path, kind: Optional[str] = None) -> tuple[dict, dict]:
     kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir())
     if not kinds:
         raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
-    if kind is not None:
-        if kind not in kinds:
-            raise FileNotFoundError(f"dataset split folder not found: {split_root / kind} ({split_root} holds "
-                                    f"{', '.join(kinds)})")
-    elif len(kinds) > 1:
+    if kind is None:
         kind = kinds[0]
-        log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
-                    ", ".join(kinds), kind)
-    else:
-        kind = kinds[0]
+        if len(kinds) > 1:
+            log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
+                        ", ".join(kinds), kind)
+    elif kind not in kinds:
+        raise FileNotFoundError(f"dataset split folder not found: {split_root / kind} ({split_root} holds "
+                                f"{', '.join(kinds)})")
     split, files = {}, {}
     for key in SPLIT_NAMES:
         files[key] = split_root / kind / f"{key}.csv.gz"

@@ -144,11 +144,10 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     if config.mode == "full":
         graph = model.gnn.prepare_graph(graph, torch.device("cpu"))
     epoch = int(state.get("epoch", 0))
-    which = "the best model" if "optimizer" not in state else "the last checkpoint (not the best model)"
-    log.info("loaded %s of %s (epoch %d): %s + %s on %s", which, folder, epoch, config.model, config.embedding,
-             dataset.name)
-    return FinishedRun(model, config, dataset, epoch, graph, best="optimizer" not in state,
-                       stopped=_stopped_early(folder))
+    best = "optimizer" not in state  # a checkpoint.pt holds the optimizer, best_model.pt does not
+    log.info("loaded %s of %s (epoch %d): %s + %s on %s", "the best model" if best else
+             "the last checkpoint (not the best model)", folder, epoch, config.model, config.embedding, dataset.name)
+    return FinishedRun(model, config, dataset, epoch, graph, best=best, stopped=_stopped_early(folder))
 
 
 def _check_finite_weights(weights, path: Path, chunk: int = 1 << 24) -> None:

@@ -529,9 +529,10 @@ def restore_run(run: RunState) -> None:
         raise ValueError(f"corrupted checkpoint {ckpt_path}: {err}") from None
     run.saved_epoch = int(state["epoch"])
     run.start_epoch = run.saved_epoch + 1
-    saved_world = (state.get("metrics") or {}).get("world_size")
-    if state["metrics"].get("world_size_changes"):  # kept over every later resume
-        run.metrics["world_size_changes"] = list(state["metrics"]["world_size_changes"])
+    saved = state["metrics"]  # (check_resumable refuses a checkpoint without it)
+    saved_world = saved.get("world_size")
+    if saved.get("world_size_changes"):  # kept over every later resume
+        run.metrics["world_size_changes"] = list(saved["world_size_changes"])
     if run.is_main and isinstance(saved_world, int) and saved_world != run.world_size:
         # each process trains its own batches: the steps (and in mini-batches the global batch) change
         log.warning("checkpoint %s was written by a run of %d process(es), this one has %d: the epochs from %d on "
