@@ -63,17 +63,16 @@ def test_cli_trains_planetoid(data_root, tmp_path, dataset, model, embedding, ep
 def test_cli_trains_arxiv_full_graph(data_root, tmp_path):
     m = _cli(["--dataset", "ogbn-arxiv", "--model", "sage", "--embedding", "tt", "--rank", "8",
               "--row-shape", "55,55,56", "--col-shape", "8,4,4", "--epochs", "3", "--hidden", "64",
-              "--num-layers", "2"], tmp_path, data_root)
+              "--num-layers", "2", "--no-correct-smooth"], tmp_path, data_root)
     assert m["compression_ratio"] == pytest.approx(169_343 * 128 / 19_392, rel=1e-6)
     assert m["order"] == "hierarchical-kaminpar" and m["rank"] == 8
-    assert m["test_acc"] > 0.15  # chance (the largest class) is below 0.07 on the test split
+    # measured 0.60 test; chance (the largest class) is below 0.07 on the test split
+    assert m["test_acc"] > 0.4 and len(m["epochs"]) == 3
     # 54% of arxiv's nodes are training nodes: label input is on by default
     assert m["label_input"] is True and m["settings"]["label_input"] is True
-    # Correct and Smooth propagates the training labels of the real graph: above the 3-epoch GNN
-    # (measured: 0.583 -> 0.653 test with these settings; 0.293 -> 0.644 without label input)
-    cs = m["correct_smooth"]
-    assert cs["epoch"] == m["best_epoch"]
-    assert cs["test_acc"] > max(0.6, m["test_acc"] + 0.03)
+    # Correct and Smooth's tuning on arxiv takes 75 s here (12 propagations of 50 steps): it is checked
+    # on arxiv by test_smoothing.py's label propagation and wired into runs by the planted-graph tests
+    assert "correct_smooth" not in m
 
 
 _tiny_config = functools.partial(small_config, epochs=4, mode="minibatch")
@@ -273,11 +272,12 @@ def test_config_validation():
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("train_*.py")))
 def test_examples_run_tiny(data_root, tmp_path, script):
     env = dict(os.environ, TTGNN_DATA=str(data_root), TTGNN_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--tiny", "--output-dir",
+    # one epoch, not --tiny's two: the smoke run's second epoch adds 11 s on arxiv and checks nothing more
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--tiny", "--epochs", "1", "--output-dir",
                            str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = _metrics(tmp_path / "out")
-    assert len(m["epochs"]) >= 1 and 0.0 <= m["test_acc"] <= 1.0
+    assert len(m["epochs"]) == 1 and 0.0 <= m["test_acc"] <= 1.0
 
 
 def test_tiny_keeps_the_options_given_with_it_and_names_those_it_replaces(tmp_path, caplog):
