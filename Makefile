@@ -16,8 +16,10 @@ $(STAMP): $(SOURCES)
 	$(PY) -m pip install --quiet --no-build-isolation -e .
 	touch $(STAMP)
 
+# Two workers (pytest-xdist), each test sent to the first free one: a test that starts Python
+# processes spends seconds importing torch on one core, while the other worker computes.
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist worksteal tests
 
 # sdist and wheel in dist/, built by setuptools' PEP 517 hooks in the pinned venv (no build isolation,
 # nothing downloaded): the wheel holds ttgnn._C compiled for the pinned torch (a few minutes) and its

@@ -9,12 +9,13 @@ import time
 import torch
 
 from ttgnn import TTNodeEmbedding
-from ttgnn.cli import report_errors
+from ttgnn.cli import parse_count, report_errors
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--rows", type=int, default=169_343, help="rows N of the table (ogbn-arxiv's nodes)")
+    parser.add_argument("--rows", type=parse_count, default=169_343,
+                        help="rows N of the table (ogbn-arxiv's nodes; 1e5 and 100_000 are read too)")
     parser.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     parser.add_argument("--rank", type=int, default=16, help="TT rank")
     parser.add_argument("--batch", type=int, default=100_000, help="random rows looked up, forward and backward")

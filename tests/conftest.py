@@ -64,6 +64,35 @@ def load_script(monkeypatch):
     return load
 
 
+@pytest.fixture
+def run_main(monkeypatch, capsys):
+    """``run_main("examples/x.py", *args)`` runs the script in this process as ``python examples/x.py
+    args`` would (as ``__main__``, ``sys.argv`` set, its folder first on ``sys.path``, ``SystemExit``
+    read as the exit code) and returns ``(exit code, stdout, stderr)``.
+
+    A new interpreter spends 3-4 s importing torch: tests of what a script says on bad input use
+    this; tests of how a script starts, trains or dies keep a subprocess.
+    """
+    import runpy
+
+    repo = Path(__file__).resolve().parents[1]
+
+    def run(path: str, *args: str):
+        file = repo / path
+        monkeypatch.setattr(sys, "argv", [str(file), *args])
+        monkeypatch.syspath_prepend(str(file.parent))
+        capsys.readouterr()
+        try:
+            runpy.run_path(str(file), run_name="__main__")
+            code = 0
+        except SystemExit as exit:
+            code = exit.code
+        out, err = capsys.readouterr()
+        return (0 if code is None else code), out, err
+
+    return run
+
+
 @pytest.fixture(scope="module")
 def planted():
     """A 400-node, 4-class planted-partition graph (homophily 0.9): the small training graph."""

@@ -355,7 +355,7 @@ def _arxiv_run(folder: Path, seed: int, valid: list, test: list, epochs: int = N
         "correct_smooth": {"valid_acc": 0.5, "test_acc": 0.5}}))
 
 
-def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, load_script):
+def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, load_script, run_main):
     arxiv = load_script("benchmarks/train_arxiv.py")
     from summary import paired
 
@@ -379,24 +379,24 @@ def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, l
     assert "difference: test +1.00 ± 0.00 (ahead on 2 of 2), valid +0.50 ± 0.50 (ahead on 1 of 2)" in report
     assert "Correct and Smooth" not in report  # the averaged run's C&S is not the trained weights'
     assert arxiv.paired_report(out, "now-gat-tt", "now-sage-tt") == "now-gat-tt - now-sage-tt: no seed finished in both"
-    cmd = [sys.executable, str(REPO / "benchmarks" / "train_arxiv.py"), "--out", str(out), "--table-only",
-           "--only", "now-gat-tt", "--paired", "now-gat-tt,no-such-config", "now-gat-full"]
-    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert refused.returncode == 2 and "unknown configuration(s) no-such-config" in refused.stderr
+    cmd = ["benchmarks/train_arxiv.py", "--out", str(out), "--table-only", "--only", "now-gat-tt", "--paired",
+           "now-gat-tt,no-such-config", "now-gat-full"]
+    code, _, err = run_main(*cmd)
+    assert code == 2 and "unknown configuration(s) no-such-config" in err
     cmd[-3:] = ["--paired", "now-gat-tt", "now-gat-full"]
-    table = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert table.returncode == 0, table.stderr[-2000:]
-    assert "now-gat-tt - now-gat-full, paired by seed (seeds 0;" in table.stdout
+    code, table, err = run_main(*cmd)
+    assert code == 0, err[-2000:]
+    assert "now-gat-tt - now-gat-full, paired by seed (seeds 0;" in table
     # the table counts each run that reached its own last epoch, whatever --epochs (GAT's: 100) says
-    assert "| now-gat-tt | tt | - | - | 1,118x | 1 | 0.7200 | 0.7100 |" in table.stdout
-    assert "| 2 of 2 |" in table.stdout and "not counted, not finished: now-gat-tt/seed2" in table.stdout
-    assert "with Correct and Smooth: test +0.00 ± 0.00 (ahead on 0 of 1)" in table.stdout
+    assert "| now-gat-tt | tt | - | - | 1,118x | 1 | 0.7200 | 0.7100 |" in table
+    assert "| 2 of 2 |" in table and "not counted, not finished: now-gat-tt/seed2" in table
+    assert "with Correct and Smooth: test +0.00 ± 0.00 (ahead on 0 of 1)" in table
     # the command shown is the one the finished runs ran (2 epochs, 1 thread), not GAT's default 100 epochs
     metrics = json.loads((out / "now-gat-tt" / "seed0" / "metrics.json").read_text())
     metrics["settings"]["num_threads"] = 1
     (out / "now-gat-tt" / "seed0" / "metrics.json").write_text(json.dumps(metrics))
-    table = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    shown = next(line for line in table.stdout.splitlines() if line.startswith("now-gat-tt: ttgnn train"))
+    _, table, _ = run_main(*cmd)
+    shown = next(line for line in table.splitlines() if line.startswith("now-gat-tt: ttgnn train"))
     assert "--epochs 2 " in shown and "--num-threads 1 " in shown, shown
 
 
@@ -414,7 +414,7 @@ def test_train_arxiv_runs_every_seed_when_one_fails_and_names_the_failed(tmp_pat
         str(out / name / f"seed{seed}") for name in ("now-gat-full", "now-gat-tt") for seed in (0, 1)]
 
 
-def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script):
+def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script, run_main):
     arxiv = load_script("benchmarks/train_arxiv.py")
     out = tmp_path
     # TT peaks late (epoch 3), the full table early (epoch 1): within 2 epochs TT's best is epoch 2
@@ -434,27 +434,25 @@ def test_train_arxiv_pairs_runs_within_their_first_epochs(tmp_path, load_script)
     assert "(seeds 0, 1;" in whole and "difference: test +0.50 ± 0.50 (ahead on 1 of 2)" in whole
     with pytest.raises(ValueError, match="cosine learning-rate schedule over 3 epochs; its first 2 are not a run"):
         arxiv.first_epochs(dict(run, settings=dict(run["settings"], lr_schedule="cosine")), 2)
-    cmd = [sys.executable, str(REPO / "benchmarks" / "train_arxiv.py"), "--out", str(out), "--table-only",
-           "--only", "now-gat-tt", "--paired-epochs", "2"]
-    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert refused.returncode == 2 and "--paired-epochs needs --paired" in refused.stderr
-    table = subprocess.run(cmd + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True, text=True,
-                           timeout=120)
-    assert table.returncode == 0 and "within their first 2 epochs (seeds 0;" in table.stdout, table.stderr[-2000:]
+    cmd = ["--out", str(out), "--table-only", "--only", "now-gat-tt", "--paired-epochs", "2"]
+    code, _, err = run_main("benchmarks/train_arxiv.py", *cmd)
+    assert code == 2 and "--paired-epochs needs --paired" in err
+    code, table, err = run_main("benchmarks/train_arxiv.py", *cmd, "--paired", "now-gat-tt", "now-gat-full")
+    assert code == 0 and "within their first 2 epochs (seeds 0;" in table, err[-2000:]
     # a count for each side: TT by its first 3 epochs (seed 1 has 1: left out), the full table by its first 1
     both = arxiv.paired_report(out, "now-gat-tt", "now-gat-full", 3, 1)
     assert "within the first 3 epochs (now-gat-tt) and the first 1 epochs (now-gat-full) (seeds 0;" in both
     assert "difference: test +1.00 ± 0.00 (ahead on 1 of 1), valid +1.00 ± 0.00 (ahead on 1 of 1)" in both
     whole_tt = arxiv.paired_report(out, "now-gat-tt", "now-gat-full", None, 2)
     assert "within all epochs (now-gat-tt) and the first 2 epochs (now-gat-full) (seeds 0, 1;" in whole_tt
-    table = subprocess.run(cmd[:-1] + ["3", "1", "--paired", "now-gat-tt", "now-gat-full"], capture_output=True,
-                           text=True, timeout=120)
-    assert table.returncode == 0 and "first 3 epochs (now-gat-tt) and the first 1 epochs (now-gat-full)" in table.stdout
+    code, table, _ = run_main("benchmarks/train_arxiv.py", *cmd[:-1], "3", "1", "--paired", "now-gat-tt",
+                              "now-gat-full")
+    assert code == 0 and "first 3 epochs (now-gat-tt) and the first 1 epochs (now-gat-full)" in table
     for counts in (["1", "2", "3"], ["0"], ["2", "0"]):
-        refused = subprocess.run(cmd[:-1] + counts + ["--paired", "now-gat-tt", "now-gat-full"], capture_output=True,
-                                 text=True, timeout=120)
-        assert refused.returncode == 2 and "--paired-epochs needs --paired and one or two counts >= 1, got " + \
-            " ".join(counts) in refused.stderr, counts
+        code, _, err = run_main("benchmarks/train_arxiv.py", *cmd[:-1], *counts, "--paired", "now-gat-tt",
+                                "now-gat-full")
+        assert code == 2 and "--paired-epochs needs --paired and one or two counts >= 1, got " + \
+            " ".join(counts) in err, counts
 
 
 def test_arxiv_subgraphs_cut_keeps_the_years_edges_and_labels_and_splits_by_time(load_script):
@@ -512,12 +510,12 @@ def test_arxiv_subgraphs_trains_both_tables_and_reuses_only_runs_with_the_comman
     ("full_table_tt_svd.py", ["--root", "{missing}"], "dataset root not found: {missing} (given as --root or root=)"),
     ("smooth_finished_runs.py", ["{out}"], "No such file or directory: {out}/metrics.json"),
 ])
-def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path, script, args, message):
+def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path, script, args, message, run_main, monkeypatch):
     # each of these ended in a traceback (an UnboundLocalError for bench_ddp's --steps 0)
     where = {"missing": str(tmp_path / "missing"), "out": str(tmp_path / "out")}
     (tmp_path / "out").mkdir()
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *(a.format(**where) for a in args)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines()[-1] == f"{script}: error: {message.format(**where)}"
-    assert "Traceback" not in proc.stderr
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(f"benchmarks/{script}", *(a.format(**where) for a in args))
+    assert code == 2, err[-3000:]
+    assert err.strip().splitlines()[-1] == f"{script}: error: {message.format(**where)}"
+    assert "Traceback" not in err

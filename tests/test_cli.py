@@ -284,6 +284,9 @@ def test_label_reuse_takes_auto_or_a_count(graph_root, tmp_path, capsys, value):
     assert config_from_args(parse(["train", "--label-reuse", "auto"])).label_reuse is None
     assert config_from_args(parse(["train"])).label_reuse is None
     assert config_from_args(parse(["train", "--label-reuse", "0"])).label_reuse == 0
+    # spaces around a count or auto, as the other int options take them (' 3' was refused)
+    assert config_from_args(parse(["train", "--label-spread", " 3"])).label_spread == 3
+    assert config_from_args(parse(["train", "--label-reuse", "2 ", "--label-spread", " auto"])).label_reuse == 2
 
 
 def test_model_takes_auto_sage_or_gat(graph_root, tmp_path, capsys):
@@ -644,7 +647,7 @@ def test_products_example_runs_on_its_synthetic_stand_in(tmp_path):
     assert logged and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO \S", line) for line in logged)
 
 
-def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path):
+def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path, run_main):
     script = Path(__file__).resolve().parents[1] / "examples" / "train_papers100m.py"
     common = [sys.executable, str(script), "--num-threads", "1", "--no-progress", "--output-dir", str(tmp_path / "run")]
     proc = subprocess.run(common + ["--tiny"], capture_output=True, text=True, timeout=600)
@@ -653,8 +656,8 @@ def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path):
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["eval_fanouts"] == [5, 5, 5] and len(metrics["epochs"]) == 1
     assert metrics["settings"]["fanouts"] == [15, 10, 5] and metrics["settings"]["rank"] == 4
-    bad = subprocess.run(common + ["--synthetic", "10"], capture_output=True, text=True, timeout=600)
-    assert bad.returncode == 2 and "--synthetic needs at least 1000 nodes, got 10" in bad.stderr
+    code, _, err = run_main("examples/train_papers100m.py", *common[2:], "--synthetic", "10")
+    assert code == 2 and "--synthetic needs at least 1000 nodes, got 10" in err
 
 
 @pytest.mark.parametrize("disposition", ["default", "ignored"])
@@ -677,7 +680,7 @@ def test_ctrl_c_during_a_checkpoint_write_waits_for_it_unless_sigint_is_ignored(
         signal.signal(signal.SIGINT, before)
 
 
-def test_the_embedding_demo_runs_and_refuses_bad_sizes_in_one_line():
+def test_the_embedding_demo_runs_and_refuses_bad_sizes_in_one_line(run_main):
     script = Path(__file__).resolve().parents[1] / "examples" / "tt_embedding_demo.py"
     proc = subprocess.run([sys.executable, str(script), "--rows", "1000", "--dim", "16", "--rank", "4", "--batch", "50"],
                           capture_output=True, text=True, timeout=600)
@@ -690,9 +693,15 @@ def test_the_embedding_demo_runs_and_refuses_bad_sizes_in_one_line():
                           (["--rows", "10", "--dim", "100000000", "--batch", "100000"],
                            "out of memory: a tensor of 37,252.90 GiB could not be allocated; a smaller --dim or "
                            "--batch needs less")):
-        bad = subprocess.run([sys.executable, str(script)] + args, capture_output=True, text=True, timeout=600)
-        assert bad.returncode == 2 and bad.stderr.strip().endswith(f"error: {message}"), bad.stderr
-        assert "Traceback" not in bad.stderr
+        code, out, err = run_main("examples/tt_embedding_demo.py", *args)
+        assert code == 2 and err.strip().endswith(f"tt_embedding_demo.py: error: {message}"), err
+        assert "Traceback" not in err
+    # --rows reads counts as ttgnn info --rows does (1e5 was refused)
+    code, out, err = run_main("examples/tt_embedding_demo.py", "--rows", "1e3", "--dim", "16", "--rank", "4",
+                              "--batch", "50")
+    assert code == 0 and "compression" in out and "vs dense 16,000" in out, err
+    code, _, err = run_main("examples/tt_embedding_demo.py", "--rows", "1.25e1")
+    assert code == 2 and "expected a whole number such as 169343 or 1e8, got '1.25e1'" in err
 
 
 # ---------------------------------------------------------------------- every option, and what the commands print

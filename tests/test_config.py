@@ -28,6 +28,9 @@ from ttgnn.partition import METHODS
     (dict(seed=-1), "seed must be an integer >= 0"),
     (dict(seed=2**31), r"seed must be below 2\*\*31 \(it seeds the node order's partitioner too\), got 2147483648"),
     (dict(num_cores=0), "num_cores"),
+    # a TT table has 2 to 8 cores: refused here, before the data loads (it was refused after)
+    (dict(num_cores=1), r"^num_cores must be in \[2, 8\], got 1$"),
+    (dict(num_cores=9), r"^num_cores must be in \[2, 8\], got 9$"),
     (dict(fanouts=[5, 0, 5], mode="minibatch"), "every entry of fanouts must be an integer >= 1, got 0"),
     (dict(row_shape=[55, -55, 56]), "every entry of row_shape"),
     (dict(num_cores=3, row_shape=[40, 25]), r"^num_cores=3 but row_shape \[40, 25\] has 2 factor\(s\), one per core"),

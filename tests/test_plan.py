@@ -76,8 +76,8 @@ def test_sampled_evaluation_term_by_hand():
 def test_evaluation_kind_follows_training_rule():
     small = plan(2_449_029, model="gat")
     assert small["tt"].details["evaluation"] == "exact" and small["tt"].details["eval_fanouts"] is None
-    # Exact layer-wise inference holds two (N, width) layers: GAT's hidden layers are heads x hidden wide.
-    assert small["tt"].details["evaluation_peak"] >= 2_449_029 * 2 * 256 * 4 * 4
+    # Exact layer-wise inference holds two (N, width) layers: GAT's hidden layers are 256 wide (4 heads of 64).
+    assert small["tt"].details["evaluation_peak"] >= 2_449_029 * 2 * 256 * 4
     big = plan(111_059_956, fanouts=[15, 10, 5])
     assert big["tt"].details["evaluation"] == "sampled" and big["tt"].details["eval_fanouts"] == [15, 10, 5]
     assert plan(2_449_029, eval_fanouts=[5, 5, 5])["tt"].details["evaluation"] == "sampled"
@@ -185,8 +185,25 @@ def test_lookup_flops_gnn_parameters_and_all_reduce_by_hand():
     assert sage["full"].allreduce_bytes == (1000 * 8 + 95) * 4
     gat = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=2, num_classes=3, fanouts=[2, 3],
                batch_size=10, row_shape=[10, 10, 10], col_shape=[2, 2, 2])
-    # GAT: one weight, three vectors of the output width and a bias: (8*8 + 3*8 + 8) + (8*3 + 3*3 + 3)
-    assert gat["tt"].details["gnn_parameters"] == 96 + 36
+    # GAT: hidden layers concatenate 2 heads of 2 into 4, the last has 2 heads of 3 classes (averaged);
+    # each layer one weight and three vectors of its output width (two attention, a bias): (8*4 + 3*4) +
+    # (4*6 + 3*6). It counted the hidden width once per head, and a fourth vector (132).
+    assert gat["tt"].details["gnn_parameters"] == 44 + 42
+
+
+@pytest.mark.parametrize("backend", ["dgl", "torch"])
+@pytest.mark.parametrize("model,heads", [("sage", 1), ("gat", 1), ("gat", 2), ("gat", 4)])
+def test_gnn_parameters_are_the_models(model, heads, backend):
+    from ttgnn.models import GAT, GraphSAGE
+
+    for dim, hidden, classes, layers in ((8, 4, 3, 2), (128, 256, 40, 3), (16, 8, 172, 1)):
+        if model == "gat":
+            gnn = GAT(dim, hidden, classes, num_layers=layers, heads=heads, norm="none", backend=backend)
+        else:
+            gnn = GraphSAGE(dim, hidden, classes, num_layers=layers, norm="none", backend=backend)
+        planned = plan(1000, dim, 2, model=model, num_layers=layers, hidden=hidden, heads=heads,
+                       num_classes=classes)
+        assert planned["tt"].details["gnn_parameters"] == sum(p.numel() for p in gnn.parameters())
 
 
 @pytest.mark.parametrize("num, text", [(2**20, "1.0 MiB"), (2**27 - 2**20, "127.0 MiB"), (2**27, "0.12 GiB"),
@@ -244,22 +261,25 @@ def test_exact_evaluation_peak_can_be_the_lookup():
 
 
 def test_gat_memory_terms_by_hand():
-    # GAT, 2 heads of 4 (hidden layers 8 wide), sampled evaluation: fan-outs [2, 2] from 5 nodes.
+    # GAT, 2 heads of 2 (hidden layers 4 wide), the last layer 2 heads of 3 classes (6 values before
+    # their mean), sampled evaluation: fan-outs [2, 2] from 5 nodes.
     plans = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=2, num_classes=3, fanouts=[2, 3],
                  batch_size=10, avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2],
                  eval_fanouts=[2, 2], eval_batch_size=5)
     blocks = 160 * 3 * 8 + 170 * 2 * 8
-    # Four outputs per layer (40 x 8, 10 x 3) and 3 attention values per edge and head (120, 40 edges).
-    activations = 4 * (40 * 8 + 10 * 3) * 4 + 3 * (120 + 40) * 2 * 4 + 3 * 120 * 8 * 4
+    # Four outputs per layer (40 x 4, 10 x 6) and 3 attention values per edge and head (120, 40 edges).
+    activations = 4 * (40 * 4 + 10 * 6) * 4 + 3 * (120 + 40) * 2 * 4 + 3 * 120 * 8 * 4
     tt = plans["tt"].memory
     assert tt["activations"] == activations + 120 * 8 * 4
     assert plans["full"].memory["activations"] == activations
-    assert tt["gnn"] == (96 + 36) * 4 * 4
-    # Evaluation: inputs of 45, 15 and 5 nodes, 45 + 15 edges; the larger layer pair (45 x 8 + 15 x 8
-    # values) plus attention on the largest block (45 edges x 2 heads x 3), which beats the lookup.
+    assert tt["gnn"] == (44 + 42) * 4 * 4
+    # Evaluation: inputs of 45, 15 and 5 nodes, 45 + 15 edges; the larger layer pair (45 x 8 + 15 x 4
+    # values) plus attention on the largest block (45 edges x 2 heads x 3), against the lookup of 45
+    # rows of 8 (TT: and the kernel's scratch, which wins here).
     eval_blocks = 60 * 3 * 8 + 65 * 2 * 8
-    peak = eval_blocks + (45 * 8 + 15 * 8) * 4 + 45 * 2 * 3 * 4
-    for p in plans.values():
+    layers = (45 * 8 + 15 * 4) * 4 + 45 * 2 * 3 * 4
+    assert 45 * 8 * 4 < layers < 45 * 8 * 4 * 2
+    for p, peak in ((plans["tt"], eval_blocks + 45 * 8 * 4 * 2), (plans["full"], eval_blocks + layers)):
         assert p.details["evaluation"] == "sampled" and p.details["evaluation_peak"] == peak
         assert p.memory["evaluation"] == 0  # below the training step's blocks and activations
 
@@ -271,16 +291,16 @@ def test_full_graph_memory_terms_by_hand():
                  device_memory=RUNTIME_BYTES + 10**6)
     edges = 300 + 100  # every layer: all edges and the self-loops
     blocks = 2 * edges * 3 * 8 + 3 * 100 * 2 * 8
-    activations = 4 * (100 * 8 + 100 * 3) * 4 + 3 * 2 * edges * 2 * 4 + 3 * 100 * 8 * 4
+    activations = 4 * (100 * 4 + 100 * 6) * 4 + 3 * 2 * edges * 2 * 4 + 3 * 100 * 8 * 4
     graph = 101 * 8 + 300 * 4 + 101 * 8 + edges * 8
-    gnn = (96 + 36) * 4 * 2  # SGD: weights and gradients
+    gnn = (44 + 42) * 4 * 2  # SGD: weights and gradients
     _terms(plans["tt"], 76 * 4, 0, 0, gnn, graph, blocks, activations + 100 * 8 * 4, 0)
     _terms(plans["full"], 800 * 4, 0, 0, gnn, graph, blocks, activations, 0)
     for p in plans.values():
         assert p.sampled_nodes == [100, 100, 100] and p.details["eval_fanouts"] is None
-        # One layer over all nodes (100 x (8 + 8) values) and attention on every edge and self-loop.
+        # One layer over all nodes (100 x (8 + 4) values) and attention on every edge and self-loop.
         assert p.details["evaluation"] == "full graph"
-        assert p.details["evaluation_peak"] == 100 * 16 * 4 + edges * 2 * 3 * 4
+        assert p.details["evaluation_peak"] == 100 * 12 * 4 + edges * 2 * 3 * 4
         assert p.fits is True
     shape = TTShape.build(100, 8, 2, None, [5, 5, 4], [2, 2, 2])
     assert plans["tt"].lookup_flops == 3 * 72 * 100 and shape.num_parameters == 76
@@ -318,17 +338,18 @@ def test_format_plan_layout():
 
 
 def test_exact_evaluation_of_gat_by_hand():
-    # GAT, 4 heads of 4 (hidden layer 16 wide), 40 classes, exact evaluation in batches of 100 nodes.
+    # GAT, 4 heads of 1 (hidden layer 4 wide), 40 classes (4 heads of 40 values before their mean), exact
+    # evaluation in batches of 100 nodes.
     plans = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=4, num_classes=40, fanouts=[2, 3],
                  batch_size=10, avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2], eval_batch_size=100)
-    layers = 1000 * (16 + 40) * 4  # the last layer's input and output for every node
-    # 100 destinations with 300 edges: 3 ids each, 300 gathered rows of the widest input (16), and
+    layers = 1000 * (4 + 160) * 4  # the last layer's input and output for every node
+    # 100 destinations with 300 edges: 3 ids each, 300 gathered rows of the widest input (8), and
     # 3 attention values per edge and head.
-    batch = 300 * 3 * 8 + 300 * 16 * 4 + 300 * 4 * 3 * 4
+    batch = 300 * 3 * 8 + 300 * 8 * 4 + 300 * 4 * 3 * 4
     for p in plans.values():
         assert p.details["evaluation"] == "exact" and p.details["evaluation_peak"] == layers + batch
-        # Weights, three vectors of the output width and a bias, layers 8 -> 16 and 16 -> 40.
-        assert p.details["gnn_parameters"] == (8 * 16 + 3 * 16 + 16) + (16 * 40 + 3 * 40 + 40)
+        # Weights and three vectors of the output width, layers 8 -> 4 and 4 -> 4 x 40.
+        assert p.details["gnn_parameters"] == (8 * 4 + 3 * 4) + (4 * 160 + 3 * 160)
 
 
 def test_full_graph_evaluation_of_sage_keeps_no_attention():

@@ -303,15 +303,14 @@ def test_tiny_keeps_the_options_given_with_it_and_names_those_it_replaces(tmp_pa
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("*train*.py")))
-def test_every_training_example_takes_the_run_options_of_ttgnn_train(script):
+def test_every_training_example_takes_the_run_options_of_ttgnn_train(script, run_main, monkeypatch):
     # --device and --dist-timeout were missing from three of them: they could not train on a GPU
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--help"], capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, COLUMNS="200"))
-    assert proc.returncode == 0 and "--device {cpu,cuda,auto}" in proc.stdout and "--dist-timeout" in proc.stdout
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--tiny", "--dist-timeout", "0"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
-        f"{script}: error: --dist-timeout must be a number of minutes in (0, 1e+06], got 0.0"), proc.stderr
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_main(f"examples/{script}", "--help")
+    assert code == 0 and "--device {cpu,cuda,auto}" in out and "--dist-timeout" in out
+    code, out, err = run_main(f"examples/{script}", "--tiny", "--dist-timeout", "0")
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"{script}: error: --dist-timeout must be a number of minutes in (0, 1e+06], got 0.0"), err
 
 
 @pytest.mark.data
@@ -329,13 +328,13 @@ def test_a_tiny_example_run_keeps_the_epochs_it_is_given(data_root, tmp_path):
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in (REPO / "examples").glob("*train*.py")))
-def test_examples_report_a_user_error_in_one_line(tmp_path, script):
+def test_examples_report_a_user_error_in_one_line(tmp_path, script, run_main):
     # as `ttgnn train` does: one line naming the problem, exit code 2, no traceback
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / script), "--root", str(tmp_path / "missing"),
-                           "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and lines[-1].startswith(f"{script}: error: dataset root not found: "), proc.stderr
-    assert "Traceback" not in proc.stderr
+    code, out, err = run_main(f"examples/{script}", "--root", str(tmp_path / "missing"), "--output-dir",
+                              str(tmp_path / "out"))
+    lines = err.strip().splitlines()
+    assert code == 2 and lines[-1].startswith(f"{script}: error: dataset root not found: "), err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("embedding,vectors", [("tt", None), ("full", None), ("tt", 4)])

@@ -127,6 +127,18 @@ def test_a_resume_with_other_table_shapes_is_refused_by_name_not_as_corrupted(tm
     assert (tmp_path / CHECKPOINT_NAME).read_bytes() == before
     same = dict(row_shape=saved["row_shape"], col_shape=saved["col_shape"])  # given as the run chose them: the same
     assert [r["epoch"] for r in train(tt(epochs=3, resume=True, **same), overfitting)["epochs"]] == [1, 2, 3]
+    # with the rank left to the run, another shape gives another rank (2 on [14, 15, 15], 3 on [10, 10, 30]):
+    # the shape is named, not "written with rank=2, this run has rank=3"
+    larger = planted_partition(3000, num_classes=4, avg_degree=6, homophily=0.8, seed=0)
+    auto = functools.partial(_config, tmp_path / "auto", embedding="tt", rank=None, epochs=1, order="random")
+    train(auto(), larger)
+    with pytest.raises(ValueError, match=r"holds a TT table of row_shape \[14, 15, 15\], col_shape \[4, 2, 2\], "
+                                         r"ranks \[1, 2, 2, 1\]; this run builds row_shape \[10, 10, 30\], .*"
+                                         r"ranks \[1, 3, 3, 1\]: give the checkpoint's --row-shape"):
+        train(auto(epochs=2, resume=True, row_shape=[10, 10, 30]), larger)
+    # another rank alone is named as the rank
+    with pytest.raises(ValueError, match=r"written with rank=2, this run has rank=3"):
+        train(tt(epochs=3, resume=True, rank=3), overfitting)
 
 
 def test_a_resume_on_other_data_of_the_same_name_and_size_is_refused(tmp_path, overfitting):

@@ -40,7 +40,7 @@ from .plan import DEFAULT_AVG_DEGREE, DEFAULT_CLASSES, OPTIMIZERS
 log = logging.getLogger(__name__)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary", "script_parser",
-           "start_script", "report_errors"]
+           "start_script", "report_errors", "parse_count"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -76,7 +76,7 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def _count(text: str) -> int:
+def parse_count(text: str) -> int:
     """A whole number for sizes that run to millions (``--rows``, ``--nodes``, ``--max-params``):
     ``169343``, ``1_000_000`` or ``1e8`` (a number in exponent form must be whole)."""
     try:
@@ -95,9 +95,9 @@ def _count(text: str) -> int:
 
 def _rounds_or_auto(text: str) -> Optional[int]:
     """``--label-reuse`` and ``--label-spread``: ``auto`` (``None``, decided by the run) or a count >= 0."""
-    if text == "auto":
+    if text.strip() == "auto":
         return None
-    if text.isdecimal():
+    if text.strip().isdecimal():  # spaces around it, as int() takes them for the other counts
         return int(text)
     raise argparse.ArgumentTypeError(f"expected 'auto' or an integer >= 0, got {text!r}")
 
@@ -169,12 +169,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
 def _add_info_parser(sub) -> None:
     p = sub.add_parser("info", help="shapes, parameter count, memory and compression of a TT table",
                        formatter_class=HelpFormatter)
-    p.add_argument("--rows", type=_count, required=True, help="number of embedding rows N (e.g. 169343 or 1.11e8)")
+    p.add_argument("--rows", type=parse_count, required=True, help="number of embedding rows N (e.g. 169343 or 1.11e8)")
     p.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     p.add_argument("--rank", type=int, nargs="+", default=None, help="one or more TT ranks (default: 16)")
     p.add_argument("--compression", type=float, default=None, help="instead of --rank: the largest rank with at "
                    "least this compression, as ttgnn train --compression picks it")
-    p.add_argument("--max-params", type=_count, default=None, help="instead of --rank: the largest rank with at "
+    p.add_argument("--max-params", type=parse_count, default=None, help="instead of --rank: the largest rank with at "
                    "most this many parameters")
     p.add_argument("--num-cores", type=int, default=None, help="number of TT cores, 2-8 (default: from N)")
     p.add_argument("--row-shape", type=_int_list, default=None, help="e.g. 55,55,56 (default: automatic)")
@@ -212,7 +212,7 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
     p.add_argument("--order", choices=ORDERS, default=d.order, help="node order for the TT rows")
     p.add_argument("--compression", type=float, default=d.compression, help="pick the largest TT rank with at "
                    "least this compression (instead of --rank)")
-    p.add_argument("--max-params", type=_count, default=d.max_params, help="pick the largest TT rank with at most "
+    p.add_argument("--max-params", type=parse_count, default=d.max_params, help="pick the largest TT rank with at most "
                    "this many parameters instead of --rank")
     p.add_argument("--init", choices=INITS, default=d.init, help="input-table init (ortho/gaussian: TT only; "
                    "spectral: Laplacian eigenvectors, TT by TT-SVD; auto: spectral with "
@@ -768,7 +768,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _add_plan_parser(sub) -> None:
     p = sub.add_parser("plan", formatter_class=HelpFormatter,
                        help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full")
-    p.add_argument("--nodes", type=_count, default=None, help="number of nodes N, e.g. 1.11e8 (or --dataset)")
+    p.add_argument("--nodes", type=parse_count, default=None, help="number of nodes N, e.g. 1.11e8 (or --dataset)")
     p.add_argument("--dataset", default=None, help="take N, the mean degree and the classes from this dataset "
                    "(a name as for `ttgnn train`; instead of --nodes, --avg-degree and --classes)")
     _add_data_location(p)

@@ -394,8 +394,10 @@ class TrainConfig:
             for value in getattr(self, key) or ():
                 check_int(f"every entry of {key}", value, 1)
         if self.embedding == "tt":  # a shape's length is its core count: checked before any data loads
-            from .shapes import cores_of_shape
+            from .shapes import check_num_cores, cores_of_shape
 
+            if self.num_cores is not None:
+                check_num_cores(self.num_cores)
             for key in ("row_shape", "col_shape"):
                 if getattr(self, key) is not None:
                     cores_of_shape(key, list(getattr(self, key)), self.num_cores)

@@ -199,12 +199,15 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         edges = [entries + num_nodes] * num_layers
     else:
         nodes, edges = _sampled(num_nodes, batch_size, fanouts)
-    widths = [dim] + [hidden * (heads if model == "gat" else 1)] * (num_layers - 1) + [num_classes]
+    # Each layer's output width. GAT's hidden layers concatenate their heads into ``hidden`` (hidden /
+    # heads each, as ttgnn.models.GAT); its last layer has ``heads`` outputs of num_classes, then averages.
+    widths = [dim] + [hidden] * (num_layers - 1) + [num_classes * (heads if model == "gat" else 1)]
     layer_params = 0
     for i in range(num_layers):
-        # SAGE: self and neighbour weights; GAT: one weight, attention vectors, a residual-free bias.
-        layer_params += (2 * widths[i] * widths[i + 1] if model == "sage"
-                         else widths[i] * widths[i + 1] + 3 * widths[i + 1]) + widths[i + 1]
+        # SAGE: self and neighbour weights and a bias; GAT: one weight, two attention vectors and a
+        # bias of the output width (no residual).
+        layer_params += (2 * widths[i] * widths[i + 1] + widths[i + 1] if model == "sage"
+                         else widths[i] * widths[i + 1] + 3 * widths[i + 1])
     state = OPTIMIZERS[optimizer]
     gnn_bytes = layer_params * _FLOAT * (2 + state)
     graph_bytes = (num_nodes + 1) * 8 + entries * 4 + (num_nodes + 1) * _ID + (entries + num_nodes) * _ID

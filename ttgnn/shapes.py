@@ -78,7 +78,8 @@ def _as_int(name: str, value) -> int:
     return as_int
 
 
-def _check_num_cores(num_cores: int) -> int:
+def check_num_cores(num_cores: int) -> int:
+    """``num_cores`` as an int, else ``ValueError`` unless it lies in [:data:`MIN_CORES`, :data:`MAX_CORES`]."""
     num_cores = _as_int("num_cores", num_cores)
     if not MIN_CORES <= num_cores <= MAX_CORES:
         raise ValueError(f"num_cores must be in [{MIN_CORES}, {MAX_CORES}], got {num_cores}")
@@ -119,7 +120,7 @@ def factor_rows(num_rows: int, num_cores: int) -> list[int]:
         num_cores (int): number of TT cores ``K`` (2 to 8).
     """
     num_rows = _check_positive_int("num_rows", num_rows)
-    num_cores = _check_num_cores(num_cores)
+    num_cores = check_num_cores(num_cores)
     base = max(1, int(round(num_rows ** (1.0 / num_cores))))
     while base**num_cores < num_rows:
         base += 1
@@ -179,7 +180,7 @@ def factor_dim(dim: int, num_cores: int) -> list[int]:
         num_cores (int): number of TT cores ``K`` (2 to 8).
     """
     dim = _check_positive_int("dim", dim)
-    num_cores = _check_num_cores(num_cores)
+    num_cores = check_num_cores(num_cores)
     shape = [1] * num_cores
     for p in sorted(_prime_factors(dim), reverse=True):
         shape[shape.index(min(shape))] *= p
@@ -276,7 +277,7 @@ class TTShape:
                 row_shape = factors
             num_cores_given = cores_of_shape(name, factors, num_cores)
         else:
-            num_cores_given = _check_num_cores(auto_num_cores(num_rows) if num_cores is None else num_cores)
+            num_cores_given = check_num_cores(auto_num_cores(num_rows) if num_cores is None else num_cores)
         if row_shape is None:
             row_shape = factor_rows(num_rows, num_cores_given)
         elif math.prod(row_shape) < num_rows:
