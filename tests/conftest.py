@@ -65,10 +65,11 @@ def load_script(monkeypatch):
 
 
 @pytest.fixture
-def run_main(monkeypatch, capsys):
+def run_main(monkeypatch, capfd):
     """``run_main("examples/x.py", *args)`` runs the script in this process as ``python examples/x.py
     args`` would (as ``__main__``, ``sys.argv`` set, its folder first on ``sys.path``, ``SystemExit``
-    read as the exit code) and returns ``(exit code, stdout, stderr)``.
+    read as the exit code) and returns ``(exit code, stdout, stderr)``, what its child processes
+    wrote included (captured at the file descriptors).
 
     A new interpreter spends 3-4 s importing torch: tests of what a script says on bad input use
     this; tests of how a script starts, trains or dies keep a subprocess.
@@ -81,13 +82,13 @@ def run_main(monkeypatch, capsys):
         file = repo / path
         monkeypatch.setattr(sys, "argv", [str(file), *args])
         monkeypatch.syspath_prepend(str(file.parent))
-        capsys.readouterr()
+        capfd.readouterr()
         try:
             runpy.run_path(str(file), run_name="__main__")
             code = 0
         except SystemExit as exit:
             code = exit.code
-        out, err = capsys.readouterr()
+        out, err = capfd.readouterr()
         return (0 if code is None else code), out, err
 
     return run

@@ -81,14 +81,16 @@ def test_correct_and_smooth_repairs_uninformative_predictions(planted):
 @pytest.mark.data
 def test_correct_and_smooth_of_a_blank_model_is_label_propagation_on_arxiv(data_root):
     # From uniform predictions C&S spreads the training labels alone (label propagation, 0.68 test on
-    # arxiv in the C&S paper with its own settings): on the real graph, with the default strengths and
-    # the dataset's own adjacency, measured 0.655 valid and 0.617 test; chance is below 0.07.
+    # arxiv in the C&S paper with its own settings): on the real graph, with the default strengths,
+    # 10 steps and the dataset's own adjacency, measured 0.661 valid and 0.625 test (50 steps: 0.655 and
+    # 0.617, five times the time); chance is below 0.07.
     from ttgnn.data import load_dataset
 
     arxiv = load_dataset("ogbn-arxiv", data_root)
     labels, split = arxiv.labels, arxiv.split
     probs = torch.full((arxiv.num_nodes, arxiv.num_classes), 1.0 / arxiv.num_classes)
-    pred = correct_and_smooth(probs, arxiv.normalized_adjacency(), split["train"], labels[split["train"]]).argmax(1)
+    pred = correct_and_smooth(probs, arxiv.normalized_adjacency(), split["train"], labels[split["train"]],
+                              num_iterations=10).argmax(1)
     valid, test = (float((pred[split[k]] == labels[split[k]]).float().mean()) for k in ("valid", "test"))
     assert valid > 0.63 and test > 0.59
 
