@@ -19,7 +19,8 @@ whole pipeline (order, training, sampled evaluation, checkpoints) at a size this
 import logging
 import sys
 
-from ttgnn.cli import format_summary, report_errors, run_training, script_parser, small_run, start_script
+from ttgnn.cli import (format_summary, parse_count, report_errors, run_training, script_parser, small_run,
+                       start_script)
 from ttgnn.train import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,8 @@ SPLIT_FRACTIONS = (0.01087, 0.00113, 0.00193)
 
 def main() -> int:
     parser = script_parser(__doc__.splitlines()[0], PAPERS)
-    parser.add_argument("--synthetic", type=int, default=None, metavar="N",
-                        help="train on a synthetic graph of N nodes instead of the dataset")
+    parser.add_argument("--synthetic", type=parse_count, default=None, metavar="N",
+                        help="train on a synthetic graph of N nodes instead of the dataset (1.2e7 is read too)")
     parser.add_argument("--avg-degree", type=float, default=4.0, help="mean degree of the --synthetic graph")
     parser.add_argument("--tiny", action="store_true",
                         help="1 epoch of a small model on 3,000 synthetic nodes, evaluated on sampled neighbourhoods")

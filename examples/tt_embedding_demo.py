@@ -18,7 +18,8 @@ def main() -> int:
                         help="rows N of the table (ogbn-arxiv's nodes; 1e5 and 100_000 are read too)")
     parser.add_argument("--dim", type=int, default=128, help="embedding dimension D")
     parser.add_argument("--rank", type=int, default=16, help="TT rank")
-    parser.add_argument("--batch", type=int, default=100_000, help="random rows looked up, forward and backward")
+    parser.add_argument("--batch", type=parse_count, default=100_000,
+                        help="random rows looked up, forward and backward")
     args = parser.parse_args()
     if args.batch < 1:
         parser.error(f"--batch must be >= 1, got {args.batch}")

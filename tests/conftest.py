@@ -79,15 +79,20 @@ def run_main(monkeypatch, capfd):
     repo = Path(__file__).resolve().parents[1]
 
     def run(path: str, *args: str):
+        import torch
+
         file = repo / path
         monkeypatch.setattr(sys, "argv", [str(file), *args])
         monkeypatch.syspath_prepend(str(file.parent))
+        threads = torch.get_num_threads()  # scripts set their own (--num-threads): the next test gets these back
         capfd.readouterr()
         try:
             runpy.run_path(str(file), run_name="__main__")
             code = 0
         except SystemExit as exit:
             code = exit.code
+        finally:
+            torch.set_num_threads(threads)
         out, err = capfd.readouterr()
         return (0 if code is None else code), out, err
 

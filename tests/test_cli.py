@@ -658,6 +658,8 @@ def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path, run
     assert metrics["settings"]["fanouts"] == [15, 10, 5] and metrics["settings"]["rank"] == 4
     code, _, err = run_main("examples/train_papers100m.py", *common[2:], "--synthetic", "10")
     assert code == 2 and "--synthetic needs at least 1000 nodes, got 10" in err
+    code, _, err = run_main("examples/train_papers100m.py", *common[2:], "--synthetic", "5e2")  # a count, as --nodes
+    assert code == 2 and "--synthetic needs at least 1000 nodes, got 500" in err
 
 
 @pytest.mark.parametrize("disposition", ["default", "ignored"])

@@ -267,16 +267,15 @@ def _ddp_worker(rank: int, world_size: int, port: int, out_dir: str, batch_size:
 
 
 def run_spawned(fn, world_size: int, args: tuple, deadline_s: float = DEADLINE_S) -> None:
-    """``torch.multiprocessing`` ranks with a deadline: kills every process when it passes.
+    """``torch.multiprocessing`` spawn with a deadline: kills every process when it passes.
 
-    The ranks fork from a fork server that imported torch, DGL and ttgnn once (``spawn`` imported
-    them in every rank of every test: 3-4 s of CPU each); the server itself runs nothing, so the
-    ranks start as clean as spawned ones."""
+    Spawned, not forked from a preloaded fork server (3-4 s of CPU less per rank): fork-server
+    children end with ``os._exit``, skipping the interpreter shutdown where gloo's exit-time abort
+    showed (``benchmarks/exit_race.py``); spawned ranks go through it."""
     import torch.multiprocessing as mp
 
-    mp.set_forkserver_preload(["torch", "dgl", "ttgnn.train", "ttgnn.distributed"])
     context = mp.start_processes(fn, args=(world_size,) + args, nprocs=world_size, join=False,
-                                 start_method="forkserver")
+                                 start_method="spawn")
     stop = time.monotonic() + deadline_s
     try:
         while not context.join(timeout=1.0):

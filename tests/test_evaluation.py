@@ -137,6 +137,36 @@ def test_known_labels_marks_the_rest_unknown(planted):
     assert int((out < planted.num_classes).sum()) == 5
 
 
+def test_correct_and_smooth_runs_where_the_model_is_and_on_the_cpu_when_that_device_is_full(planted, monkeypatch,
+                                                                                             caplog):
+    # it ran on the CPU whatever the model's device: minutes on two cores for ogbn-arxiv at the end of a GPU run
+    import logging
+
+    from ttgnn import smoothing
+    from ttgnn.evaluation import correct_and_smooth_metrics
+
+    run = _run(planted)
+    logits = all_logits(run.model, run.graph, "minibatch", 64, planted)
+    real, devices = smoothing.tune_correct_and_smooth, []
+
+    def tune(logits, adjacency, labels, train_idx, valid_idx, **kwargs):
+        devices.append({t.device.type for t in (logits, adjacency, labels, train_idx, valid_idx)})
+        if adjacency.device.type == "meta":  # stands in for a GPU without room for the sparse products
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return real(logits, adjacency, labels, train_idx, valid_idx, **kwargs)
+
+    monkeypatch.setattr(smoothing, "tune_correct_and_smooth", tune)
+    on_cpu = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", logits=logits, progress=True)
+    assert devices == [{"cpu"}]
+    run.model.to("meta")  # a model on another device: the work goes there first
+    with caplog.at_level(logging.WARNING, logger="ttgnn.evaluation"):
+        moved = correct_and_smooth_metrics(run.model, run.graph, planted, "minibatch", logits=logits)
+    assert devices == [{"cpu"}, {"meta"}, {"cpu"}]
+    assert caplog.messages == ["correct and smooth: out of memory on meta; continuing on the CPU (slower)"]
+    assert torch.device("meta") not in planted._adjacency  # the device's copy of the graph is let go
+    assert {k: v for k, v in moved.items() if k != "seconds"} == {k: v for k, v in on_cpu.items() if k != "seconds"}
+
+
 def test_correct_and_smooth_metrics_tunes_on_the_splits(planted, monkeypatch):
     from ttgnn.evaluation import correct_and_smooth_metrics
     from ttgnn.smoothing import tune_correct_and_smooth

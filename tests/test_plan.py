@@ -338,11 +338,11 @@ def test_format_plan_layout():
 
 
 def test_exact_evaluation_of_gat_by_hand():
-    # GAT, 4 heads of 1 (hidden layer 4 wide), 40 classes (4 heads of 40 values before their mean), exact
-    # evaluation in batches of 100 nodes.
+    # GAT, 4 heads of 1 (hidden layer 4 wide), 40 classes (4 heads of 40 values before their mean, only a
+    # batch's at a time), exact evaluation in batches of 100 nodes.
     plans = plan(1000, 8, 2, model="gat", num_layers=2, hidden=4, heads=4, num_classes=40, fanouts=[2, 3],
                  batch_size=10, avg_degree=2.0, row_shape=[10, 10, 10], col_shape=[2, 2, 2], eval_batch_size=100)
-    layers = 1000 * (4 + 160) * 4  # the last layer's input and output for every node
+    layers = 1000 * (4 + 40) * 4  # the last layer's input and output for every node (the heads' mean)
     # 100 destinations with 300 edges: 3 ids each, 300 gathered rows of the widest input (8), and
     # 3 attention values per edge and head.
     batch = 300 * 3 * 8 + 300 * 8 * 4 + 300 * 4 * 3 * 4

@@ -139,6 +139,11 @@ def test_a_resume_with_other_table_shapes_is_refused_by_name_not_as_corrupted(tm
     # another rank alone is named as the rank
     with pytest.raises(ValueError, match=r"written with rank=2, this run has rank=3"):
         train(tt(epochs=3, resume=True, rank=3), overfitting)
+    # settings that change the table as a side effect are named themselves, not as a shape
+    with pytest.raises(ValueError, match=r"written with embedding='tt', this run has embedding='full'"):
+        train(tt(epochs=3, resume=True, embedding="full"), overfitting)
+    with pytest.raises(ValueError, match=r"written with num_cores=None, this run has num_cores=2"):
+        train(tt(epochs=3, resume=True, num_cores=2), overfitting)
 
 
 def test_a_resume_on_other_data_of_the_same_name_and_size_is_refused(tmp_path, overfitting):

@@ -240,6 +240,11 @@ class NodeDataset:
             self._adjacency[device] = self._adjacency[cpu].to(device)
         return self._adjacency[device]
 
+    def drop_adjacency(self, device) -> None:
+        """Forget the copy of :meth:`normalized_adjacency` kept on ``device`` (its memory is freed
+        once nothing else holds it); the next call makes it again."""
+        self._adjacency.pop(torch.device(device), None)
+
     def dgl_graph(self, self_loops: bool = True, edge_ids: bool = True):
         """The symmetrised graph as a ``dgl.DGLGraph`` (no duplicate edges, ``int64`` ids).
 

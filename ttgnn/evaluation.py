@@ -7,6 +7,7 @@ sees its own predictions of the other nodes (:func:`reuse_labels`).
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Optional
 
@@ -17,6 +18,8 @@ from .batches import device_batches
 from .config import LABEL_SPREAD_ALPHA
 from .data import NodeDataset
 from .smoothing import spread_labels
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Accuracy", "known_labels", "label_inputs", "model_label_inputs", "soft_labels", "reuse_labels",
            "all_logits", "evaluate", "logits_metrics", "evaluate_sampled", "correct_and_smooth_metrics"]
@@ -232,12 +235,15 @@ def evaluate_sampled(model, graph, dataset: NodeDataset, fanouts, batch_size: in
 
 
 def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, eval_batch_size: int = 8192,
-                               accuracy: Optional[Accuracy] = None, logits: Optional[torch.Tensor] = None) -> dict:
+                               accuracy: Optional[Accuracy] = None, logits: Optional[torch.Tensor] = None,
+                               progress: bool = False) -> dict:
     """Accuracies of ``model``'s predictions after Correct and Smooth (strengths tuned on validation).
 
-    Only the training labels are propagated (:func:`ttgnn.smoothing.tune_correct_and_smooth`).
-    ``logits`` (``(N, C)``, default: :func:`all_logits` of ``model``) saves that pass when the
-    caller has them already.
+    Only the training labels are propagated (:func:`ttgnn.smoothing.tune_correct_and_smooth`), on
+    the device of ``model``'s parameters (a GPU's sparse products take seconds where two CPU cores
+    take minutes on ogbn-arxiv); a GPU out of memory for them leaves the work to the CPU, with a
+    warning. ``logits`` (``(N, C)``, default: :func:`all_logits` of ``model``) saves that pass
+    when the caller has them already. ``progress``: a tqdm bar over the propagations.
     Returns ``{"train_acc", "valid_acc", "test_acc", "correct_alpha", "smooth_alpha", "seconds"}``.
     """
     from .smoothing import tune_correct_and_smooth
@@ -245,12 +251,23 @@ def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, ev
     start = time.perf_counter()
     if logits is None:
         logits = all_logits(model, graph, mode, eval_batch_size, dataset)
-    logits = logits.cpu()
-    labels = dataset.labels.cpu()
-    adjacency = dataset.normalized_adjacency()
-    split = {key: idx.cpu() for key, idx in dataset.split.items()}
-    result = tune_correct_and_smooth(logits, adjacency, labels, split["train"], split["valid"])
+    device = next(model.parameters()).device
+
+    def tune(device: torch.device):
+        split = {key: idx.to(device) for key, idx in dataset.split.items()}
+        return tune_correct_and_smooth(logits.to(device), dataset.normalized_adjacency(device),
+                                       dataset.labels.to(device), split["train"], split["valid"], progress=progress)
+
+    try:
+        result = tune(device)
+    except torch.cuda.OutOfMemoryError:
+        if device.type == "cpu":
+            raise
+        log.warning("correct and smooth: out of memory on %s; continuing on the CPU (slower)", device)
+        dataset.drop_adjacency(device)
+        result = tune(torch.device("cpu"))
+    labels, pred = dataset.labels.cpu(), result.pred.cpu()
     accuracy = accuracy or Accuracy(dataset.evaluator_name)
-    scores = {f"{key}_acc": accuracy(result.pred[idx], labels[idx]) for key, idx in split.items()}
+    scores = {f"{key}_acc": accuracy(pred[idx.cpu()], labels[idx.cpu()]) for key, idx in dataset.split.items()}
     return dict(scores, correct_alpha=result.correct_alpha, smooth_alpha=result.smooth_alpha,
                 seconds=time.perf_counter() - start)

@@ -112,6 +112,9 @@ def _evaluation_bytes(num_nodes: int, entries: int, widths: list, model: str, he
     if mode == "full":
         per_layer = (entries + num_nodes) * (heads * 3 * _FLOAT if model == "gat" else 0)
         return max(peak + per_layer, lookup), "full graph"
+    if model == "gat":  # layer-wise inference keeps every node's classes after the heads' mean, not before
+        kept = widths[:-1] + [widths[-1] // heads]
+        peak = max(num_nodes * (kept[i] + kept[i + 1]) for i in range(num_layers)) * _FLOAT
     # One batch of destination nodes with all their neighbours: its block and gathered inputs.
     dst = min(num_nodes, eval_batch_size)
     batch_edges = min(entries + num_nodes, int(dst * (entries / num_nodes + 1)))

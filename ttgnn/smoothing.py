@@ -211,11 +211,12 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
                             train_idx: torch.Tensor, valid_idx: torch.Tensor, *,
                             correct_alphas: Sequence[float] = (0.5, 0.8, 0.95),
                             smooth_alphas: Sequence[float] = (0.5, 0.7, 0.85),
-                            num_iterations: int = 50) -> SmoothingResult:
+                            num_iterations: int = 50, progress: bool = False) -> SmoothingResult:
     """Correct and smooth with the strengths that give the best validation accuracy.
 
     Only the labels of ``train_idx`` enter the propagation; ``valid_idx`` only selects the
-    strengths, so test accuracy measured on the result is a fair estimate.
+    strengths, so test accuracy measured on the result is a fair estimate. The inputs may be on
+    any one device (the work is done there).
 
     Args:
         logits (Tensor): ``(N, C)`` base model outputs.
@@ -224,7 +225,11 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
         train_idx, valid_idx (LongTensor): node ids.
         correct_alphas, smooth_alphas (sequence of float, optional): the grid.
         num_iterations (int, optional): iterations of each propagation. (default: ``50``)
+        progress (bool, optional): a tqdm bar over the propagations (one per correction and one per
+            pair of strengths). (default: ``False``)
     """
+    from tqdm.auto import tqdm
+
     if not len(correct_alphas) or not len(smooth_alphas):
         raise ValueError("correct_alphas and smooth_alphas must not be empty")
     probs = torch.softmax(logits.float(), dim=1)
@@ -232,11 +237,16 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
     _check_inputs(probs, adjacency, train_idx, train_labels)
     truth = torch.nn.functional.one_hot(train_labels, probs.shape[1]).float()
     best = None
-    for correct_alpha in correct_alphas:
-        corrected = _correct(probs, adjacency, train_idx, truth, correct_alpha, num_iterations)
-        for smooth_alpha in smooth_alphas:
-            pred = _smooth(corrected, adjacency, train_idx, truth, smooth_alpha, num_iterations).argmax(1)
-            valid_acc = float((pred[valid_idx] == labels[valid_idx]).float().mean()) if valid_idx.numel() else 0.0
-            if best is None or valid_acc > best.valid_acc:
-                best = SmoothingResult(pred, float(correct_alpha), float(smooth_alpha), valid_acc)
+    with tqdm(total=len(correct_alphas) * (1 + len(smooth_alphas)), disable=not progress, leave=False,
+              desc="correct and smooth", unit="propagation") as bar:
+        for correct_alpha in correct_alphas:
+            corrected = _correct(probs, adjacency, train_idx, truth, correct_alpha, num_iterations)
+            bar.update()
+            for smooth_alpha in smooth_alphas:
+                pred = _smooth(corrected, adjacency, train_idx, truth, smooth_alpha, num_iterations).argmax(1)
+                bar.update()
+                valid_acc = float((pred[valid_idx] == labels[valid_idx]).float().mean()) if valid_idx.numel() \
+                    else 0.0
+                if best is None or valid_acc > best.valid_acc:
+                    best = SmoothingResult(pred, float(correct_alpha), float(smooth_alpha), valid_acc)
     return best

@@ -503,9 +503,12 @@ def restore_run(run: RunState) -> None:
         if resume and run.is_main:
             log.info("no checkpoint at %s; starting from scratch", ckpt_path)
         return
-    # the table first: a changed --row-shape is named as such, not as the rank the run derives from it
+    # The settings first, then the table's shapes, then the rank: a changed --row-shape is named as such,
+    # not as the rank the run derives from it, and a changed dataset or embedding as itself.
+    keys, settings = run.config.resume_keys(), run.config.settings()
+    check_resumable(state, settings, [k for k in keys if k != "rank"], ckpt_path, TrainConfig.RESUME_ABSENT)
     _check_same_table(state, run.metrics, ckpt_path)
-    check_resumable(state, run.config.settings(), run.config.resume_keys(), ckpt_path, TrainConfig.RESUME_ABSENT)
+    check_resumable(state, settings, keys, ckpt_path, TrainConfig.RESUME_ABSENT)
     saved_data = (state.get("metrics") or {}).get("dataset_fingerprint")  # None: written before it was recorded
     if saved_data is not None and saved_data != run.metrics["dataset_fingerprint"]:
         raise ValueError(f"checkpoint {ckpt_path} was trained on other data than {run.dataset.name} here (its edges, "
@@ -799,7 +802,8 @@ def _final_correct_smooth(run: RunState) -> dict:
     log.info("correct and smooth on the epoch %s model: tuning its two strengths on validation "
              "(--no-correct-smooth to skip)", epoch)
     result = correct_and_smooth_metrics(evaluated, run.graph, run.dataset, run.config.mode,
-                                        run.config.eval_batch_size, run.accuracy)
+                                        run.config.eval_batch_size, run.accuracy,
+                                        progress=run.config.progress)
     result["epoch"] = epoch
     log.info("correct and smooth (epoch %s model, alphas %.2f/%.2f): train %.4f valid %.4f test %.4f | %.1fs",
              epoch, result["correct_alpha"], result["smooth_alpha"], result["train_acc"], result["valid_acc"],
