@@ -165,6 +165,9 @@ def test_correct_and_smooth_runs_where_the_model_is_and_on_the_cpu_when_that_dev
     assert caplog.messages == ["correct and smooth: out of memory on meta; continuing on the CPU (slower)"]
     assert torch.device("meta") not in planted._adjacency  # the device's copy of the graph is let go
     assert {k: v for k, v in moved.items() if k != "seconds"} == {k: v for k, v in on_cpu.items() if k != "seconds"}
+    # a model without parameters (logits given): where the logits are
+    bare = correct_and_smooth_metrics(torch.nn.Module(), None, planted, "minibatch", logits=logits)
+    assert devices[-1] == {"cpu"} and bare["test_acc"] == on_cpu["test_acc"]
 
 
 def test_correct_and_smooth_metrics_tunes_on_the_splits(planted, monkeypatch):

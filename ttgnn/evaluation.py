@@ -251,7 +251,8 @@ def correct_and_smooth_metrics(model, graph, dataset: NodeDataset, mode: str, ev
     start = time.perf_counter()
     if logits is None:
         logits = all_logits(model, graph, mode, eval_batch_size, dataset)
-    device = next(model.parameters()).device
+    weight = next(model.parameters(), None)
+    device = weight.device if weight is not None else logits.device
 
     def tune(device: torch.device):
         split = {key: idx.to(device) for key, idx in dataset.split.items()}
