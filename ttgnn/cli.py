@@ -421,7 +421,6 @@ def start_script(parser: argparse.ArgumentParser,
     args.given = explicit_options(parser, argv)
     configure_allocator()  # keep freed memory: no page faults every step ($TTGNN_MALLOC=default: off)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    config = config_from_args(args)
     # A script's own defaults give way to the options that size the same thing (the user never
     # typed --rank 8 beside --compression 100): dropped where the command line gives the other.
     for given_one, defaults in ((("compression", "max_params"), ("rank",)), (("dim",), ("col_shape",)),
@@ -430,13 +429,11 @@ def start_script(parser: argparse.ArgumentParser,
             for key in defaults:
                 if key not in args.given:
                     setattr(args, key, None)
-                    setattr(config, key, None)
     for typed, other in (("row_shape", "col_shape"), ("col_shape", "row_shape")):  # a shape of other length
-        if (typed in args.given and other not in args.given and getattr(config, other) is not None
-                and len(getattr(config, typed)) != len(getattr(config, other))):
+        if (typed in args.given and other not in args.given and getattr(args, other) is not None
+                and len(getattr(args, typed)) != len(getattr(args, other))):
             setattr(args, other, None)
-            setattr(config, other, None)
-    return args, layers_for_fanouts(config, args.given)
+    return args, layers_for_fanouts(config_from_args(args), args.given)
 
 
 def layers_for_fanouts(config: TrainConfig, given: set) -> TrainConfig:

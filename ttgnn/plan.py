@@ -106,15 +106,16 @@ def _evaluation_bytes(num_nodes: int, entries: int, widths: list, model: str, he
             peak += max(edges) * heads * 3 * _FLOAT
         lookup = nodes[0] * widths[0] * _FLOAT * (2 if tt else 1)  # TT: rows plus the kernel's scratch
         return _block_bytes(nodes, edges) + max(peak, lookup), "sampled"
-    # Every node's input rows, then each layer's input and output for all nodes at once.
+    # Every node's input rows, then each layer's input and output for all nodes at once: in full-graph
+    # mode as the layers compute them (GAT's last layer before the heads' mean), while layer-wise
+    # inference keeps every node's classes after the mean.
+    if mode != "full" and model == "gat":
+        widths = widths[:-1] + [widths[-1] // heads]
     peak = max(num_nodes * (widths[i] + widths[i + 1]) for i in range(num_layers)) * _FLOAT
     lookup = num_nodes * widths[0] * _FLOAT * (2 if tt else 1)
     if mode == "full":
         per_layer = (entries + num_nodes) * (heads * 3 * _FLOAT if model == "gat" else 0)
         return max(peak + per_layer, lookup), "full graph"
-    if model == "gat":  # layer-wise inference keeps every node's classes after the heads' mean, not before
-        kept = widths[:-1] + [widths[-1] // heads]
-        peak = max(num_nodes * (kept[i] + kept[i + 1]) for i in range(num_layers)) * _FLOAT
     # One batch of destination nodes with all their neighbours: its block and gathered inputs.
     dst = min(num_nodes, eval_batch_size)
     batch_edges = min(entries + num_nodes, int(dst * (entries / num_nodes + 1)))

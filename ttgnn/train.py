@@ -508,7 +508,7 @@ def restore_run(run: RunState) -> None:
     keys, settings = run.config.resume_keys(), run.config.settings()
     check_resumable(state, settings, [k for k in keys if k != "rank"], ckpt_path, TrainConfig.RESUME_ABSENT)
     _check_same_table(state, run.metrics, ckpt_path)
-    check_resumable(state, settings, keys, ckpt_path, TrainConfig.RESUME_ABSENT)
+    check_resumable(state, settings, [k for k in keys if k == "rank"], ckpt_path, TrainConfig.RESUME_ABSENT)
     saved_data = (state.get("metrics") or {}).get("dataset_fingerprint")  # None: written before it was recorded
     if saved_data is not None and saved_data != run.metrics["dataset_fingerprint"]:
         raise ValueError(f"checkpoint {ckpt_path} was trained on other data than {run.dataset.name} here (its edges, "
