@@ -1,8 +1,11 @@
 """Full-graph training epoch of each GNN backend side by side (``--gnn-backend dgl`` vs ``torch``).
 
-For each model, both backends are built from the same seed (same weights) and timed in
+``torch-reference`` is the ``torch`` backend with its compiled CPU graph kernels turned off
+(:func:`ttgnn.graph_ops.reference_only`: torch's sparse products and scatters, as on a build
+without the extension), so one run also gives the kernels' speed-up (the ``vs ref`` columns).
+For each model, the backends are built from the same seed (same weights) and timed in
 interleaved rounds (each round runs one epoch of each backend), so drifting machine load does not
-enter their ratio. An epoch is what ``ttgnn train --mode full`` does per epoch: forward on the full
+enter their ratios. An epoch is what ``ttgnn train --mode full`` does per epoch: forward on the full
 graph, loss on the training nodes, backward, Adam step (:func:`ttgnn.train.train_epoch`), and
 then the evaluation of every node (:func:`ttgnn.evaluation.evaluate`, with the label reuse
 rounds the settings have), timed apart. The settings are the command line's defaults for the
@@ -12,8 +15,10 @@ where the installed DGL supports the device (the PyPI wheel: the CPU).
 
     python benchmarks/bench_gnn_backend.py --root $TTGNN_DATA                      # arxiv, CPU, SAGE and GAT
     python benchmarks/bench_gnn_backend.py --device cuda --embedding tt full --json out.json
+    python benchmarks/bench_gnn_backend.py --root $TTGNN_DATA --backends dgl torch torch-reference
 """
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -26,6 +31,7 @@ from ttgnn.cli import report_errors
 from ttgnn.config import TrainConfig
 from ttgnn.data import load_dataset
 from ttgnn.evaluation import evaluate
+from ttgnn.graph_ops import reference_only
 from ttgnn.models import dgl_runs_on
 from ttgnn.train import setup_run, train_epoch
 
@@ -34,6 +40,7 @@ TT = dict(rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
 
 def _config(args, model: str, embedding: str, backend: str) -> TrainConfig:
     extra = dict(TT) if embedding == "tt" and args.dataset == "ogbn-arxiv" else {}
+    backend = "torch" if backend == "torch-reference" else backend
     return TrainConfig(dataset=args.dataset, root=args.root, model=model, embedding=embedding, gnn_backend=backend,
                        mode="full", order="identity", hidden=args.hidden, num_layers=args.num_layers,
                        heads=args.heads, progress=False, correct_smooth=False, **extra)
@@ -52,11 +59,17 @@ def _timed(step, device: torch.device) -> float:
     return time.perf_counter() - started
 
 
-def _timed_epoch(run, epoch: int, device: torch.device) -> tuple[float, float]:
+def _timed_epoch(run, epoch: int, device: torch.device, backend: str) -> tuple[float, float]:
     """Seconds of one training epoch and of the evaluation after it."""
-    train_s = _timed(lambda: train_epoch(run, epoch), device)
-    eval_s = _timed(lambda: evaluate(run.model, run.graph, run.dataset, "full", accuracy=run.accuracy), device)
+    with reference_only() if backend == "torch-reference" else contextlib.nullcontext():
+        train_s = _timed(lambda: train_epoch(run, epoch), device)
+        eval_s = _timed(lambda: evaluate(run.model, run.graph, run.dataset, "full", accuracy=run.accuracy), device)
     return train_s, eval_s
+
+
+def _ratio(value: float, base) -> "float | None":
+    """``value / base`` (a time ratio: below 1 is faster), ``None`` without a base."""
+    return value / base if base else None
 
 
 def main(argv=None) -> int:
@@ -67,7 +80,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--models", nargs="+", default=["sage", "gat"], choices=["sage", "gat"])
     p.add_argument("--embedding", nargs="+", default=["tt"], choices=["tt", "full"])
-    p.add_argument("--backends", nargs="+", default=["dgl", "torch"], choices=["dgl", "torch"])
+    p.add_argument("--backends", nargs="+", default=["dgl", "torch"], choices=["dgl", "torch", "torch-reference"])
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--num-layers", type=int, default=3)
     p.add_argument("--heads", type=int, default=4)
@@ -88,8 +101,8 @@ def main(argv=None) -> int:
     print(f"# {args.dataset} full-graph epoch (forward + backward + Adam), {device}, "
           f"{torch.get_num_threads()} threads, hidden {args.hidden}, {args.num_layers} layers; "
           f"median of {args.rounds} interleaved rounds")
-    print(f"{'model':>6} {'embedding':>9} {'backend':>8} {'epoch s':>9} {'min s':>8} {'vs dgl':>7} {'eval s':>8} "
-          f"{'vs dgl':>7} {'peak GPU MiB':>13}")
+    print(f"{'model':>6} {'embedding':>9} {'backend':>15} {'epoch s':>9} {'min s':>8} {'vs dgl':>7} {'vs ref':>7} "
+          f"{'eval s':>8} {'vs dgl':>7} {'vs ref':>7} {'peak GPU MiB':>13}")
     for model in args.models:
         for embedding in args.embedding:
             runs = {}
@@ -98,7 +111,7 @@ def main(argv=None) -> int:
             times = {backend: [] for backend in backends}
             eval_times = {backend: [] for backend in backends}
             for backend, run in runs.items():  # warm-up (allocator, kernels' first launch)
-                _timed_epoch(run, 1, device)
+                _timed_epoch(run, 1, device, backend)
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             peaks = {}
@@ -106,26 +119,29 @@ def main(argv=None) -> int:
                 for backend, run in runs.items():
                     if device.type == "cuda":
                         torch.cuda.reset_peak_memory_stats(device)
-                    train_s, eval_s = _timed_epoch(run, 2 + round_, device)
+                    train_s, eval_s = _timed_epoch(run, 2 + round_, device, backend)
                     times[backend].append(train_s)
                     eval_times[backend].append(eval_s)
                     if device.type == "cuda":
                         peaks[backend] = max(peaks.get(backend, 0.0), torch.cuda.max_memory_allocated(device) / 2**20)
-            base = statistics.median(times["dgl"]) if "dgl" in times else None
-            eval_base = statistics.median(eval_times["dgl"]) if "dgl" in eval_times else None
+            medians = {backend: statistics.median(times[backend]) for backend in backends}
+            eval_medians = {backend: statistics.median(eval_times[backend]) for backend in backends}
             for backend in backends:
-                median = statistics.median(times[backend])
-                eval_median = statistics.median(eval_times[backend])
+                median, eval_median = medians[backend], eval_medians[backend]
                 row = dict(model=model, embedding=embedding, backend=backend, device=str(device),
-                           epoch_s=median, min_s=min(times[backend]), vs_dgl=median / base if base else None,
-                           eval_s=eval_median, eval_vs_dgl=eval_median / eval_base if eval_base else None,
+                           epoch_s=median, min_s=min(times[backend]),
+                           vs_dgl=_ratio(median, medians.get("dgl")),
+                           vs_reference=_ratio(median, medians.get("torch-reference")),
+                           eval_s=eval_median, eval_vs_dgl=_ratio(eval_median, eval_medians.get("dgl")),
+                           eval_vs_reference=_ratio(eval_median, eval_medians.get("torch-reference")),
                            peak_gpu_mib=peaks.get(backend))
                 rows.append(row)
-                ratio = f"{row['vs_dgl']:.2f}" if row["vs_dgl"] else "-"
-                eval_ratio = f"{row['eval_vs_dgl']:.2f}" if row["eval_vs_dgl"] else "-"
+                shown = {key: "-" if row[key] is None else f"{row[key]:.2f}"
+                         for key in ("vs_dgl", "vs_reference", "eval_vs_dgl", "eval_vs_reference")}
                 peak = f"{row['peak_gpu_mib']:.0f}" if row["peak_gpu_mib"] else "-"
-                print(f"{model:>6} {embedding:>9} {backend:>8} {median:>9.3f} {row['min_s']:>8.3f} {ratio:>7} "
-                      f"{eval_median:>8.3f} {eval_ratio:>7} {peak:>13}", flush=True)
+                print(f"{model:>6} {embedding:>9} {backend:>15} {median:>9.3f} {row['min_s']:>8.3f} "
+                      f"{shown['vs_dgl']:>7} {shown['vs_reference']:>7} {eval_median:>8.3f} "
+                      f"{shown['eval_vs_dgl']:>7} {shown['eval_vs_reference']:>7} {peak:>13}", flush=True)
             del runs
     if args.json:
         with open(args.json, "w") as fh:

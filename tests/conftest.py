@@ -127,3 +127,13 @@ def compilers(tmp_path, monkeypatch):
     shared = fake_compiler(tmp_path / "bin" / "g++", "/usr/lib/gcc/x86_64-linux-gnu/13/libstdc++.so")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     return static, shared
+
+
+@pytest.fixture(params=("avx512", "avx2", "baseline"))
+def cpu_path(request):
+    """Runs the test with the CPU kernels on one instruction-set path (skipped where this CPU or
+    build lacks it), then restores the path."""
+    from extension import CPU_PATHS, run_on_path
+
+    assert request.param in CPU_PATHS
+    yield from run_on_path(request.param)

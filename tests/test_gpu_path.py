@@ -97,15 +97,28 @@ REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.data
-def test_backend_epoch_benchmark_prints_both_backends(data_root, tmp_path, capsys, load_script):
+def test_backend_epoch_benchmark_prints_every_backend(data_root, tmp_path, capsys, load_script, monkeypatch):
+    from ttgnn import graph_ops
+
     bench = load_script("benchmarks/bench_gnn_backend.py")
+    kernels_on = []  # whether the graph kernels applied in each torch-backend epoch
+    train_epoch = bench.train_epoch
+    monkeypatch.setattr(bench, "train_epoch", lambda run, epoch: kernels_on.append(
+        (run.config.gnn_backend, graph_ops.applies(torch.zeros(1)))) or train_epoch(run, epoch))
     assert bench.main(["--dataset", "cora", "--root", str(data_root), "--models", "sage", "gat", "--hidden", "16",
-                       "--num-layers", "2", "--heads", "2", "--rounds", "1", "--json", str(tmp_path / "rows.json")]) == 0
+                       "--num-layers", "2", "--heads", "2", "--rounds", "1", "--backends", "dgl", "torch",
+                       "torch-reference", "--json", str(tmp_path / "rows.json")]) == 0
     rows = json.loads((tmp_path / "rows.json").read_text())
-    assert [(r["model"], r["backend"]) for r in rows] == [("sage", "dgl"), ("sage", "torch"), ("gat", "dgl"),
-                                                          ("gat", "torch")]
-    assert all(r["epoch_s"] > 0 and r["eval_s"] > 0 for r in rows) and rows[0]["vs_dgl"] == rows[0]["eval_vs_dgl"] == 1.0
-    assert "vs dgl" in capsys.readouterr().out
+    assert [(r["model"], r["backend"]) for r in rows] == [
+        (model, backend) for model in ("sage", "gat") for backend in ("dgl", "torch", "torch-reference")]
+    assert all(r["epoch_s"] > 0 and r["eval_s"] > 0 for r in rows)
+    assert rows[0]["vs_dgl"] == rows[0]["eval_vs_dgl"] == 1.0
+    assert rows[2]["vs_reference"] == rows[2]["eval_vs_reference"] == 1.0
+    # per model: warm-up and one round for each backend, in order; the reference backend ran without the kernels
+    on = graph_ops.available()
+    assert kernels_on == 2 * 2 * [("dgl", on), ("torch", on), ("torch", False)]
+    out = capsys.readouterr().out
+    assert "vs dgl" in out and "vs ref" in out
 
 
 def test_gpu_check_dry_run_lists_every_step(tmp_path):

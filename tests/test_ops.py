@@ -14,7 +14,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttgnn import TTNodeEmbedding, _ext
+from extension import CPU_PATHS, cpu_paths, require_kernels
+from ttgnn import TTNodeEmbedding
 from ttgnn.ops import (
     lookup_backend,
     tt_lookup,
@@ -31,21 +32,9 @@ DEVICES = [
 ]
 
 
-def _require_kernels(device: str) -> None:
-    if not _ext.available():
-        message = f"ttgnn._C is not available ({_ext.load_error()})"
-    elif not _ext.has_kernel(device):
-        message = f"ttgnn._C was built without {device} kernels"
-    else:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(message + "; CI is set, so the extension must build")
-    pytest.skip(message)
-
-
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
-    _require_kernels(request.param)
+    require_kernels(request.param)
     return request.param
 
 
@@ -354,7 +343,7 @@ def kernel_at_threads(cores, rows, grad_out, num_threads):
 
 
 def test_thread_counts_agree():
-    _require_kernels("cpu")
+    require_kernels("cpu")
     cores = make_cores((30, 31, 32), (8, 4, 4), 16)
     rows = draw_rows(30 * 31 * 32, 20000)
     grad_out = torch.randn(20000, 128, generator=torch.Generator().manual_seed(7))
@@ -373,7 +362,7 @@ def test_thread_counts_agree():
 
 
 def test_backend_and_fallback():
-    _require_kernels("cpu")
+    require_kernels("cpu")
     assert lookup_backend("cpu") == "cpu-kernel"
     assert lookup_backend(torch.device("meta")) == "reference"
     # Dtypes the kernels do not cover fall back to the reference.
@@ -399,7 +388,7 @@ def _lookups(monkeypatch):
 def test_tt_lookup_runs_the_kernel_where_it_applies(monkeypatch, num_cores, dtype, index_dtype):
     from ttgnn.ops import kernel_applies
 
-    _require_kernels("cpu")
+    require_kernels("cpu")
     cores = make_cores((2,) * num_cores, (1,) * (num_cores - 1) + (2,), 2, dtype)
     rows = torch.tensor([0, 2 ** num_cores - 1, 1], dtype=index_dtype)
     assert kernel_applies(cores, rows) is True
@@ -531,7 +520,7 @@ def test_bad_grad_output(device):
 
 @pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU")
 def test_mixed_devices():
-    _require_kernels("cuda")
+    require_kernels("cuda")
     cores = make_cores((4, 5, 6), (2, 2, 2), 3, device="cuda")
     with pytest.raises(RuntimeError, match=r"core 0 is on cuda:0 but rows are on cpu"):
         tt_lookup_kernel(cores, torch.tensor([0, 1]))
@@ -543,7 +532,7 @@ def test_mixed_devices():
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_random_shapes_match_reference(data):
-    _require_kernels("cpu")
+    require_kernels("cpu")
     num_cores = data.draw(st.integers(2, 8), label="num_cores")
     row_shape = data.draw(st.lists(st.integers(1, 7), min_size=num_cores, max_size=num_cores), label="row_shape")
     widest = 4 if num_cores <= 5 else 2  # at most 4^5 columns
@@ -570,32 +559,6 @@ def test_random_shapes_match_reference(data):
 
 
 # ------------------------------------------------------------------ instruction-set paths
-
-CPU_PATHS = ("avx512", "avx2", "baseline")
-
-
-def _cpu_paths() -> tuple:
-    _require_kernels("cpu")
-    from ttgnn import _C
-
-    return _C.cpu_isas()
-
-
-@pytest.fixture(params=CPU_PATHS)
-def cpu_path(request):
-    """Runs the test with the CPU kernels on one instruction-set path, then restores the path."""
-    runnable = _cpu_paths()
-    if request.param not in runnable:
-        pytest.skip(f"this CPU (or build) cannot run the {request.param} path; it runs {runnable}")
-    from ttgnn import _C
-
-    previous = _C.cpu_isa()
-    assert _C.set_cpu_isa(request.param) == request.param
-    try:
-        yield request.param
-    finally:
-        _C.set_cpu_isa(previous)
-
 
 PATH_CASES = [
     # (row_shape, col_shape, rank, batch): the arxiv-like case at ranks 8, 16, 32 (row widths
@@ -645,7 +608,7 @@ def assert_grads_within_rounding(grads, cores, rows, grad_out, dtype):
 def test_cpu_paths_agree_with_each_other():
     # Each path sums in the same order; they differ only in whether products and sums are fused
     # (FMA), so their results agree to float32 rounding.
-    runnable = _cpu_paths()
+    runnable = cpu_paths()
     if len(runnable) < 2:
         pytest.skip(f"only one CPU path runs here: {runnable}")
     from ttgnn import _C
@@ -670,7 +633,7 @@ def test_cpu_paths_agree_with_each_other():
 
 
 def test_set_cpu_isa_rejects_bad_names():
-    _require_kernels("cpu")
+    require_kernels("cpu")
     from ttgnn import _C
 
     previous = _C.cpu_isa()
@@ -707,7 +670,7 @@ _LOOKUP_AND_REPORT = (
 
 
 def test_env_variable_picks_the_path():
-    runnable = _cpu_paths()
+    runnable = cpu_paths()
     for path in runnable:
         proc = _run_with_cpu_isa(path, _LOOKUP_AND_REPORT)
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -716,7 +679,7 @@ def test_env_variable_picks_the_path():
 
 
 def test_env_variable_with_a_path_the_cpu_lacks_warns_and_falls_back():
-    runnable = _cpu_paths()
+    runnable = cpu_paths()
     missing = [p for p in CPU_PATHS + ("native",) if p not in runnable]
     if not missing:
         pytest.skip("this CPU and build run every path")
@@ -727,7 +690,7 @@ def test_env_variable_with_a_path_the_cpu_lacks_warns_and_falls_back():
 
 
 def test_env_variable_with_an_unknown_name_fails_the_lookup():
-    _require_kernels("cpu")
+    require_kernels("cpu")
     proc = _run_with_cpu_isa("avx1024", _LOOKUP_AND_REPORT)
     assert proc.returncode != 0
     assert "TTGNN_CPU_ISA: unknown CPU path 'avx1024'; valid: auto, avx512, avx2, baseline" in proc.stderr
@@ -745,7 +708,7 @@ CONTRACTIONS = ("left-to-right", "right-to-left")
 @pytest.fixture(params=CONTRACTIONS)
 def contraction(request):
     """Runs the test with the CPU kernels forced to one contraction order, then restores auto."""
-    _require_kernels("cpu")
+    require_kernels("cpu")
     from ttgnn import _C
 
     assert _C.set_cpu_contraction(request.param) == request.param
@@ -861,7 +824,7 @@ def test_thread_counts_agree_right_to_left(contraction):
 
 
 def test_set_cpu_contraction_rejects_bad_names():
-    _require_kernels("cpu")
+    require_kernels("cpu")
     from ttgnn import _C
 
     assert _C.cpu_contraction() == "auto"
@@ -877,7 +840,7 @@ def test_auto_order_does_not_depend_on_thread_count():
     # The orders round differently, so "auto" chooses per window of sorted rows, not per thread's
     # chunk: 1,500 rows, the first half sharing prefixes, the second none, give one thread one
     # chunk and two threads two, each all of one kind.
-    _require_kernels("cpu")
+    require_kernels("cpu")
     from ttgnn import _C
 
     assert _C.cpu_contraction() == "auto"

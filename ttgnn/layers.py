@@ -16,10 +16,15 @@ seed gives the same initial weights):
 Message passing is sparse-times-dense products (``torch.sparse.mm`` on CSR, which is MKL on the
 CPU and cuSPARSE on CUDA) inside one autograd function whose backward uses the stored transpose
 and, for attention weights, a sampled dense-dense product (``torch.sparse.sampled_addmm``): no
-``(E, D)`` message tensor is ever built. Written here rather than taken from PyTorch Geometric:
-PyG's layers compute the same values, but under other parameter names (``lin_l``/``lin_r``,
-``att_src``/``att_dst``) and, for an averaged last GAT layer, with the bias added after the mean
-instead of per head; and without torch-scatter its aggregation materialises per-edge messages.
+``(E, D)`` message tensor is ever built. On the CPU, when the ``ttgnn._C`` extension is loaded,
+compiled kernels of ours (:mod:`ttgnn.graph_ops`) replace those products (all heads in one pass)
+and GAT's attention (gathers, leaky ReLU and edge softmax in one pass per node); that path is
+equal to the pure-PyTorch one above to float rounding, which the tests compare them with.
+
+Written here rather than taken from PyTorch Geometric: PyG's layers compute the same values, but
+under other parameter names (``lin_l``/``lin_r``, ``att_src``/``att_dst``) and, for an averaged
+last GAT layer, with the bias added after the mean instead of per head; and without torch-scatter
+its aggregation materialises per-edge messages.
 """
 from __future__ import annotations
 
@@ -31,7 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["SparseGraph", "aggregate", "edge_softmax", "TensorSAGEConv", "TensorGATConv"]
+from . import graph_ops
+
+__all__ = ["SparseGraph", "aggregate", "edge_softmax", "gat_attention", "TensorSAGEConv", "TensorGATConv"]
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +210,10 @@ class _Aggregate(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, graph: SparseGraph, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        ctx.graph = graph
+        ctx.save_for_backward(weight, x)
+        if graph_ops.applies(weight, x):
+            return graph_ops.csr_aggregate(graph.indptr, graph.indices, weight, None, x)
         heads = x.shape[1]
         if heads == 1:  # no per-head copies
             out = _spmm(graph.csr(weight[:, 0]), x[:, 0]).unsqueeze(1)
@@ -210,14 +221,20 @@ class _Aggregate(torch.autograd.Function):
             out = x.new_empty(graph.num_dst, heads, x.shape[2])
             for head in range(heads):
                 out[:, head] = _spmm(graph.csr(weight[:, head]), x[:, head].contiguous())
-        ctx.graph = graph
-        ctx.save_for_backward(weight, x)
         return out
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
         graph = ctx.graph
         weight, x = ctx.saved_tensors
+        # the kernels' results carry no graph of their own: a double backward takes the reference
+        if not torch.is_grad_enabled() and graph_ops.applies(weight, x, grad_out):
+            grad_x = grad_weight = None
+            if ctx.needs_input_grad[2]:
+                grad_x = graph_ops.csr_aggregate(graph.t_indptr, graph.t_indices, weight, graph.t_perm, grad_out)
+            if ctx.needs_input_grad[1]:
+                grad_weight = graph_ops.csr_edge_dot(graph.indptr, graph.indices, grad_out, x)
+            return None, grad_weight, grad_x
         grad_weight = grad_x = None
         heads = x.shape[1]
         if ctx.needs_input_grad[2] and heads == 1:
@@ -277,6 +294,47 @@ def edge_softmax(graph: SparseGraph, scores: torch.Tensor) -> torch.Tensor:
     exp = torch.exp(scores - peak[graph.dst])
     total = scores.new_zeros(graph.num_dst, scores.shape[1]).index_add_(0, graph.dst, exp)
     return exp / total[graph.dst]
+
+
+class _GATAttention(torch.autograd.Function):
+    """:func:`edge_softmax` of ``leaky_relu(score_src[u] + score_dst[v])`` over each destination
+    ``v``'s in-edges ``(u, v)``, in the compiled CPU kernels (:mod:`ttgnn.graph_ops`)."""
+
+    @staticmethod
+    def forward(ctx, graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.Tensor,
+                negative_slope: float) -> torch.Tensor:
+        attention = graph_ops.gat_attention(graph.indptr, graph.indices, score_src, score_dst, negative_slope)
+        ctx.graph = graph
+        ctx.negative_slope = negative_slope
+        ctx.save_for_backward(score_src, score_dst, attention)
+        return attention
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        score_src, score_dst, attention = ctx.saved_tensors
+        graph = ctx.graph
+        grad_src, grad_dst = graph_ops.gat_attention_backward(grad, attention, graph.indptr, graph.indices,
+                                                              graph.t_indptr, graph.t_perm, score_src, score_dst,
+                                                              ctx.negative_slope)
+        return None, grad_src, grad_dst, None
+
+
+def gat_attention(graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.Tensor,
+                  negative_slope: float = 0.2) -> torch.Tensor:
+    r"""GAT's attention weights: over each destination ``v``'s in-edges ``e = (u, v)``, the softmax
+    of ``leaky_relu(score_src[u] + score_dst[v], negative_slope)``. On the CPU the compiled kernels
+    compute it in one pass per destination (:mod:`ttgnn.graph_ops`; no second derivative there);
+    elsewhere, or inside :func:`ttgnn.graph_ops.reference_only`, gathers and :func:`edge_softmax`.
+
+    Shapes:
+        - **input:** ``score_src`` ``(num_src, H)``, ``score_dst`` ``(num_dst, H)``.
+        - **output:** ``(E, H)``, in edge order.
+    """
+    if graph_ops.applies(score_src, score_dst):
+        return _GATAttention.apply(graph, score_src, score_dst, negative_slope)
+    scores = F.leaky_relu(score_src[graph.indices] + score_dst[graph.dst], negative_slope)
+    return edge_softmax(graph, scores)
 
 
 def _dst_features(graph: SparseGraph, h: torch.Tensor) -> torch.Tensor:
@@ -405,8 +463,7 @@ class TensorGATConv(nn.Module):
         feat_dst = _dst_features(graph, feat_src)
         score_src = (feat_src * self.attn_l).sum(-1)  # (num_src, H)
         score_dst = (feat_dst * self.attn_r).sum(-1)  # (num_dst, H)
-        scores = F.leaky_relu(score_src[graph.indices] + score_dst[graph.dst], self.negative_slope)
-        attention = self.attn_drop(edge_softmax(graph, scores))
+        attention = self.attn_drop(gat_attention(graph, score_src, score_dst, self.negative_slope))
         out = aggregate(graph, attention, feat_src)
         if self.res_fc is not None:
             out = out + self.res_fc(_dst_features(graph, h)).view(graph.num_dst, -1, self.out_feats)

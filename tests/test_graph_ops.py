@@ -1,0 +1,250 @@
+"""The compiled CPU graph kernels (ttgnn.graph_ops) against the tensor layers' pure-PyTorch path.
+
+The reference is the layers' own path inside ``graph_ops.reference_only()`` (torch's CSR products
+and scatters), itself checked against DGL in test_layers.py. Kernel tests fail (not skip) under
+``$CI`` when the extension did not build; each CPU instruction-set path is compared where the CPU
+runs it.
+"""
+import pytest
+import torch
+
+from extension import require_kernels
+from ttgnn import graph_ops
+from ttgnn.layers import SparseGraph, TensorGATConv, TensorSAGEConv, aggregate, gat_attention
+
+
+@pytest.fixture(autouse=True)
+def _kernels():
+    require_kernels("cpu")
+    assert graph_ops.available(), "ttgnn._C loaded without the graph ops: rebuild it"
+
+
+def random_structure(num_dst=40, num_src=55, num_edges=260, seed=0, empty=(3, 17)) -> SparseGraph:
+    """A CSR graph from ``num_src`` sources to ``num_dst`` destinations (a block when they differ);
+    the destinations in ``empty`` have no in-edges, the last source has no out-edge."""
+    gen = torch.Generator().manual_seed(seed)
+    dst = torch.randint(0, num_dst, (num_edges,), generator=gen)
+    src = torch.randint(0, num_src - 1, (num_edges,), generator=gen)
+    keep = ~torch.isin(dst, torch.tensor(list(empty), dtype=torch.long))
+    dst, src = dst[keep], src[keep]
+    order = torch.argsort(dst, stable=True)
+    indptr = torch.zeros(num_dst + 1, dtype=torch.long)
+    torch.cumsum(torch.bincount(dst, minlength=num_dst), 0, out=indptr[1:])
+    return SparseGraph(indptr, src[order], num_src)
+
+
+def _tol(dtype):
+    return dict(rtol=1e-12, atol=1e-12) if dtype == torch.float64 else dict(rtol=2e-5, atol=2e-6)
+
+
+def _aggregate_and_grads(graph, weight, x, grad_out):
+    weight, x = weight.clone().requires_grad_(), x.clone().requires_grad_()
+    out = aggregate(graph, weight, x)
+    out.backward(grad_out)
+    return out.detach(), weight.grad, x.grad
+
+
+def _attention_and_grads(graph, score_src, score_dst, grad, slope=0.2):
+    score_src, score_dst = score_src.clone().requires_grad_(), score_dst.clone().requires_grad_()
+    out = gat_attention(graph, score_src, score_dst, slope)
+    out.backward(grad)
+    return out.detach(), score_src.grad, score_dst.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("heads,width", [(1, 1), (1, 37), (4, 8), (3, 40)])
+def test_aggregate_equals_the_reference(cpu_path, dtype, heads, width):
+    graph = random_structure()
+    gen = torch.Generator().manual_seed(1)
+    weight = torch.rand(graph.num_edges, heads, generator=gen, dtype=dtype)
+    x = torch.randn(graph.num_src, heads, width, generator=gen, dtype=dtype)
+    grad_out = torch.randn(graph.num_dst, heads, width, generator=gen, dtype=dtype)
+    assert graph_ops.applies(weight, x)
+    got = _aggregate_and_grads(graph, weight, x, grad_out)
+    with graph_ops.reference_only():
+        assert not graph_ops.applies(weight, x)
+        want = _aggregate_and_grads(graph, weight, x, grad_out)
+    for name, g, w in zip(("out", "grad weight", "grad x"), got, want):
+        torch.testing.assert_close(g, w, **_tol(dtype), msg=lambda m: f"{name}: {m}")
+    assert not got[0][3].any() and not got[2][-1].any()  # no in-edges / no out-edges: zeros
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("heads", [1, 4])
+def test_attention_equals_the_reference(cpu_path, dtype, heads):
+    graph = random_structure(seed=2)
+    gen = torch.Generator().manual_seed(3)
+    score_src = 3 * torch.randn(graph.num_src, heads, generator=gen, dtype=dtype)
+    score_dst = 3 * torch.randn(graph.num_dst, heads, generator=gen, dtype=dtype)
+    grad = torch.randn(graph.num_edges, heads, generator=gen, dtype=dtype)
+    got = _attention_and_grads(graph, score_src, score_dst, grad)
+    with graph_ops.reference_only():
+        want = _attention_and_grads(graph, score_src, score_dst, grad)
+    for name, g, w in zip(("attention", "grad score_src", "grad score_dst"), got, want):
+        torch.testing.assert_close(g, w, **_tol(dtype), msg=lambda m: f"{name}: {m}")
+    totals = torch.zeros(graph.num_dst, heads, dtype=dtype).index_add_(0, graph.dst, got[0])
+    has_edges = graph.in_degrees() > 0
+    torch.testing.assert_close(totals[has_edges], torch.ones(int(has_edges.sum()), heads, dtype=dtype))
+
+
+def test_attention_of_very_negative_and_large_scores_is_finite():
+    graph = random_structure(seed=4)
+    score_src = torch.full((graph.num_src, 2), -1000.0)
+    score_dst = torch.linspace(-500.0, 500.0, graph.num_dst).unsqueeze(1).repeat(1, 2)
+    out = gat_attention(graph, score_src, score_dst)
+    assert torch.isfinite(out).all()
+    with graph_ops.reference_only():
+        torch.testing.assert_close(out, gat_attention(graph, score_src, score_dst))
+
+
+def test_gradients_pass_gradcheck_in_float64():
+    graph = random_structure(num_dst=12, num_src=15, num_edges=50, seed=5, empty=(2,))
+    gen = torch.Generator().manual_seed(6)
+    weight = torch.rand(graph.num_edges, 2, generator=gen, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(graph.num_src, 2, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    assert graph_ops.applies(weight, x)
+    assert torch.autograd.gradcheck(lambda w, v: aggregate(graph, w, v), (weight, x))
+    score_src = torch.randn(graph.num_src, 2, generator=gen, dtype=torch.float64, requires_grad=True)
+    score_dst = torch.randn(graph.num_dst, 2, generator=gen, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda s, d: gat_attention(graph, s, d, 0.2), (score_src, score_dst))
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    graph = random_structure(num_dst=400, num_src=450, num_edges=6000, seed=7)
+    gen = torch.Generator().manual_seed(8)
+    weight = torch.rand(graph.num_edges, 4, generator=gen)
+    x = torch.randn(graph.num_src, 4, 16, generator=gen)
+    grad_out = torch.randn(graph.num_dst, 4, 16, generator=gen)
+    score_src, score_dst = torch.randn(graph.num_src, 4, generator=gen), torch.randn(graph.num_dst, 4, generator=gen)
+    grad = torch.randn(graph.num_edges, 4, generator=gen)
+    threads = torch.get_num_threads()
+    results = []
+    try:
+        for count in (1, 2, 3):
+            torch.set_num_threads(count)
+            results.append(_aggregate_and_grads(graph, weight, x, grad_out)
+                           + _attention_and_grads(graph, score_src, score_dst, grad))
+    finally:
+        torch.set_num_threads(threads)
+    for other in results[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(results[0], other))
+
+
+def test_a_graph_without_edges_and_one_without_destinations():
+    no_edges = SparseGraph(torch.zeros(5, dtype=torch.long), torch.zeros(0, dtype=torch.long), 6)
+    x = torch.randn(6, 2, 3)
+    out, grad_weight, grad_x = _aggregate_and_grads(no_edges, torch.zeros(0, 2), x, torch.ones(4, 2, 3))
+    assert out.shape == (4, 2, 3) and not out.any() and not grad_x.any() and grad_weight.shape == (0, 2)
+    attention, grad_src, grad_dst = _attention_and_grads(no_edges, torch.randn(6, 2), torch.randn(4, 2),
+                                                         torch.zeros(0, 2))
+    assert attention.shape == (0, 2) and not grad_src.any() and not grad_dst.any()
+    no_dst = SparseGraph(torch.zeros(1, dtype=torch.long), torch.zeros(0, dtype=torch.long), 3)
+    assert aggregate(no_dst, torch.zeros(0, 1), torch.randn(3, 1, 4)).shape == (0, 1, 4)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_layers_run_the_kernels_on_the_cpu_and_match_the_reference(monkeypatch, residual):
+    graph = random_structure(seed=9)
+    calls = []
+    for name in ("csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward"):
+        original = getattr(graph_ops, name)
+        monkeypatch.setattr(graph_ops, name, lambda *a, _name=name, _f=original: calls.append(_name) or _f(*a))
+    torch.manual_seed(0)
+    gat = TensorGATConv(16, 8, 3, residual=residual)
+    sage = TensorSAGEConv(16, 8)
+    h = torch.randn(graph.num_src, 16, requires_grad=True)
+
+    def run():
+        h.grad = None
+        out = (gat(graph, h).square().sum() + sage(graph, h).square().sum())
+        out.backward()
+        return out.detach(), h.grad.clone(), gat.attn_l.grad.clone(), gat.fc.weight.grad.clone()
+
+    got = run()
+    assert sorted(set(calls)) == ["csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward"]
+    calls.clear()
+    gat.zero_grad()
+    with graph_ops.reference_only():
+        want = run()
+    assert calls == []
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=2e-5, atol=2e-5)
+
+
+def test_other_dtypes_and_devices_take_the_reference():
+    assert graph_ops.applies(torch.zeros(2), torch.zeros(3)) and graph_ops.applies(torch.zeros(2, dtype=torch.float64))
+    assert not graph_ops.applies(torch.zeros(2, dtype=torch.bfloat16))
+    assert not graph_ops.applies(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
+    assert not graph_ops.applies(torch.zeros(2, device="meta"))
+    assert not graph_ops.applies()
+
+
+def _ops_args(graph, heads=2, width=3):
+    gen = torch.Generator().manual_seed(11)
+    return dict(weight=torch.rand(graph.num_edges, heads, generator=gen),
+                x=torch.randn(graph.num_src, heads, width, generator=gen),
+                a=torch.randn(graph.num_dst, heads, width, generator=gen),
+                score_src=torch.randn(graph.num_src, heads, generator=gen),
+                score_dst=torch.randn(graph.num_dst, heads, generator=gen))
+
+
+def test_the_ops_pass_torch_library_opcheck():
+    graph = random_structure(num_dst=10, num_src=14, num_edges=40, seed=12, empty=(1,))
+    t = _ops_args(graph)
+    attention = graph_ops.gat_attention(graph.indptr, graph.indices, t["score_src"], t["score_dst"], 0.2)
+    cases = [
+        (torch.ops.ttgnn.csr_aggregate.default, (graph.indptr, graph.indices, t["weight"], None, t["x"])),
+        (torch.ops.ttgnn.csr_aggregate.default, (graph.t_indptr, graph.t_indices, t["weight"], graph.t_perm, t["a"])),
+        (torch.ops.ttgnn.csr_edge_dot.default, (graph.indptr, graph.indices, t["a"], t["x"])),
+        (torch.ops.ttgnn.gat_attention.default, (graph.indptr, graph.indices, t["score_src"], t["score_dst"], 0.2)),
+        (torch.ops.ttgnn.gat_attention_backward.default,
+         (torch.randn_like(attention), attention, graph.indptr, graph.indices, graph.t_indptr, graph.t_perm,
+          t["score_src"], t["score_dst"], 0.2)),
+    ]
+    for op, args in cases:
+        torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
+
+
+def test_bad_inputs_are_refused_by_name():
+    graph = random_structure(num_dst=10, num_src=14, num_edges=40, seed=13, empty=())
+    t = _ops_args(graph)
+    indptr, indices = graph.indptr, graph.indices
+    aggregate_op = torch.ops.ttgnn.csr_aggregate
+
+    def refused(pattern, call):
+        with pytest.raises(RuntimeError, match=pattern):
+            call()
+
+    bad_indices = indices.clone()
+    bad_indices[5] = 14
+    refused(r"ttgnn::csr_aggregate: the indices of the graph must lie in \[0, 14\), got values in \[0, 14\]",
+            lambda: aggregate_op(indptr, bad_indices, t["weight"], None, t["x"]))
+    short = indptr.clone()
+    short[-1] -= 1
+    refused(r"the indptr of the graph must run from 0 to E = \d+, got 0 \.\. \d+",
+            lambda: aggregate_op(short, indices, t["weight"], None, t["x"]))
+    unsorted = indptr.clone()
+    unsorted[4] = unsorted[6] + 1
+    refused("the indptr of the graph must be non-decreasing",
+            lambda: aggregate_op(unsorted, indices, t["weight"], None, t["x"]))
+    refused("the indptr and indices of the graph must be int64, got Int and Long",
+            lambda: aggregate_op(indptr.int(), indices, t["weight"], None, t["x"]))
+    refused(r"weight has dtype Double but the features have Float",
+            lambda: aggregate_op(indptr, indices, t["weight"].double(), None, t["x"]))
+    refused(r"weight has shape \[\d+, 3\]; its dimension 1 must be 2",
+            lambda: aggregate_op(indptr, indices, torch.rand(graph.num_edges, 3), None, t["x"]))
+    refused(r"weight must have one row per edge \(\d+\), got shape \[5, 2\]",
+            lambda: aggregate_op(indptr, indices, torch.rand(5, 2), None, t["x"]))
+    refused(r"the values of edge_ids must lie in \[0, 5\)",
+            lambda: aggregate_op(indptr, indices, torch.rand(5, 2), torch.arange(graph.num_edges), t["x"]))
+    refused("x must have 3 dimensions", lambda: aggregate_op(indptr, indices, t["weight"], None, t["x"][:, 0]))
+    refused("x must be float32 or float64, got Half",
+            lambda: aggregate_op(indptr, indices, t["weight"], None, t["x"].half()))
+    refused(r"ttgnn::csr_edge_dot: a has shape \[9, 2, 3\]; its dimension 0 must be 10",
+            lambda: torch.ops.ttgnn.csr_edge_dot(indptr, indices, t["a"][:9], t["x"]))
+    refused(r"ttgnn::gat_attention: score_dst has shape \[10, 3\]; its dimension 1 must be 2",
+            lambda: torch.ops.ttgnn.gat_attention(indptr, indices, t["score_src"], torch.randn(10, 3), 0.2))
+    refused(r"ttgnn::gat_attention_backward: the transpose must have 14 sources",
+            lambda: torch.ops.ttgnn.gat_attention_backward(
+                torch.randn(graph.num_edges, 2), torch.rand(graph.num_edges, 2), indptr, indices, indptr,
+                torch.arange(graph.num_edges), t["score_src"], t["score_dst"], 0.2))

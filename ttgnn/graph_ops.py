@@ -1,0 +1,134 @@
+"""Compiled CPU kernels of the tensor GNN layers' message passing.
+
+The tensor layers (:mod:`ttgnn.layers`) aggregate messages with sparse-times-dense products
+(``torch.sparse.mm`` on CSR, one head at a time) and compute GAT's attention with scatters over
+the edges. On the CPU, when the ``ttgnn._C`` extension is loaded, four ops of ours do the same
+work in fewer passes over memory (``kernels/cpu/graph_ops_cpu.cpp``):
+
+* ``torch.ops.ttgnn.csr_aggregate``: weighted sums over each destination's in-edges, all heads
+  in one pass over each source row;
+* ``torch.ops.ttgnn.csr_edge_dot``: per-edge dot products (the gradient of the edge weights);
+* ``torch.ops.ttgnn.gat_attention``: leaky ReLU of the two score terms and the softmax over each
+  destination's edges, fused;
+* ``torch.ops.ttgnn.gat_attention_backward``: its gradients with respect to both score terms.
+
+The layers' pure-PyTorch path stays the definition (and the test oracle); it runs on other
+devices (cuSPARSE on CUDA), for other dtypes, without the extension, and inside
+:func:`reference_only`. Results agree to float rounding (sums are taken in the same edge order).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Optional
+
+import torch
+from torch import Tensor
+
+from . import _ext
+
+__all__ = ["OPS", "available", "applies", "reference_only", "csr_aggregate", "csr_edge_dot", "gat_attention",
+           "gat_attention_backward"]
+
+#: The compiled graph ops (``torch.ops.ttgnn.<name>``).
+OPS = ("csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward")
+#: Value dtypes the kernels take (others use the reference path).
+KERNEL_DTYPES = (torch.float32, torch.float64)
+
+_available: Optional[bool] = None
+_disabled = 0
+
+
+def available() -> bool:
+    """Whether the loaded extension has the CPU kernels of every op in :data:`OPS` (a ``ttgnn._C``
+    built before they existed does not; the layers then use the reference path)."""
+    global _available
+    if _available is None:
+        _available = _ext.available() and all(
+            torch._C._dispatch_has_kernel_for_dispatch_key(f"ttgnn::{name}", "CPU") for name in OPS)
+        if _available:
+            _register_fakes()
+    return _available
+
+
+def applies(*tensors: Tensor) -> bool:
+    """Whether the layers run the compiled kernels on these value tensors: all on the CPU, of one
+    dtype in :data:`KERNEL_DTYPES`, outside :func:`reference_only` and outside ``torch.func``
+    transforms (the kernels have no batching rule)."""
+    if _disabled or not tensors or not available():
+        return False
+    dtype = tensors[0].dtype
+    return all(t.device.type == "cpu" and t.dtype == dtype for t in tensors) and dtype in KERNEL_DTYPES and not any(
+        torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors)
+
+
+@contextlib.contextmanager
+def reference_only() -> Iterator[None]:
+    """Within this block the tensor layers use their pure-PyTorch path on every device (for tests
+    and side-by-side benchmarks)."""
+    global _disabled
+    _disabled += 1
+    try:
+        yield
+    finally:
+        _disabled -= 1
+
+
+def csr_aggregate(indptr: Tensor, indices: Tensor, weight: Tensor, edge_ids: Optional[Tensor], x: Tensor) -> Tensor:
+    """``out[v, h] = sum over the edges j of v of weight[e, h] * x[indices[j], h]`` with ``e =
+    edge_ids[j]`` (``j`` when ``None``).
+
+    Args:
+        indptr (LongTensor): ``(num_dst + 1,)``. indices (LongTensor): ``(E,)`` sources.
+        weight (Tensor): ``(E', H)``. edge_ids (LongTensor, optional): ``(E,)`` rows of ``weight``.
+        x (Tensor): ``(num_src, H, F)``.
+
+    Returns:
+        ``(num_dst, H, F)``.
+    """
+    return torch.ops.ttgnn.csr_aggregate(indptr, indices, weight, edge_ids, x)
+
+
+def csr_edge_dot(indptr: Tensor, indices: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """``out[j, h] = <a[v, h], b[indices[j], h]>`` for each edge ``j`` of destination ``v``:
+    ``a`` ``(num_dst, H, F)``, ``b`` ``(num_src, H, F)``; returns ``(E, H)``."""
+    return torch.ops.ttgnn.csr_edge_dot(indptr, indices, a, b)
+
+
+def gat_attention(indptr: Tensor, indices: Tensor, score_src: Tensor, score_dst: Tensor,
+                  negative_slope: float) -> Tensor:
+    """Softmax over each destination ``v``'s edges ``j`` of
+    ``leaky_relu(score_src[indices[j]] + score_dst[v], negative_slope)``: ``score_src``
+    ``(num_src, H)``, ``score_dst`` ``(num_dst, H)``; returns ``(E, H)``."""
+    return torch.ops.ttgnn.gat_attention(indptr, indices, score_src, score_dst, float(negative_slope))
+
+
+def gat_attention_backward(grad: Tensor, attention: Tensor, indptr: Tensor, indices: Tensor, t_indptr: Tensor,
+                           t_perm: Tensor, score_src: Tensor, score_dst: Tensor,
+                           negative_slope: float) -> tuple[Tensor, Tensor]:
+    """Gradients of ``sum(grad * attention)`` with respect to ``score_src`` and ``score_dst``
+    (``attention``: :func:`gat_attention`'s output; ``t_indptr``, ``t_perm``: the edges by source,
+    as :class:`ttgnn.layers.SparseGraph` keeps them)."""
+    grad_src, grad_dst = torch.ops.ttgnn.gat_attention_backward(grad, attention, indptr, indices, t_indptr, t_perm,
+                                                                score_src, score_dst, float(negative_slope))
+    return grad_src, grad_dst
+
+
+def _register_fakes() -> None:
+    """Fake (meta) kernels, so that ``torch.compile`` traces the ops (called once, by :func:`available`)."""
+
+    @torch.library.register_fake("ttgnn::csr_aggregate")
+    def _csr_aggregate_fake(indptr, indices, weight, edge_ids, x):
+        return x.new_empty((indptr.shape[0] - 1, x.shape[1], x.shape[2]))
+
+    @torch.library.register_fake("ttgnn::csr_edge_dot")
+    def _csr_edge_dot_fake(indptr, indices, a, b):
+        return b.new_empty((indices.shape[0], b.shape[1]))
+
+    @torch.library.register_fake("ttgnn::gat_attention")
+    def _gat_attention_fake(indptr, indices, score_src, score_dst, negative_slope):
+        return score_src.new_empty((indices.shape[0], score_src.shape[1]))
+
+    @torch.library.register_fake("ttgnn::gat_attention_backward")
+    def _gat_attention_backward_fake(grad, attention, indptr, indices, t_indptr, t_perm, score_src, score_dst,
+                                     negative_slope):
+        return score_src.new_empty(score_src.shape), score_dst.new_empty(score_dst.shape)
