@@ -43,6 +43,9 @@ CsrDims check_csr(const at::Tensor& indptr, const at::Tensor& indices, int64_t n
   const int64_t last = indptr[-1].item<int64_t>();
   TORCH_CHECK(first == 0 && last == num_edges, op, ": the indptr of ", what,
               " must run from 0 to E = ", num_edges, ", got ", first, " .. ", last);
+  // Every pointer in [0, E] first: then differences cannot wrap around, and a non-negative
+  // smallest difference means non-decreasing.
+  check_index_range(indptr, num_edges + 1, op, "the indptr", what);
   if (indptr.size(0) > 1) {
     const int64_t step = at::min(at::diff(indptr)).item<int64_t>();
     TORCH_CHECK(step >= 0, op, ": the indptr of ", what, " must be non-decreasing");

@@ -109,6 +109,54 @@ def test_gradients_pass_gradcheck_in_float64():
     assert torch.autograd.gradcheck(lambda s, d: gat_attention(graph, s, d, 0.2), (score_src, score_dst))
 
 
+def test_second_derivatives_and_forward_mode_equal_the_reference():
+    graph = random_structure(num_dst=12, num_src=15, num_edges=50, seed=14, empty=(2,))
+    gen = torch.Generator().manual_seed(15)
+    score_src = torch.randn(graph.num_src, 2, generator=gen, dtype=torch.float64, requires_grad=True)
+    score_dst = torch.randn(graph.num_dst, 2, generator=gen, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda s, d: gat_attention(graph, s, d, 0.2), (score_src, score_dst))
+
+    def second(kernels: bool):
+        with graph_ops.reference_only() if not kernels else torch.enable_grad():
+            (first,) = torch.autograd.grad(gat_attention(graph, score_src, score_dst).pow(3).sum(), score_src,
+                                           create_graph=True)
+            return torch.autograd.grad(first.square().sum(), score_dst)[0]
+
+    torch.testing.assert_close(second(True), second(False))
+    tangent = torch.randn(graph.num_src, 2, generator=gen, dtype=torch.float64)
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(score_src.detach(), tangent)
+        assert not graph_ops.applies(dual)
+        out = torch.autograd.forward_ad.unpack_dual(gat_attention(graph, dual, score_dst.detach()))
+    with graph_ops.reference_only(), torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(score_src.detach(), tangent)
+        want = torch.autograd.forward_ad.unpack_dual(gat_attention(graph, dual, score_dst.detach()))
+    torch.testing.assert_close(out.tangent, want.tangent)
+
+
+def test_reference_only_holds_for_its_thread_alone():
+    import threading
+
+    inside, seen = threading.Event(), []
+    done = threading.Event()
+
+    def hold():
+        with graph_ops.reference_only():
+            seen.append(graph_ops.applies(torch.zeros(1)))
+            inside.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert inside.wait(10)
+        assert graph_ops.applies(torch.zeros(1))  # this thread is outside the block
+    finally:
+        done.set()
+        thread.join()
+    assert seen == [False]
+
+
 def test_results_do_not_depend_on_the_thread_count():
     graph = random_structure(num_dst=400, num_src=450, num_edges=6000, seed=7)
     gen = torch.Generator().manual_seed(8)
@@ -215,6 +263,11 @@ def test_bad_inputs_are_refused_by_name():
         with pytest.raises(RuntimeError, match=pattern):
             call()
 
+    wrapping = torch.tensor([0, 3 * 2 ** 61, -3 * 2 ** 61] + [graph.num_edges] * (graph.num_dst - 2))
+    refused(r"the indptr of the graph must lie in \[0, \d+\)",  # differences that wrap around int64
+            lambda: aggregate_op(wrapping, indices, t["weight"], None, t["x"]))
+    refused(r"ttgnn::gat_attention: the indptr of the graph must lie in",
+            lambda: torch.ops.ttgnn.gat_attention(wrapping, indices, t["score_src"], t["score_dst"], 0.2))
     bad_indices = indices.clone()
     bad_indices[5] = 14
     refused(r"ttgnn::csr_aggregate: the indices of the graph must lie in \[0, 14\), got values in \[0, 14\]",
@@ -248,3 +301,41 @@ def test_bad_inputs_are_refused_by_name():
             lambda: torch.ops.ttgnn.gat_attention_backward(
                 torch.randn(graph.num_edges, 2), torch.rand(graph.num_edges, 2), indptr, indices, indptr,
                 torch.arange(graph.num_edges), t["score_src"], t["score_dst"], 0.2))
+
+
+def test_torch_compile_traces_the_kernels_whole():
+    graph = random_structure(num_dst=12, num_src=15, num_edges=50, seed=16)
+    gen = torch.Generator().manual_seed(17)
+    score_src = torch.randn(graph.num_src, 2, generator=gen, requires_grad=True)
+    score_dst = torch.randn(graph.num_dst, 2, generator=gen, requires_grad=True)
+    x = torch.randn(graph.num_src, 2, 5, generator=gen, requires_grad=True)
+
+    def layer(s, d, v):
+        return aggregate(graph, gat_attention(graph, s, d), v)
+
+    compiled = torch.compile(layer, fullgraph=True, backend="eager")  # fullgraph: a graph break raises
+    out = compiled(score_src, score_dst, x)
+    grads = torch.autograd.grad(out.square().sum(), (score_src, score_dst, x))
+    want = layer(score_src, score_dst, x)
+    torch.testing.assert_close(out, want)
+    for got, expected in zip(grads, torch.autograd.grad(want.square().sum(), (score_src, score_dst, x))):
+        torch.testing.assert_close(got, expected)
+
+
+def test_fake_kernels_are_registered_at_import():
+    import subprocess
+    import sys
+
+    code = """
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from ttgnn import graph_ops
+indptr, indices = torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1])
+with FakeTensorMode() as mode:
+    out = graph_ops.csr_aggregate(mode.from_tensor(indptr), mode.from_tensor(indices), torch.empty(3, 2), None,
+                                  torch.empty(3, 2, 4))
+print(tuple(out.shape))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["(2,", "2,", "4)"]

@@ -19,10 +19,12 @@ devices (cuSPARSE on CUDA), for other dtypes, without the extension, and inside
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Iterator, Optional
 
 import torch
 from torch import Tensor
+from torch.autograd import forward_ad
 
 from . import _ext
 
@@ -35,7 +37,7 @@ OPS = ("csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward
 KERNEL_DTYPES = (torch.float32, torch.float64)
 
 _available: Optional[bool] = None
-_disabled = 0
+_switch = threading.local()  # .disabled: depth of reference_only() blocks in this thread
 
 
 def available() -> bool:
@@ -52,25 +54,31 @@ def available() -> bool:
 
 def applies(*tensors: Tensor) -> bool:
     """Whether the layers run the compiled kernels on these value tensors: all on the CPU, of one
-    dtype in :data:`KERNEL_DTYPES`, outside :func:`reference_only` and outside ``torch.func``
-    transforms (the kernels have no batching rule)."""
-    if _disabled or not tensors or not available():
+    dtype in :data:`KERNEL_DTYPES`, outside :func:`reference_only`, outside ``torch.func``
+    transforms and without forward-mode tangents (the kernels have neither a batching rule nor a
+    forward derivative; the reference path has both)."""
+    if getattr(_switch, "disabled", 0) or not tensors or not available():
         return False
     dtype = tensors[0].dtype
-    return all(t.device.type == "cpu" and t.dtype == dtype for t in tensors) and dtype in KERNEL_DTYPES and not any(
-        torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors)
+    if dtype not in KERNEL_DTYPES or not all(t.device.type == "cpu" and t.dtype == dtype for t in tensors):
+        return False
+    if torch.compiler.is_compiling():
+        return True  # traced graphs meet transforms through the fake kernels and the autograd functions
+    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
+        return False
+    return not (forward_ad._current_level >= 0 and any(forward_ad.unpack_dual(t).tangent is not None
+                                                       for t in tensors))
 
 
 @contextlib.contextmanager
 def reference_only() -> Iterator[None]:
     """Within this block the tensor layers use their pure-PyTorch path on every device (for tests
-    and side-by-side benchmarks)."""
-    global _disabled
-    _disabled += 1
+    and side-by-side benchmarks). It holds for the calling thread only."""
+    _switch.disabled = getattr(_switch, "disabled", 0) + 1
     try:
         yield
     finally:
-        _disabled -= 1
+        _switch.disabled -= 1
 
 
 def csr_aggregate(indptr: Tensor, indices: Tensor, weight: Tensor, edge_ids: Optional[Tensor], x: Tensor) -> Tensor:
@@ -132,3 +140,6 @@ def _register_fakes() -> None:
     def _gat_attention_backward_fake(grad, attention, indptr, indices, t_indptr, t_perm, score_src, score_dst,
                                      negative_slope):
         return score_src.new_empty(score_src.shape), score_dst.new_empty(score_dst.shape)
+
+
+available()  # decided once, at import: the fake kernels are then registered before any trace

@@ -227,7 +227,7 @@ class _Aggregate(torch.autograd.Function):
     def backward(ctx, grad_out: torch.Tensor):
         graph = ctx.graph
         weight, x = ctx.saved_tensors
-        # the kernels' results carry no graph of their own: a double backward takes the reference
+        # with create_graph, the products below (differentiable ops) rather than the kernels
         if not torch.is_grad_enabled() and graph_ops.applies(weight, x, grad_out):
             grad_x = grad_weight = None
             if ctx.needs_input_grad[2]:
@@ -310,22 +310,35 @@ class _GATAttention(torch.autograd.Function):
         return attention
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad: torch.Tensor):
         score_src, score_dst, attention = ctx.saved_tensors
         graph = ctx.graph
+        if torch.is_grad_enabled():  # create_graph: differentiate the reference, whose gradients have a graph
+            wanted = [t for t, need in zip((score_src, score_dst), ctx.needs_input_grad[1:3]) if need]
+            with torch.enable_grad():
+                again = _reference_attention(graph, score_src, score_dst, ctx.negative_slope)
+            grads = iter(torch.autograd.grad(again, wanted, grad, create_graph=True))
+            return (None, next(grads) if ctx.needs_input_grad[1] else None,
+                    next(grads) if ctx.needs_input_grad[2] else None, None)
         grad_src, grad_dst = graph_ops.gat_attention_backward(grad, attention, graph.indptr, graph.indices,
                                                               graph.t_indptr, graph.t_perm, score_src, score_dst,
                                                               ctx.negative_slope)
         return None, grad_src, grad_dst, None
 
 
+def _reference_attention(graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.Tensor,
+                         negative_slope: float) -> torch.Tensor:
+    scores = F.leaky_relu(score_src[graph.indices] + score_dst[graph.dst], negative_slope)
+    return edge_softmax(graph, scores)
+
+
 def gat_attention(graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.Tensor,
                   negative_slope: float = 0.2) -> torch.Tensor:
     r"""GAT's attention weights: over each destination ``v``'s in-edges ``e = (u, v)``, the softmax
     of ``leaky_relu(score_src[u] + score_dst[v], negative_slope)``. On the CPU the compiled kernels
-    compute it in one pass per destination (:mod:`ttgnn.graph_ops`; no second derivative there);
-    elsewhere, or inside :func:`ttgnn.graph_ops.reference_only`, gathers and :func:`edge_softmax`.
+    compute it in one pass per destination (:mod:`ttgnn.graph_ops`; a second derivative
+    differentiates the reference); elsewhere, or inside :func:`ttgnn.graph_ops.reference_only`,
+    gathers and :func:`edge_softmax`.
 
     Shapes:
         - **input:** ``score_src`` ``(num_src, H)``, ``score_dst`` ``(num_dst, H)``.
@@ -333,8 +346,7 @@ def gat_attention(graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.
     """
     if graph_ops.applies(score_src, score_dst):
         return _GATAttention.apply(graph, score_src, score_dst, negative_slope)
-    scores = F.leaky_relu(score_src[graph.indices] + score_dst[graph.dst], negative_slope)
-    return edge_softmax(graph, scores)
+    return _reference_attention(graph, score_src, score_dst, negative_slope)
 
 
 def _dst_features(graph: SparseGraph, h: torch.Tensor) -> torch.Tensor:

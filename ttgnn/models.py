@@ -63,10 +63,12 @@ def resolve_gnn_backend(backend: str, device, model: Optional[str] = None, mode:
     """``"dgl"`` or ``"torch"``: the GNN backend to use for ``backend`` on ``device``.
 
     ``"auto"`` is the tensor layers (:mod:`ttgnn.layers`) where DGL cannot run on the device, and
-    for ``model="gat"`` in ``mode="full"`` (full-graph training) on every device: on the CPU
-    they train a GAT epoch on ogbn-arxiv in 0.70x (one thread) to 0.81-0.91x (two threads) of the
-    time of DGL's layers and evaluate it in 0.59-0.68x (docs/gpu.md). Elsewhere ``"auto"`` is DGL
-    (GraphSAGE's mean aggregation is faster in DGL's fused kernel: 1.2-1.26x).
+    for ``model="gat"`` in ``mode="full"`` (full-graph training) on every device: on the CPU,
+    with the compiled graph kernels (:mod:`ttgnn.graph_ops`), they train a GAT epoch on ogbn-arxiv
+    in 0.43-0.58x the time of DGL's layers and evaluate it in 0.45-0.52x (docs/gpu.md; 0.70-0.91x
+    and 0.59-0.68x before those kernels). Elsewhere ``"auto"`` is DGL (GraphSAGE's mean: DGL's
+    fused kernel was 1.2-1.26x faster than torch's products; the compiled kernels are level with
+    it or ahead, 0.87-0.96x, on one machine so far).
 
     Raises:
         ValueError: an unknown backend, or ``"dgl"`` on a device this DGL build cannot use.
