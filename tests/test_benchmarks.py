@@ -523,3 +523,15 @@ def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path, script, args, 
     assert code == 2, err[-3000:]
     assert err.strip().splitlines()[-1] == f"{script}: error: {message.format(**where)}"
     assert "Traceback" not in err
+
+
+@pytest.mark.data
+def test_propagation_benchmark_prints_both_ways(data_root, run_main):
+    code, out, err = run_main("benchmarks/bench_propagation.py", "--dataset", "cora", "--root", str(data_root),
+                              "--rounds", "1", "--products", "2", "--num-threads", "1")
+    assert code == 0, err
+    assert "the tuning picks the same strengths both ways: True" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("one product", "C&S tuning"))]
+    assert len(rows) == 2 and all(float(row[-1]) > 0 for row in rows)
+    code, _, err = run_main("benchmarks/bench_propagation.py", "--rounds", "0")
+    assert code == 2 and "--rounds must be >= 1, got 0" in err

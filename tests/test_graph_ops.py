@@ -339,3 +339,50 @@ print(tuple(out.shape))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["(2,", "2,", "4)"]
+
+
+def _csr_matrix(graph: SparseGraph, dtype=torch.float32) -> torch.Tensor:
+    values = torch.rand(graph.num_edges, generator=torch.Generator().manual_seed(18), dtype=dtype)
+    return torch.sparse_csr_tensor(graph.indptr, graph.indices, values, (graph.num_dst, graph.num_src))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_csr_matmul_takes_the_kernel_where_it_applies_and_equals_torch(monkeypatch, dtype):
+    graph = random_structure(seed=19)
+    matrix = _csr_matrix(graph, dtype)
+    wide = torch.randn(graph.num_src, graph_ops.CSR_MATMUL_MIN_WIDTH, dtype=dtype)
+    calls = []
+    original = graph_ops.csr_aggregate
+    monkeypatch.setattr(graph_ops, "csr_aggregate", lambda *a: calls.append(1) or original(*a))
+    got = graph_ops.csr_matmul(matrix, wide)
+    assert calls == [1]
+    torch.testing.assert_close(got, torch.sparse.mm(matrix, wide), **_tol(dtype))
+    assert not got[3].any()  # a destination without edges
+    # torch's product: a narrow signal, a gradient wanted, int32 indices, inside reference_only
+    graph_ops.csr_matmul(matrix, wide[:, :graph_ops.CSR_MATMUL_MIN_WIDTH - 1])
+    wanting = wide.clone().requires_grad_()
+    graph_ops.csr_matmul(matrix, wanting).sum().backward()
+    torch.testing.assert_close(wanting.grad, torch.sparse.mm(matrix.t(), torch.ones_like(got)), **_tol(dtype))
+    int32 = torch.sparse_csr_tensor(graph.indptr.int(), graph.indices.int(), matrix.values(), matrix.shape)
+    graph_ops.csr_matmul(int32, wide)
+    with graph_ops.reference_only():
+        graph_ops.csr_matmul(matrix, wide)
+    assert calls == [1]
+
+
+def test_label_propagation_runs_the_kernel_and_equals_torchs_product(monkeypatch):
+    from ttgnn.smoothing import propagate
+
+    graph = random_structure(num_dst=55, seed=20)
+    matrix = _csr_matrix(graph)
+    signal = torch.rand(graph.num_src, 30, generator=torch.Generator().manual_seed(21))
+    clamp = torch.tensor([0, 5, 9])
+    calls = []
+    original = graph_ops.csr_aggregate
+    monkeypatch.setattr(graph_ops, "csr_aggregate", lambda *a: calls.append(1) or original(*a))
+    got = propagate(matrix, signal, 0.8, 10, clamp, signal[clamp])
+    assert len(calls) == 10
+    with graph_ops.reference_only():
+        want = propagate(matrix, signal, 0.8, 10, clamp, signal[clamp])
+    torch.testing.assert_close(got, want)
+    assert not torch.equal(got, signal)

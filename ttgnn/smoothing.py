@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .config import check_int
+from .graph_ops import csr_matmul
 
 __all__ = ["normalized_adjacency", "normalized_adjacency_values", "propagate", "spread_labels", "correct_and_smooth",
            "tune_correct_and_smooth", "SmoothingResult"]
@@ -60,6 +61,9 @@ def propagate(adjacency: torch.Tensor, signal: torch.Tensor, alpha: float, num_i
               clamp_nodes: torch.Tensor | None = None, clamp_values: torch.Tensor | None = None) -> torch.Tensor:
     r"""Iterate ``X <- alpha * S X + (1 - alpha) * X_0`` (personalised-PageRank propagation).
 
+    ``S X`` is :func:`ttgnn.graph_ops.csr_matmul`: the compiled CPU kernel for a CSR ``S`` on the
+    CPU, ``torch.sparse.mm`` otherwise.
+
     Args:
         adjacency (Tensor): ``S``, sparse ``(N, N)``.
         signal (Tensor): ``X_0``, ``(N, C)``.
@@ -74,7 +78,7 @@ def propagate(adjacency: torch.Tensor, signal: torch.Tensor, alpha: float, num_i
     start = (1.0 - alpha) * signal
     current = signal
     for _ in range(num_iterations):
-        current = alpha * torch.sparse.mm(adjacency, current) + start
+        current = alpha * csr_matmul(adjacency, current) + start
         if clamp_nodes is not None:
             current[clamp_nodes] = clamp_values
     return current
