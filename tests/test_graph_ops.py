@@ -123,6 +123,15 @@ def test_second_derivatives_and_forward_mode_equal_the_reference():
             return torch.autograd.grad(first.square().sum(), score_dst)[0]
 
     torch.testing.assert_close(second(True), second(False))
+
+    def through_dependent_scores(kernels: bool):  # score_dst computed from score_src: partials, not totals
+        with graph_ops.reference_only() if not kernels else torch.enable_grad():
+            scores = gat_attention(graph, score_src, score_src[:graph.num_dst] * 0.5)
+            (first,) = torch.autograd.grad(scores.pow(3).sum(), score_src, create_graph=True)
+            return first.detach(), torch.autograd.grad(first.square().sum(), score_src)[0]
+
+    for got, want in zip(through_dependent_scores(True), through_dependent_scores(False)):
+        torch.testing.assert_close(got, want)
     tangent = torch.randn(graph.num_src, 2, generator=gen, dtype=torch.float64)
     with torch.autograd.forward_ad.dual_level():
         dual = torch.autograd.forward_ad.make_dual(score_src.detach(), tangent)
@@ -303,7 +312,7 @@ def test_bad_inputs_are_refused_by_name():
                 torch.arange(graph.num_edges), t["score_src"], t["score_dst"], 0.2))
 
 
-def test_torch_compile_traces_the_kernels_whole():
+def test_torch_compile_gives_the_layers_results():
     graph = random_structure(num_dst=12, num_src=15, num_edges=50, seed=16)
     gen = torch.Generator().manual_seed(17)
     score_src = torch.randn(graph.num_src, 2, generator=gen, requires_grad=True)
@@ -313,8 +322,18 @@ def test_torch_compile_traces_the_kernels_whole():
     def layer(s, d, v):
         return aggregate(graph, gat_attention(graph, s, d), v)
 
-    compiled = torch.compile(layer, fullgraph=True, backend="eager")  # fullgraph: a graph break raises
+    # traced graphs take the reference path (the kernels cannot be guarded against torch.func there)
+    compiled = torch.compile(layer, backend="eager")
     out = compiled(score_src, score_dst, x)
+    # under torch.func in a compiled function the kernels (no batching rule) must not run: the reference does
+    def attention_loss(s):
+        return gat_attention(graph, s, score_dst.detach()).pow(3).sum()
+
+    with graph_ops.reference_only():
+        want_grad = torch.func.grad(attention_loss)(score_src.detach())
+    got_grad = torch.compile(torch.func.grad(attention_loss), backend="eager")(score_src.detach())
+    torch.testing.assert_close(got_grad, want_grad)
+    assert got_grad.abs().sum() > 0
     grads = torch.autograd.grad(out.square().sum(), (score_src, score_dst, x))
     want = layer(score_src, score_dst, x)
     torch.testing.assert_close(out, want)
@@ -365,6 +384,8 @@ def test_csr_matmul_takes_the_kernel_where_it_applies_and_equals_torch(monkeypat
     torch.testing.assert_close(wanting.grad, torch.sparse.mm(matrix.t(), torch.ones_like(got)), **_tol(dtype))
     int32 = torch.sparse_csr_tensor(graph.indptr.int(), graph.indices.int(), matrix.values(), matrix.shape)
     graph_ops.csr_matmul(int32, wide)
+    with pytest.raises(RuntimeError):  # shapes that do not multiply: torch's product refuses them
+        graph_ops.csr_matmul(matrix, torch.randn(graph.num_src + 3, graph_ops.CSR_MATMUL_MIN_WIDTH, dtype=dtype))
     with graph_ops.reference_only():
         graph_ops.csr_matmul(matrix, wide)
     assert calls == [1]

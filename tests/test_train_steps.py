@@ -305,6 +305,16 @@ def test_the_tt_shape_of_a_default_rank_needs_the_graph_to_settle_it(planted):
     assert ttrain.tt_shape(settled, planted.num_nodes).ranks[1] == settled.rank
 
 
+def test_a_tt_shape_error_names_the_graphs_table():
+    # the settings never name the node count, so a shape that does not fit the graph says whose table it is
+    with pytest.raises(ValueError, match=r"^the TT table of this graph \(2,708 rows, one per node; dim 16\): "
+                                         r"row_shape \[10, 10\] covers 100 rows, fewer than num_embeddings=2708"):
+        ttrain.tt_shape(_config(None, rank=4, dim=16, row_shape=[10, 10], col_shape=[4, 4]), 2708)
+    with pytest.raises(ValueError, match=r"^the TT table of this graph \(2,708 rows, .*: col_shape \[4, 4, 4\] "
+                                         r"multiplies to 64"):
+        ttrain.tt_shape(_config(None, rank=None, dim=16, compression=10.0, col_shape=[4, 4, 4]), 2708)
+
+
 def test_the_auto_init_of_a_narrow_table_takes_at_most_its_width_in_eigenvectors(planted):
     few = dataclasses.replace(planted, split=dict(planted.split, train=planted.split["train"][:10]))
     narrow = ttrain.settle_by_graph(_config(None, init="auto", dim=6, col_shape=None), few)

@@ -56,14 +56,13 @@ def applies(*tensors: Tensor) -> bool:
     """Whether the layers run the compiled kernels on these value tensors: all on the CPU, of one
     dtype in :data:`KERNEL_DTYPES`, outside :func:`reference_only`, outside ``torch.func``
     transforms and without forward-mode tangents (the kernels have neither a batching rule nor a
-    forward derivative; the reference path has both)."""
-    if getattr(_switch, "disabled", 0) or not tensors or not available():
+    forward derivative; the reference path has both), and not while ``torch.compile`` traces
+    (it cannot see whether a transform is active, so a traced graph takes the reference)."""
+    if getattr(_switch, "disabled", 0) or not tensors or torch.compiler.is_compiling() or not available():
         return False
     dtype = tensors[0].dtype
     if dtype not in KERNEL_DTYPES or not all(t.device.type == "cpu" and t.dtype == dtype for t in tensors):
         return False
-    if torch.compiler.is_compiling():
-        return True  # traced graphs meet transforms through the fake kernels and the autograd functions
     if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
         return False
     return not (forward_ad._current_level >= 0 and any(forward_ad.unpack_dual(t).tangent is not None
@@ -130,10 +129,11 @@ def csr_matmul(matrix: Tensor, dense: Tensor) -> Tensor:
     """``matrix @ dense`` for a sparse CSR ``matrix`` ``(M, N)`` and a dense ``(N, C)``: through
     :func:`csr_aggregate` where the kernels apply (int64 indices, ``C >=``
     :data:`CSR_MATMUL_MIN_WIDTH`, no gradient wanted of ``dense`` or of the values),
-    ``torch.sparse.mm`` otherwise. Label propagation (:mod:`ttgnn.smoothing`) uses it."""
+    ``torch.sparse.mm`` otherwise (which also raises on shapes that do not multiply). Label
+    propagation (:mod:`ttgnn.smoothing`) uses it."""
     values = matrix.values() if matrix.layout == torch.sparse_csr else None
-    if (values is None or matrix.crow_indices().dtype != torch.int64 or dense.dim() != 2
-            or dense.shape[1] < CSR_MATMUL_MIN_WIDTH
+    if (values is None or matrix.dim() != 2 or values.dim() != 1 or matrix.crow_indices().dtype != torch.int64
+            or dense.dim() != 2 or dense.shape[0] != matrix.shape[1] or dense.shape[1] < CSR_MATMUL_MIN_WIDTH
             or (torch.is_grad_enabled() and (dense.requires_grad or values.requires_grad))
             or not applies(values, dense)):
         return torch.sparse.mm(matrix, dense)
@@ -142,7 +142,8 @@ def csr_matmul(matrix: Tensor, dense: Tensor) -> Tensor:
 
 
 def _register_fakes() -> None:
-    """Fake (meta) kernels, so that ``torch.compile`` traces the ops (called once, by :func:`available`)."""
+    """Fake (meta) kernels, so that ``torch.compile`` and fake tensors trace the ops when called
+    directly (called once, by :func:`available`)."""
 
     @torch.library.register_fake("ttgnn::csr_aggregate")
     def _csr_aggregate_fake(indptr, indices, weight, edge_ids, x):

@@ -314,9 +314,11 @@ class _GATAttention(torch.autograd.Function):
         score_src, score_dst, attention = ctx.saved_tensors
         graph = ctx.graph
         if torch.is_grad_enabled():  # create_graph: differentiate the reference, whose gradients have a graph
-            wanted = [t for t, need in zip((score_src, score_dst), ctx.needs_input_grad[1:3]) if need]
             with torch.enable_grad():
-                again = _reference_attention(graph, score_src, score_dst, ctx.negative_slope)
+                # fresh nodes: the partial derivatives, also where one score was computed from the other
+                src, dst = score_src.view_as(score_src), score_dst.view_as(score_dst)
+                again = _reference_attention(graph, src, dst, ctx.negative_slope)
+            wanted = [t for t, need in zip((src, dst), ctx.needs_input_grad[1:3]) if need]
             grads = iter(torch.autograd.grad(again, wanted, grad, create_graph=True))
             return (None, next(grads) if ctx.needs_input_grad[1] else None,
                     next(grads) if ctx.needs_input_grad[2] else None, None)

@@ -255,6 +255,16 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
                                loss=loss, rank=rank, from_full=bool(config.from_full))
 
 
+@contextlib.contextmanager
+def _naming_the_table(num_nodes: int, dim: int):
+    """A shape error says which table it is about: the run's settings (``row_shape``, ``num_cores``,
+    ...) meet the graph's node count only here, which the settings never name."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(f"the TT table of this graph ({num_nodes:,} rows, one per node; dim {dim}): {err}") from None
+
+
 def tt_shape(config: TrainConfig, num_nodes: int):
     """The TT shape of ``config``: from ``rank``, or the largest rank under ``compression`` /
     ``max_params``. A default rank (``None``) is decided by the graph: settle ``config`` first
@@ -264,10 +274,12 @@ def tt_shape(config: TrainConfig, num_nodes: int):
     if config.compression is None and config.max_params is None:
         if config.rank is None:
             raise ValueError("rank=None is decided by the graph: settle the config first (settle_by_graph)")
-        return TTShape.build(num_nodes, config.dim, config.rank, config.num_cores, config.row_shape,
-                             config.col_shape)
-    shape = shape_for_budget(num_nodes, config.dim, max_params=config.max_params, compression=config.compression,
-                             num_cores=config.num_cores, row_shape=config.row_shape, col_shape=config.col_shape)
+        with _naming_the_table(num_nodes, config.dim):
+            return TTShape.build(num_nodes, config.dim, config.rank, config.num_cores, config.row_shape,
+                                 config.col_shape)
+    with _naming_the_table(num_nodes, config.dim):
+        shape = shape_for_budget(num_nodes, config.dim, max_params=config.max_params, compression=config.compression,
+                                 num_cores=config.num_cores, row_shape=config.row_shape, col_shape=config.col_shape)
     log.info("TT rank %d: the largest within the budget (%s parameters, %.1fx compression)", max(shape.ranks),
              f"{shape.num_parameters:,}", shape.compression_ratio)
     return shape
