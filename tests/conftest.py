@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from extension import CPU_PATHS, run_on_path
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _own_cache_dir(tmp_path_factory):
@@ -129,11 +131,8 @@ def compilers(tmp_path, monkeypatch):
     return static, shared
 
 
-@pytest.fixture(params=("avx512", "avx2", "baseline"))
+@pytest.fixture(params=CPU_PATHS)
 def cpu_path(request):
     """Runs the test with the CPU kernels on one instruction-set path (skipped where this CPU or
     build lacks it), then restores the path."""
-    from extension import CPU_PATHS, run_on_path
-
-    assert request.param in CPU_PATHS
     yield from run_on_path(request.param)

@@ -3,14 +3,14 @@ import os
 
 import pytest
 
-from ttgnn import _ext
-
 #: The CPU kernels' instruction-set paths, best first.
 CPU_PATHS = ("avx512", "avx2", "baseline")
 
 
 def require_kernels(device: str) -> None:
     """Skip the test when ``ttgnn._C`` (with kernels for ``device``) is missing; fail under ``$CI``."""
+    from ttgnn import _ext  # here, not at import: conftest imports this module before any test runs
+
     if not _ext.available():
         message = f"ttgnn._C is not available ({_ext.load_error()})"
     elif not _ext.has_kernel(device):

@@ -24,17 +24,15 @@ from typing import Iterator, Optional
 
 import torch
 from torch import Tensor
-from torch.autograd import forward_ad
 
 from . import _ext
+from .ops import KERNEL_DTYPES, in_transform
 
 __all__ = ["OPS", "available", "applies", "reference_only", "csr_aggregate", "csr_edge_dot", "gat_attention",
            "gat_attention_backward", "csr_matmul"]
 
 #: The compiled graph ops (``torch.ops.ttgnn.<name>``).
 OPS = ("csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward")
-#: Value dtypes the kernels take (others use the reference path).
-KERNEL_DTYPES = (torch.float32, torch.float64)
 
 _available: Optional[bool] = None
 _switch = threading.local()  # .disabled: depth of reference_only() blocks in this thread
@@ -54,7 +52,7 @@ def available() -> bool:
 
 def applies(*tensors: Tensor) -> bool:
     """Whether the layers run the compiled kernels on these value tensors: all on the CPU, of one
-    dtype in :data:`KERNEL_DTYPES`, outside :func:`reference_only`, outside ``torch.func``
+    dtype in :data:`ttgnn.ops.KERNEL_DTYPES` (those of the lookup kernels), outside :func:`reference_only`, outside ``torch.func``
     transforms and without forward-mode tangents (the kernels have neither a batching rule nor a
     forward derivative; the reference path has both), and not while ``torch.compile`` traces
     (it cannot see whether a transform is active, so a traced graph takes the reference)."""
@@ -63,10 +61,7 @@ def applies(*tensors: Tensor) -> bool:
     dtype = tensors[0].dtype
     if dtype not in KERNEL_DTYPES or not all(t.device.type == "cpu" and t.dtype == dtype for t in tensors):
         return False
-    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
-        return False
-    return not (forward_ad._current_level >= 0 and any(forward_ad.unpack_dual(t).tangent is not None
-                                                       for t in tensors))
+    return not in_transform(*tensors)
 
 
 @contextlib.contextmanager

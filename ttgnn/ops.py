@@ -133,17 +133,23 @@ def _use_kernel(cores: Sequence[Tensor], rows: Tensor) -> bool:
     )
 
 
+def in_transform(*tensors: Tensor) -> bool:
+    """Whether any of ``tensors`` is inside a ``torch.func`` transform (grad, jvp, vmap, ...) or
+    carries a forward-mode tangent: compiled ops without a forward derivative or a batching rule
+    must leave those to a reference path (here and in :mod:`ttgnn.graph_ops`)."""
+    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors):
+        return True
+    return forward_ad._current_level >= 0 and any(forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
 def _transformed(cores: Sequence[Tensor], rows: Tensor) -> bool:
-    """Whether ``cores`` or ``rows`` are inside a ``torch.func`` transform (grad, jvp, vmap, ...) or
-    the cores carry forward-mode tangents: the compiled op has neither a forward derivative nor a
-    batching rule (it gave zero tangents), so those lookups take the reference, which autograd
-    and every transform handle."""
+    """Whether the lookup is inside a transform or the cores carry forward-mode tangents
+    (:func:`in_transform`): the compiled op has neither a forward derivative nor a batching rule
+    (it gave zero tangents), so those lookups take the reference, which autograd and every
+    transform handle."""
     if torch.compiler.is_compiling():
         return False  # traced graphs meet transforms through the fake kernel and the autograd formula
-    if any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in (*cores, rows)):
-        return True
-    return forward_ad._current_level >= 0 and any(forward_ad.unpack_dual(core).tangent is not None
-                                                  for core in cores)
+    return in_transform(*cores, rows)
 
 
 def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:

@@ -412,9 +412,13 @@ std::tuple<at::Tensor, at::Tensor> gat_attention_backward_cpu(
   const auto t_indptr = t_indptr_in.contiguous(), t_perm = t_perm_in.contiguous();
   const auto score_src = score_src_in.contiguous(), score_dst = score_dst_in.contiguous();
   const auto grad = grad_in.contiguous(), attention = attention_in.contiguous();
-  auto grad_src = at::zeros({dims.num_src, heads}, score_src.options());
-  auto grad_dst = at::zeros({dims.num_dst, heads}, score_src.options());
-  if (dims.num_edges == 0 || heads == 0) return {grad_src, grad_dst};
+  if (dims.num_edges == 0 || heads == 0) {
+    return {at::zeros({dims.num_src, heads}, score_src.options()),
+            at::zeros({dims.num_dst, heads}, score_src.options())};
+  }
+  // every row of both is written by the walks below (nodes without edges get zeros there)
+  auto grad_src = at::empty({dims.num_src, heads}, score_src.options());
+  auto grad_dst = at::empty({dims.num_dst, heads}, score_src.options());
   auto grad_edge = at::empty({dims.num_edges, heads}, score_src.options());
   AT_DISPATCH_FLOATING_TYPES(score_src.scalar_type(), "gat_attention_backward_cpu", [&] {
     const AttentionBackwardArgs<scalar_t> args{
