@@ -201,6 +201,53 @@ def test_aggregate_gives_the_weights_their_gradient_when_only_they_need_one():
     torch.testing.assert_close(weight.grad, want)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("multigraph", [False, True])
+def test_aggregate_second_derivatives_float64(device, multigraph):
+    # both inputs differentiated twice, also when the features are computed from the weights
+    gen = torch.Generator().manual_seed(3)
+    if multigraph:  # repeated edges: a CSR built from them would merge their values
+        src, dst = torch.randint(0, 20, (80,), generator=gen), torch.randint(0, 20, (80,), generator=gen)
+        graph = SparseGraph.from_dgl(dgl.graph((src, dst), num_nodes=20)).to(device)
+        assert len(set(zip(src.tolist(), dst.tolist()))) < 80
+    else:
+        graph = SparseGraph.from_dgl(random_graph(20, 60, isolated=(3,))).to(device)
+    weight = torch.rand(graph.num_edges, 2, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+    x = torch.randn(20, 2, 3, generator=gen, dtype=torch.float64).to(device).requires_grad_()
+    assert torch.autograd.gradgradcheck(lambda w, v: aggregate(graph, w, v), (weight, x))
+    assert torch.autograd.gradgradcheck(lambda w, v: aggregate(graph, w, v * w.sum()), (weight, x))
+    assert torch.autograd.gradgradcheck(lambda v: aggregate(graph, None, v), (x[:, 0].detach().requires_grad_(),))
+
+
+@pytest.mark.parametrize("make", [lambda: TensorSAGEConv(6, 4), lambda: TensorSAGEConv(3, 5),
+                                  lambda: TensorGATConv(6, 3, 2, residual=True)], ids=["sage", "sage-wide", "gat"])
+def test_layers_under_torch_func_transforms(make):
+    # torch.func.grad, jvp and vmap over whole layers give what autograd and a loop give
+    graph = SparseGraph.from_dgl(random_graph(20, 60, isolated=(3,)))
+    torch.manual_seed(0)
+    conv = make().double()
+    h = torch.randn(20, conv.in_feats, dtype=torch.float64)
+    params = {name: p.detach() for name, p in conv.named_parameters()}
+
+    def loss(p, h):
+        return torch.func.functional_call(conv, p, (graph, h)).pow(2).sum()
+
+    got_params, got_h = torch.func.grad(loss, argnums=(0, 1))(params, h)
+    leaf = h.clone().requires_grad_()
+    conv(graph, leaf).pow(2).sum().backward()
+    torch.testing.assert_close(got_h, leaf.grad, rtol=1e-10, atol=1e-12)
+    for name, p in conv.named_parameters():
+        torch.testing.assert_close(got_params[name], p.grad, rtol=1e-10, atol=1e-12)
+        assert p.grad.abs().sum() > 0
+    direction = torch.randn_like(h)
+    out, tangent = torch.func.jvp(lambda v: conv(graph, v), (h,), (direction,))
+    jacobian = torch.autograd.functional.jacobian(lambda v: conv(graph, v), h).reshape(out.numel(), h.numel())
+    torch.testing.assert_close(tangent.reshape(-1), jacobian @ direction.reshape(-1), rtol=1e-10, atol=1e-12)
+    batch = torch.randn(3, 20, conv.in_feats, dtype=torch.float64)
+    torch.testing.assert_close(torch.func.vmap(lambda v: conv(graph, v))(batch),
+                               torch.stack([conv(graph, v) for v in batch]), rtol=1e-10, atol=1e-12)
+
+
 def test_edge_softmax_of_very_negative_scores_is_finite():
     # exp() of scores far below 0 underflows unless the maximum subtracted is the in-edges' own
     graph = SparseGraph.from_dgl(random_graph(20, 80, isolated=(5,)))

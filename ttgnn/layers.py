@@ -16,7 +16,9 @@ seed gives the same initial weights):
 Message passing is sparse-times-dense products (``torch.sparse.mm`` on CSR, which is MKL on the
 CPU and cuSPARSE on CUDA) inside one autograd function whose backward uses the stored transpose
 and, for attention weights, a sampled dense-dense product (``torch.sparse.sampled_addmm``): no
-``(E, D)`` message tensor is ever built. On the CPU, when the ``ttgnn._C`` extension is loaded,
+``(E, D)`` message tensor is ever built (except for second derivatives and under ``torch.func``
+transforms or forward-mode AD, which differentiate a gather-and-``index_add`` form of the same
+sum). On the CPU, when the ``ttgnn._C`` extension is loaded,
 compiled kernels of ours (:mod:`ttgnn.graph_ops`) replace those products (all heads in one pass)
 and GAT's attention (gathers, leaky ReLU and edge softmax in one pass per node); that path is
 equal to the pure-PyTorch one above to float rounding, which the tests compare them with.
@@ -37,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import graph_ops
+from .ops import in_transform
 
 __all__ = ["SparseGraph", "aggregate", "edge_softmax", "gat_attention", "TensorSAGEConv", "TensorGATConv"]
 
@@ -205,13 +208,19 @@ def _spmm(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     return torch.sparse.mm(matrix, dense)
 
 
+def _reference_aggregate(graph: SparseGraph, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """What :class:`_Aggregate` computes, with per-edge messages (``(E, H, F)``) summed by
+    ``index_add``: every op has derivatives of any order, a forward derivative and a batching rule,
+    so second derivatives and ``torch.func`` transforms take this path."""
+    messages = weight.unsqueeze(-1) * x[graph.indices]
+    return x.new_zeros(graph.num_dst, *x.shape[1:]).index_add(0, graph.dst, messages)
+
+
 class _Aggregate(torch.autograd.Function):
     """``out[v, h] = sum over in-edges e = (u, v) of weight[e, h] * x[u, h]``, by head."""
 
     @staticmethod
-    def forward(ctx, graph: SparseGraph, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        ctx.graph = graph
-        ctx.save_for_backward(weight, x)
+    def forward(graph: SparseGraph, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         if graph_ops.applies(weight, x):
             return graph_ops.csr_aggregate(graph.indptr, graph.indices, weight, None, x)
         heads = x.shape[1]
@@ -224,11 +233,24 @@ class _Aggregate(torch.autograd.Function):
         return out
 
     @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        graph, weight, x = inputs
+        ctx.graph = graph
+        ctx.save_for_backward(weight, x)
+
+    @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
         graph = ctx.graph
         weight, x = ctx.saved_tensors
-        # with create_graph, the products below (differentiable ops) rather than the kernels
-        if not torch.is_grad_enabled() and graph_ops.applies(weight, x, grad_out):
+        if torch.is_grad_enabled():  # create_graph: differentiate the reference, whose gradients have a graph
+            with torch.enable_grad():
+                fresh = weight.view_as(weight), x.view_as(x)  # the partial derivatives, also if x came from weight
+                again = _reference_aggregate(graph, *fresh)
+            wanted = [t for t, need in zip(fresh, ctx.needs_input_grad[1:3]) if need]
+            grads = iter(torch.autograd.grad(again, wanted, grad_out, create_graph=True))
+            return (None, next(grads) if ctx.needs_input_grad[1] else None,
+                    next(grads) if ctx.needs_input_grad[2] else None)
+        if graph_ops.applies(weight, x, grad_out):
             grad_x = grad_weight = None
             if ctx.needs_input_grad[2]:
                 grad_x = graph_ops.csr_aggregate(graph.t_indptr, graph.t_indices, weight, graph.t_perm, grad_out)
@@ -277,7 +299,11 @@ def aggregate(graph: SparseGraph, weight: Optional[torch.Tensor], x: torch.Tenso
         weight = graph.mean_weight.to(x.dtype).unsqueeze(1).expand(-1, x3.shape[1])
     if weight.shape != (graph.num_edges, x3.shape[1]):
         raise ValueError(f"weight must be (E, H) = ({graph.num_edges}, {x3.shape[1]}), got {tuple(weight.shape)}")
-    out = _Aggregate.apply(graph, weight, x3)
+    # torch.func or forward-mode AD: the path that every transform handles (a traced graph cannot ask)
+    if not torch.compiler.is_compiling() and in_transform(weight, x3):
+        out = _reference_aggregate(graph, weight, x3)
+    else:
+        out = _Aggregate.apply(graph, weight, x3)
     return out.squeeze(1) if flat else out
 
 
