@@ -3,6 +3,8 @@
 ``torch-reference`` is the ``torch`` backend with its compiled CPU graph kernels turned off
 (:func:`ttgnn.graph_ops.reference_only`: torch's sparse products and scatters, as on a build
 without the extension), so one run also gives the kernels' speed-up (the ``vs ref`` columns).
+``--cpu-paths avx512 avx2`` runs the ``torch`` backend once per CPU instruction-set path of the
+kernels (TT lookup and graph kernels alike), as backends ``torch[avx512]``, ``torch[avx2]``.
 For each model, the backends are built from the same seed (same weights) and timed in
 interleaved rounds (each round runs one epoch of each backend), so drifting machine load does not
 enter their ratios. An epoch is what ``ttgnn train --mode full`` does per epoch: forward on the full
@@ -16,6 +18,7 @@ where the installed DGL supports the device (the PyPI wheel: the CPU).
     python benchmarks/bench_gnn_backend.py --root $TTGNN_DATA                      # arxiv, CPU, SAGE and GAT
     python benchmarks/bench_gnn_backend.py --device cuda --embedding tt full --json out.json
     python benchmarks/bench_gnn_backend.py --root $TTGNN_DATA --backends dgl torch torch-reference
+    python benchmarks/bench_gnn_backend.py --root $TTGNN_DATA --backends torch torch-reference --cpu-paths avx512 avx2
 """
 import argparse
 import contextlib
@@ -34,13 +37,14 @@ from ttgnn.evaluation import evaluate
 from ttgnn.graph_ops import reference_only
 from ttgnn.models import dgl_runs_on
 from ttgnn.train import setup_run, train_epoch
+from machine import active_cpu_isa, cpu_model, select_cpu_isa  # noqa: E402  (benchmarks/machine.py)
 
 TT = dict(rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
 
 
 def _config(args, model: str, embedding: str, backend: str) -> TrainConfig:
     extra = dict(TT) if embedding == "tt" and args.dataset == "ogbn-arxiv" else {}
-    backend = "torch" if backend == "torch-reference" else backend
+    backend = "torch" if backend.startswith("torch") else backend
     return TrainConfig(dataset=args.dataset, root=args.root, model=model, embedding=embedding, gnn_backend=backend,
                        mode="full", order="identity", hidden=args.hidden, num_layers=args.num_layers,
                        heads=args.heads, progress=False, correct_smooth=False, **extra)
@@ -61,10 +65,31 @@ def _timed(step, device: torch.device) -> float:
 
 def _timed_epoch(run, epoch: int, device: torch.device, backend: str) -> tuple[float, float]:
     """Seconds of one training epoch and of the evaluation after it."""
-    with reference_only() if backend == "torch-reference" else contextlib.nullcontext():
+    with reference_only() if backend == "torch-reference" else _on_cpu_path(_cpu_path_of(backend)):
         train_s = _timed(lambda: train_epoch(run, epoch), device)
         eval_s = _timed(lambda: evaluate(run.model, run.graph, run.dataset, "full", accuracy=run.accuracy), device)
     return train_s, eval_s
+
+
+def _cpu_path_of(backend: str) -> "str | None":
+    """``"avx2"`` for the backend ``torch[avx2]``; ``None`` for the others."""
+    return backend[len("torch["):-1] if backend.startswith("torch[") else None
+
+
+@contextlib.contextmanager
+def _on_cpu_path(path: "str | None"):
+    """The CPU kernels run instruction-set path ``path`` within the block (no change for ``None``)."""
+    if path is None:
+        yield
+        return
+    from ttgnn import _C
+
+    previous = _C.cpu_isa()
+    _C.set_cpu_isa(path)
+    try:
+        yield
+    finally:
+        _C.set_cpu_isa(previous)
 
 
 def _ratio(value: float, base) -> "float | None":
@@ -87,18 +112,31 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="timed epochs per backend (after one warm-up epoch)")
     p.add_argument("--num-threads", type=int, default=None)
     p.add_argument("--json", default=None, help="also write the rows to this file")
+    p.add_argument("--cpu-paths", nargs="+", default=None, choices=["avx512", "avx2", "baseline"],
+                   help="run the torch backend once per CPU instruction-set path of the kernels (default: the best "
+                        "this CPU runs)")
     args = p.parse_args(argv)
     if args.num_threads:
         torch.set_num_threads(args.num_threads)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: no CUDA device")
+    if args.cpu_paths:
+        if device.type != "cpu" or "torch" not in args.backends:
+            p.error("--cpu-paths needs --device cpu and the torch backend in --backends")
+        active = active_cpu_isa()
+        for path in args.cpu_paths:
+            select_cpu_isa(path, "--cpu-paths")  # refuses a path this CPU or build does not run
+        select_cpu_isa(active, "--cpu-paths")
+        at = args.backends.index("torch")
+        args.backends[at:at + 1] = [f"torch[{path}]" for path in dict.fromkeys(args.cpu_paths)]
     backends = [b for b in args.backends if b != "dgl" or dgl_runs_on(str(device))]
     if len(backends) < len(args.backends):
         print(f"# dgl skipped: the installed DGL does not run on {device}", file=sys.stderr)
     dataset = load_dataset(args.dataset, args.root)
     rows = []
-    print(f"# {args.dataset} full-graph epoch (forward + backward + Adam), {device}, "
+    cpu = f"{cpu_model()}, CPU path {active_cpu_isa()}"
+    print(f"# {args.dataset} full-graph epoch (forward + backward + Adam), {device} ({cpu}), "
           f"{torch.get_num_threads()} threads, hidden {args.hidden}, {args.num_layers} layers; "
           f"median of {args.rounds} interleaved rounds")
     print(f"{'model':>6} {'embedding':>9} {'backend':>15} {'epoch s':>9} {'min s':>8} {'vs dgl':>7} {'vs ref':>7} "

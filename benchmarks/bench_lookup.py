@@ -48,7 +48,7 @@ from torch import nn
 
 from ttgnn.ops import lookup_backend, tt_lookup_kernel, tt_lookup_reference
 from ttgnn.shapes import TTShape
-from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
+from machine import cpu_model, select_cpu_isa  # noqa: E402  (benchmarks/machine.py)
 
 SHAPES = {
     "arxiv": dict(num_rows=169_343, dim=128, row_shape=[55, 55, 56], col_shape=[8, 4, 4], dense=True),
@@ -113,25 +113,6 @@ def set_malloc_regime(regime: str) -> None:
         ok = mallopt(M_MMAP_MAX, 0) and mallopt(M_TRIM_THRESHOLD, 2**31 - 1)
     if not ok:
         raise SystemExit(f"mallopt refused --malloc {regime}")
-
-
-def select_cpu_isa(name: str) -> str:
-    """Makes the CPU kernels run the instruction-set path ``name`` (``auto``: the best this CPU
-    runs) and returns the path; raises SystemExit naming the paths this CPU runs otherwise."""
-    try:
-        from ttgnn import _C
-    except ImportError:
-        if name != "auto":
-            raise SystemExit(f"--cpu-isa {name}: the compiled kernels (ttgnn._C) are not built") from None
-        return "none (no compiled kernels)"
-    if not hasattr(_C, "set_cpu_isa"):  # a build older than the per-path kernels
-        if name != "auto":
-            raise SystemExit(f"--cpu-isa {name}: this build of ttgnn._C has one path") from None
-        return "the build's own (no per-path choice)"
-    try:
-        return _C.set_cpu_isa(name)
-    except (ValueError, RuntimeError) as exc:
-        raise SystemExit(f"--cpu-isa {name}: {exc}") from None
 
 
 def _sync(device: torch.device) -> None:

@@ -1,7 +1,7 @@
 """What the benchmarks print about the machine they ran on (every table names its CPU)."""
 import platform
 
-__all__ = ["cpu_model"]
+__all__ = ["cpu_model", "active_cpu_isa", "select_cpu_isa"]
 
 
 def cpu_model() -> str:
@@ -14,3 +14,32 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def active_cpu_isa() -> str:
+    """The instruction-set path the CPU kernels run now, unchanged (``TTGNN_CPU_ISA`` or the best)."""
+    try:
+        from ttgnn import _C
+    except ImportError:
+        return "none (no compiled kernels)"
+    return _C.cpu_isa() if hasattr(_C, "cpu_isa") else "the build's own (no per-path choice)"
+
+
+def select_cpu_isa(name: str, flag: str = "--cpu-isa") -> str:
+    """Makes the CPU kernels run the instruction-set path ``name`` (``auto``: the best this CPU
+    runs) and returns the path; raises SystemExit naming the paths this CPU runs otherwise (the
+    message starts with ``flag``, the option that asked for ``name``)."""
+    try:
+        from ttgnn import _C
+    except ImportError:
+        if name != "auto":
+            raise SystemExit(f"{flag} {name}: the compiled kernels (ttgnn._C) are not built") from None
+        return "none (no compiled kernels)"
+    if not hasattr(_C, "set_cpu_isa"):  # a build older than the per-path kernels
+        if name != "auto":
+            raise SystemExit(f"{flag} {name}: this build of ttgnn._C has one path") from None
+        return "the build's own (no per-path choice)"
+    try:
+        return _C.set_cpu_isa(name)
+    except (ValueError, RuntimeError) as exc:
+        raise SystemExit(f"{flag} {name}: {exc}") from None

@@ -121,6 +121,32 @@ def test_backend_epoch_benchmark_prints_every_backend(data_root, tmp_path, capsy
     assert "vs dgl" in out and "vs ref" in out
 
 
+@pytest.mark.data
+def test_backend_epoch_benchmark_runs_the_torch_backend_on_each_cpu_path(data_root, tmp_path, load_script,
+                                                                        monkeypatch):
+    from extension import cpu_paths
+
+    runnable = cpu_paths()  # skips (fails under CI) without the CPU kernels
+    from ttgnn import _C
+
+    bench = load_script("benchmarks/bench_gnn_backend.py")
+    seen = []  # (backend, the CPU path active in its epoch)
+    train_epoch = bench.train_epoch
+    monkeypatch.setattr(bench, "train_epoch", lambda run, epoch: seen.append(_C.cpu_isa()) or train_epoch(run, epoch))
+    before = _C.cpu_isa()
+    paths = [runnable[-1], runnable[0]]  # the baseline first, then the best: a path other than the active one
+    assert bench.main(["--dataset", "cora", "--root", str(data_root), "--models", "sage", "--hidden", "8",
+                       "--num-layers", "2", "--rounds", "1", "--backends", "torch", "torch-reference",
+                       "--cpu-paths", *paths, "--json", str(tmp_path / "rows.json")]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    names = [f"torch[{path}]" for path in dict.fromkeys(paths)]
+    assert [r["backend"] for r in rows] == names + ["torch-reference"]
+    assert seen == 2 * (list(dict.fromkeys(paths)) + [before])  # warm-up and one round; the reference: unchanged
+    assert _C.cpu_isa() == before
+    with pytest.raises(SystemExit):
+        bench.main(["--dataset", "cora", "--backends", "dgl", "--cpu-paths", "baseline"])
+
+
 def test_gpu_check_dry_run_lists_every_step(tmp_path):
     import subprocess
 
