@@ -219,8 +219,12 @@ def test_aggregate_second_derivatives_float64(device, multigraph):
     assert torch.autograd.gradgradcheck(lambda v: aggregate(graph, None, v), (x[:, 0].detach().requires_grad_(),))
 
 
-@pytest.mark.parametrize("make", [lambda: TensorSAGEConv(6, 4), lambda: TensorSAGEConv(3, 5),
-                                  lambda: TensorGATConv(6, 3, 2, residual=True)], ids=["sage", "sage-wide", "gat"])
+LAYERS = pytest.mark.parametrize("make", [lambda: TensorSAGEConv(6, 4), lambda: TensorSAGEConv(3, 5),
+                                          lambda: TensorGATConv(6, 3, 2, residual=True)],
+                                 ids=["sage", "sage-wide", "gat"])
+
+
+@LAYERS
 def test_layers_under_torch_func_transforms(make):
     # torch.func.grad, jvp and vmap over whole layers give what autograd and a loop give
     graph = SparseGraph.from_dgl(random_graph(20, 60, isolated=(3,)))
@@ -246,6 +250,31 @@ def test_layers_under_torch_func_transforms(make):
     batch = torch.randn(3, 20, conv.in_feats, dtype=torch.float64)
     torch.testing.assert_close(torch.func.vmap(lambda v: conv(graph, v))(batch),
                                torch.stack([conv(graph, v) for v in batch]), rtol=1e-10, atol=1e-12)
+
+
+@LAYERS
+def test_layers_compile_into_one_graph_also_under_torch_func(make):
+    # the CSR path broke torch.compile's graph, and a compiled torch.func.grad over a layer failed inside dynamo
+    graph = SparseGraph.from_dgl(random_graph(20, 60, isolated=(3,)))
+    torch.manual_seed(0)
+    conv = make().double()
+    h = torch.randn(20, conv.in_feats, dtype=torch.float64, requires_grad=True)
+    compiled = torch.compile(lambda v: conv(graph, v), backend="eager", fullgraph=True)
+    out = compiled(h)
+    want = conv(graph, h)
+    torch.testing.assert_close(out, want, rtol=1e-10, atol=1e-12)
+    inputs = [h, *conv.parameters()]
+    for got, expected in zip(torch.autograd.grad(out.square().sum(), inputs),
+                             torch.autograd.grad(want.square().sum(), inputs)):
+        torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
+    params = {name: p.detach() for name, p in conv.named_parameters()}
+
+    def loss(p, v):
+        return torch.func.functional_call(conv, p, (graph, v)).pow(2).sum()
+
+    got = torch.compile(torch.func.grad(loss), backend="eager", fullgraph=True)(params, h.detach())
+    for name, expected in torch.func.grad(loss)(params, h.detach()).items():
+        torch.testing.assert_close(got[name], expected, rtol=1e-10, atol=1e-12)
 
 
 def test_edge_softmax_of_very_negative_scores_is_finite():

@@ -16,9 +16,9 @@ seed gives the same initial weights):
 Message passing is sparse-times-dense products (``torch.sparse.mm`` on CSR, which is MKL on the
 CPU and cuSPARSE on CUDA) inside one autograd function whose backward uses the stored transpose
 and, for attention weights, a sampled dense-dense product (``torch.sparse.sampled_addmm``): no
-``(E, D)`` message tensor is ever built (except for second derivatives and under ``torch.func``
-transforms or forward-mode AD, which differentiate a gather-and-``index_add`` form of the same
-sum). On the CPU, when the ``ttgnn._C`` extension is loaded,
+``(E, D)`` message tensor is ever built (except for second derivatives, under ``torch.func``
+transforms or forward-mode AD, and in ``torch.compile``'s traced graphs, which take a
+gather-and-``index_add`` form of the same sum). On the CPU, when the ``ttgnn._C`` extension is loaded,
 compiled kernels of ours (:mod:`ttgnn.graph_ops`) replace those products (all heads in one pass)
 and GAT's attention (gathers, leaky ReLU and edge softmax in one pass per node); that path is
 equal to the pure-PyTorch one above to float rounding, which the tests compare them with.
@@ -211,7 +211,8 @@ def _spmm(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
 def _reference_aggregate(graph: SparseGraph, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """What :class:`_Aggregate` computes, with per-edge messages (``(E, H, F)``) summed by
     ``index_add``: every op has derivatives of any order, a forward derivative and a batching rule,
-    so second derivatives and ``torch.func`` transforms take this path."""
+    and traces into one graph, so second derivatives, ``torch.func`` transforms and
+    ``torch.compile`` take this path."""
     messages = weight.unsqueeze(-1) * x[graph.indices]
     return x.new_zeros(graph.num_dst, *x.shape[1:]).index_add(0, graph.dst, messages)
 
@@ -299,8 +300,9 @@ def aggregate(graph: SparseGraph, weight: Optional[torch.Tensor], x: torch.Tenso
         weight = graph.mean_weight.to(x.dtype).unsqueeze(1).expand(-1, x3.shape[1])
     if weight.shape != (graph.num_edges, x3.shape[1]):
         raise ValueError(f"weight must be (E, H) = ({graph.num_edges}, {x3.shape[1]}), got {tuple(weight.shape)}")
-    # torch.func or forward-mode AD: the path that every transform handles (a traced graph cannot ask)
-    if not torch.compiler.is_compiling() and in_transform(weight, x3):
+    # torch.compile traces the gather form whole (it cannot tell whether a torch.func transform is active,
+    # and the CSR path breaks its graph); torch.func and forward-mode AD need its batching rules and derivatives
+    if torch.compiler.is_compiling() or in_transform(weight, x3):
         out = _reference_aggregate(graph, weight, x3)
     else:
         out = _Aggregate.apply(graph, weight, x3)
@@ -327,13 +329,16 @@ class _GATAttention(torch.autograd.Function):
     ``v``'s in-edges ``(u, v)``, in the compiled CPU kernels (:mod:`ttgnn.graph_ops`)."""
 
     @staticmethod
-    def forward(ctx, graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.Tensor,
+    def forward(graph: SparseGraph, score_src: torch.Tensor, score_dst: torch.Tensor,
                 negative_slope: float) -> torch.Tensor:
-        attention = graph_ops.gat_attention(graph.indptr, graph.indices, score_src, score_dst, negative_slope)
+        return graph_ops.gat_attention(graph.indptr, graph.indices, score_src, score_dst, negative_slope)
+
+    @staticmethod
+    def setup_context(ctx, inputs, attention) -> None:
+        graph, score_src, score_dst, negative_slope = inputs
         ctx.graph = graph
         ctx.negative_slope = negative_slope
         ctx.save_for_backward(score_src, score_dst, attention)
-        return attention
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
