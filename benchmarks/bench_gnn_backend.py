@@ -125,9 +125,11 @@ def main(argv=None) -> int:
         if device.type != "cpu" or "torch" not in args.backends:
             p.error("--cpu-paths needs --device cpu and the torch backend in --backends")
         active = active_cpu_isa()
-        for path in args.cpu_paths:
-            select_cpu_isa(path, "--cpu-paths")  # refuses a path this CPU or build does not run
-        select_cpu_isa(active, "--cpu-paths")
+        try:
+            for path in args.cpu_paths:
+                select_cpu_isa(path, "--cpu-paths")  # refuses a path this CPU or build does not run
+        finally:
+            select_cpu_isa(active, "--cpu-paths")
         at = args.backends.index("torch")
         args.backends[at:at + 1] = [f"torch[{path}]" for path in dict.fromkeys(args.cpu_paths)]
     backends = [b for b in args.backends if b != "dgl" or dgl_runs_on(str(device))]

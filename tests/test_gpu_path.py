@@ -134,7 +134,9 @@ def test_backend_epoch_benchmark_runs_the_torch_backend_on_each_cpu_path(data_ro
     train_epoch = bench.train_epoch
     monkeypatch.setattr(bench, "train_epoch", lambda run, epoch: seen.append(_C.cpu_isa()) or train_epoch(run, epoch))
     before = _C.cpu_isa()
-    paths = [runnable[-1], runnable[0]]  # the baseline first, then the best: a path other than the active one
+    # the best path (the active one) first, then the baseline: the check of each path ends on another path
+    # than the active one, which the benchmark must restore
+    paths = [runnable[0], runnable[-1]]
     assert bench.main(["--dataset", "cora", "--root", str(data_root), "--models", "sage", "--hidden", "8",
                        "--num-layers", "2", "--rounds", "1", "--backends", "torch", "torch-reference",
                        "--cpu-paths", *paths, "--json", str(tmp_path / "rows.json")]) == 0

@@ -217,6 +217,20 @@ def _reference_aggregate(graph: SparseGraph, weight: torch.Tensor, x: torch.Tens
     return x.new_zeros(graph.num_dst, *x.shape[1:]).index_add(0, graph.dst, messages)
 
 
+def _differentiable_grads(reference, graph: SparseGraph, inputs: tuple, extra: tuple, needed: tuple,
+                          grad: torch.Tensor) -> tuple:
+    """The gradients of ``reference(graph, *inputs, *extra)`` with respect to ``inputs`` (``None``
+    where ``needed`` is false), themselves differentiable (``create_graph``): what an autograd
+    Function's backward returns for a second derivative. It differentiates fresh views of the inputs,
+    so each gradient is a partial derivative, also where one input was computed from another."""
+    with torch.enable_grad():
+        fresh = tuple(t.view_as(t) for t in inputs)
+        again = reference(graph, *fresh, *extra)
+    wanted = [t for t, need in zip(fresh, needed) if need]
+    grads = iter(torch.autograd.grad(again, wanted, grad, create_graph=True))
+    return tuple(next(grads) if need else None for need in needed)
+
+
 class _Aggregate(torch.autograd.Function):
     """``out[v, h] = sum over in-edges e = (u, v) of weight[e, h] * x[u, h]``, by head."""
 
@@ -243,14 +257,9 @@ class _Aggregate(torch.autograd.Function):
     def backward(ctx, grad_out: torch.Tensor):
         graph = ctx.graph
         weight, x = ctx.saved_tensors
-        if torch.is_grad_enabled():  # create_graph: differentiate the reference, whose gradients have a graph
-            with torch.enable_grad():
-                fresh = weight.view_as(weight), x.view_as(x)  # the partial derivatives, also if x came from weight
-                again = _reference_aggregate(graph, *fresh)
-            wanted = [t for t, need in zip(fresh, ctx.needs_input_grad[1:3]) if need]
-            grads = iter(torch.autograd.grad(again, wanted, grad_out, create_graph=True))
-            return (None, next(grads) if ctx.needs_input_grad[1] else None,
-                    next(grads) if ctx.needs_input_grad[2] else None)
+        if torch.is_grad_enabled():  # create_graph
+            return None, *_differentiable_grads(_reference_aggregate, graph, (weight, x), (),
+                                                ctx.needs_input_grad[1:3], grad_out)
         if graph_ops.applies(weight, x, grad_out):
             grad_x = grad_weight = None
             if ctx.needs_input_grad[2]:
@@ -344,15 +353,9 @@ class _GATAttention(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):
         score_src, score_dst, attention = ctx.saved_tensors
         graph = ctx.graph
-        if torch.is_grad_enabled():  # create_graph: differentiate the reference, whose gradients have a graph
-            with torch.enable_grad():
-                # fresh nodes: the partial derivatives, also where one score was computed from the other
-                src, dst = score_src.view_as(score_src), score_dst.view_as(score_dst)
-                again = _reference_attention(graph, src, dst, ctx.negative_slope)
-            wanted = [t for t, need in zip((src, dst), ctx.needs_input_grad[1:3]) if need]
-            grads = iter(torch.autograd.grad(again, wanted, grad, create_graph=True))
-            return (None, next(grads) if ctx.needs_input_grad[1] else None,
-                    next(grads) if ctx.needs_input_grad[2] else None, None)
+        if torch.is_grad_enabled():  # create_graph
+            return None, *_differentiable_grads(_reference_attention, graph, (score_src, score_dst),
+                                                (ctx.negative_slope,), ctx.needs_input_grad[1:3], grad), None
         grad_src, grad_dst = graph_ops.gat_attention_backward(grad, attention, graph.indptr, graph.indices,
                                                               graph.t_indptr, graph.t_perm, score_src, score_dst,
                                                               ctx.negative_slope)
