@@ -541,3 +541,24 @@ def test_propagation_benchmark_prints_both_ways(data_root, run_main, monkeypatch
     assert len(rows) == 1 and float(rows[0][-1]) > 0
     code, _, err = run_main("benchmarks/bench_propagation.py", "--rounds", "0")
     assert code == 2 and "--rounds must be >= 1, got 0" in err
+
+
+@pytest.mark.data
+def test_dropout_benchmark_times_both_dropouts_and_the_epochs(data_root, run_main, monkeypatch):
+    from extension import require_kernels
+    from ttgnn import dropout as drop
+
+    require_kernels("cpu")
+    calls = []
+    original = drop.dropout
+    monkeypatch.setattr(drop, "dropout", lambda *a, **k: calls.append(drop._applies(a[0])) or original(*a, **k))
+    code, out, err = run_main("benchmarks/bench_dropout.py", "--rows", "1000", "--width", "8", "--rounds", "1",
+                              "--num-threads", "1", "--epoch", "--dataset", "cora", "--root", str(data_root),
+                              "--models", "sage")
+    assert code == 0, err
+    rows = {line.split("(")[0].strip(): line.split() for line in out.splitlines() if not line.startswith(("#", " " * 20))}
+    assert set(rows) == {"op fwd+bwd", "sage epoch"}, out
+    assert all(float(row[-1]) > 0 for row in rows.values())
+    assert True in calls and False in calls  # ours ran, and torch's inside reference_only()
+    code, _, err = run_main("benchmarks/bench_dropout.py", "--p", "1")
+    assert code == 2 and "--p must lie in (0, 1), got 1.0" in err

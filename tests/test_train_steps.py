@@ -389,11 +389,13 @@ def test_peak_memory_is_the_resident_high_water_mark_in_mib():
 
 @pytest.mark.parametrize("mode", ["full", "minibatch"])
 def test_label_smoothing_reaches_the_loss(tmp_path, planted, mode):
-    # The first epoch's loss is taken before any step: smoothing alone changes it.
+    # The first epoch's loss is taken before any step: smoothing alone changes it. The runs are otherwise
+    # the same computation (same seed, same draws), so any difference is the smoothing's; at the initial,
+    # nearly uniform predictions it is small (0.07% with the dropout masks of 2026-12-07), so no tolerance.
     plain = train(_config(tmp_path / "plain", mode=mode, epochs=1, correct_smooth=False), planted)
     smooth = train(_config(tmp_path / "smooth", mode=mode, epochs=1, correct_smooth=False, label_smoothing=0.5),
                    planted)
-    assert smooth["epochs"][0]["loss"] != pytest.approx(plain["epochs"][0]["loss"], rel=1e-3)
+    assert abs(smooth["epochs"][0]["loss"] - plain["epochs"][0]["loss"]) > 1e-5
 
 
 def test_metrics_json_is_the_returned_summary_and_a_run_without_folder_writes_nothing(tmp_path, planted):

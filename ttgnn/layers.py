@@ -39,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import graph_ops
+from .dropout import Dropout
 from .ops import in_transform
 
 __all__ = ["SparseGraph", "aggregate", "edge_softmax", "gat_attention", "TensorSAGEConv", "TensorGATConv"]
@@ -413,7 +414,7 @@ class TensorSAGEConv(nn.Module):
         super().__init__()
         self.in_feats = in_feats
         self.out_feats = out_feats
-        self.feat_drop = nn.Dropout(feat_drop)
+        self.feat_drop = Dropout(feat_drop)
         self.fc_neigh = nn.Linear(in_feats, out_feats, bias=False)  # creation order = DGL's (same RNG draws)
         self.fc_self = nn.Linear(in_feats, out_feats, bias=bias)
         self.reset_parameters()
@@ -476,8 +477,8 @@ class TensorGATConv(nn.Module):
         self.fc = nn.Linear(in_feats, out_feats * num_heads, bias=False)
         self.attn_l = nn.Parameter(torch.empty(1, num_heads, out_feats))
         self.attn_r = nn.Parameter(torch.empty(1, num_heads, out_feats))
-        self.feat_drop = nn.Dropout(feat_drop)
-        self.attn_drop = nn.Dropout(attn_drop)
+        self.feat_drop = Dropout(feat_drop)
+        self.attn_drop = Dropout(attn_drop)
         self.has_linear_res = False
         if residual:
             if in_feats != out_feats * num_heads:

@@ -38,6 +38,7 @@ from .batches import loader_batches  # noqa: E402
 from .embedding import TTNodeEmbedding  # noqa: E402
 from .choices import EMBEDDINGS, GNN_BACKENDS, MODELS, NORMS, check_choice  # noqa: E402
 from .config import check_gat_width, check_int  # noqa: E402
+from .dropout import Dropout  # noqa: E402
 from .layers import SparseGraph, TensorGATConv, TensorSAGEConv  # noqa: E402
 
 __all__ = ["NodeInput", "LabelInput", "GNN", "GraphSAGE", "GAT", "NodeClassifier",
@@ -275,8 +276,8 @@ class GNN(nn.Module):
                     self.norms.append(nn.Identity())
             self.skips.append(nn.Linear(dims[layer], dims[layer + 1], bias=False) if residual else nn.Identity())
         self.residual = residual
-        self.dropout = nn.Dropout(dropout)
-        self.input_dropout = nn.Dropout(input_dropout)
+        self.dropout = Dropout(dropout)
+        self.input_dropout = Dropout(input_dropout)
 
     def make_conv(self, in_dim: int, out_dim: int, last: bool) -> nn.Module:
         raise NotImplementedError
