@@ -74,7 +74,8 @@ def _row(label: str, times: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--rows", type=int, default=169_343)
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--p", type=float, default=0.5, help="dropout probability")

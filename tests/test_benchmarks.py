@@ -556,7 +556,8 @@ def test_dropout_benchmark_times_both_dropouts_and_the_epochs(data_root, run_mai
                               "--num-threads", "1", "--epoch", "--dataset", "cora", "--root", str(data_root),
                               "--models", "sage")
     assert code == 0, err
-    rows = {line.split("(")[0].strip(): line.split() for line in out.splitlines() if not line.startswith(("#", " " * 20))}
+    rows = {line.split("(")[0].strip(): line.split() for line in out.splitlines()
+            if not line.startswith(("#", " " * 20))}
     assert set(rows) == {"op fwd+bwd", "sage epoch"}, out
     assert all(float(row[-1]) > 0 for row in rows.values())
     assert True in calls and False in calls  # ours ran, and torch's inside reference_only()

@@ -435,6 +435,17 @@ def load_error() -> Optional[str]:
 _kernels: dict[str, bool] = {}
 
 
+def has_op_kernel(name: str, dispatch_key: str = "CPU") -> bool:
+    """Whether the loaded kernels define op ``ttgnn::<name>`` with a ``dispatch_key`` kernel;
+    ``False`` for an op that a ``ttgnn._C`` built before it does not define (torch raises there)."""
+    if not _load():
+        return False
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(f"ttgnn::{name}", dispatch_key)
+    except RuntimeError:  # "operator ttgnn::<name> does not exist"
+        return False
+
+
 def has_kernel(device_type: str) -> bool:
     """Whether the loaded kernels serve ``device_type`` (``"cpu"``, ``"cuda"``)."""
     if device_type not in _kernels:
@@ -442,10 +453,7 @@ def has_kernel(device_type: str) -> bool:
         _kernels[device_type] = (
             _load()
             and key is not None
-            and all(
-                torch._C._dispatch_has_kernel_for_dispatch_key(f"ttgnn::{name}", key)
-                for name in _OPS
-            )
+            and all(has_op_kernel(name, key) for name in _OPS)
         )
     return _kernels[device_type]
 

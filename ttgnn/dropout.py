@@ -18,8 +18,7 @@ keeps an element with probability ``1 - p`` and scales it by ``1 / (1 - p)``.
 from __future__ import annotations
 
 import contextlib
-import threading
-from typing import Iterator, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +29,7 @@ from . import _ext, graph_ops
 __all__ = ["Dropout", "dropout", "available", "reference_only"]
 
 _available: Optional[bool] = None
-_switch = threading.local()  # .disabled: depth of reference_only() blocks in this thread
+_switch = graph_ops.ThreadSwitch()
 #: Seeds are drawn uniformly from [0, SEED_BOUND).
 SEED_BOUND = 2**62
 
@@ -39,25 +38,20 @@ def available() -> bool:
     """Whether the loaded extension has the CPU kernel of ``torch.ops.ttgnn.dropout``."""
     global _available
     if _available is None:
-        _available = _ext.available() and torch._C._dispatch_has_kernel_for_dispatch_key("ttgnn::dropout", "CPU")
+        _available = _ext.has_op_kernel("dropout")
         if _available:
             _register()
     return _available
 
 
-@contextlib.contextmanager
-def reference_only() -> Iterator[None]:
+def reference_only() -> contextlib.AbstractContextManager:
     """Within this block :func:`dropout` calls torch's dropout (for tests and side-by-side
     benchmarks). It holds for the calling thread only."""
-    _switch.disabled = getattr(_switch, "disabled", 0) + 1
-    try:
-        yield
-    finally:
-        _switch.disabled -= 1
+    return _switch.off()
 
 
 def _applies(x: Tensor) -> bool:
-    return not getattr(_switch, "disabled", 0) and available() and graph_ops.applies(x)
+    return not _switch.is_off() and available() and graph_ops.applies(x)
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:

@@ -28,14 +28,36 @@ from torch import Tensor
 from . import _ext
 from .ops import KERNEL_DTYPES, in_transform
 
-__all__ = ["OPS", "available", "applies", "reference_only", "csr_aggregate", "csr_edge_dot", "gat_attention",
-           "gat_attention_backward", "csr_matmul"]
+__all__ = ["OPS", "ThreadSwitch", "available", "applies", "reference_only", "csr_aggregate", "csr_edge_dot",
+           "gat_attention", "gat_attention_backward", "csr_matmul"]
 
 #: The compiled graph ops (``torch.ops.ttgnn.<name>``).
 OPS = ("csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward")
 
 _available: Optional[bool] = None
-_switch = threading.local()  # .disabled: depth of reference_only() blocks in this thread
+
+
+class ThreadSwitch:
+    """A per-thread off switch for compiled kernels: :meth:`off` is a context manager that turns
+    them off in the calling thread for its block (blocks nest); :meth:`is_off` says whether one is
+    open in this thread."""
+
+    def __init__(self) -> None:
+        self._depth = threading.local()
+
+    def is_off(self) -> bool:
+        return getattr(self._depth, "value", 0) > 0
+
+    @contextlib.contextmanager
+    def off(self) -> Iterator[None]:
+        self._depth.value = getattr(self._depth, "value", 0) + 1
+        try:
+            yield
+        finally:
+            self._depth.value -= 1
+
+
+_switch = ThreadSwitch()
 
 
 def available() -> bool:
@@ -43,8 +65,7 @@ def available() -> bool:
     built before they existed does not; the layers then use the reference path)."""
     global _available
     if _available is None:
-        _available = _ext.available() and all(
-            torch._C._dispatch_has_kernel_for_dispatch_key(f"ttgnn::{name}", "CPU") for name in OPS)
+        _available = all(_ext.has_op_kernel(name) for name in OPS)
         if _available:
             _register_fakes()
     return _available
@@ -52,11 +73,12 @@ def available() -> bool:
 
 def applies(*tensors: Tensor) -> bool:
     """Whether the layers run the compiled kernels on these value tensors: all on the CPU, of one
-    dtype in :data:`ttgnn.ops.KERNEL_DTYPES` (those of the lookup kernels), outside :func:`reference_only`, outside ``torch.func``
+    dtype in :data:`ttgnn.ops.KERNEL_DTYPES` (those of the lookup kernels), outside
+    :func:`reference_only`, outside ``torch.func``
     transforms and without forward-mode tangents (the kernels have neither a batching rule nor a
     forward derivative; the reference path has both), and not while ``torch.compile`` traces
     (it cannot see whether a transform is active, so a traced graph takes the reference)."""
-    if getattr(_switch, "disabled", 0) or not tensors or torch.compiler.is_compiling() or not available():
+    if _switch.is_off() or not tensors or torch.compiler.is_compiling() or not available():
         return False
     dtype = tensors[0].dtype
     if dtype not in KERNEL_DTYPES or not all(t.device.type == "cpu" and t.dtype == dtype for t in tensors):
@@ -64,15 +86,10 @@ def applies(*tensors: Tensor) -> bool:
     return not in_transform(*tensors)
 
 
-@contextlib.contextmanager
-def reference_only() -> Iterator[None]:
+def reference_only() -> contextlib.AbstractContextManager:
     """Within this block the tensor layers use their pure-PyTorch path on every device (for tests
     and side-by-side benchmarks). It holds for the calling thread only."""
-    _switch.disabled = getattr(_switch, "disabled", 0) + 1
-    try:
-        yield
-    finally:
-        _switch.disabled -= 1
+    return _switch.off()
 
 
 def csr_aggregate(indptr: Tensor, indices: Tensor, weight: Tensor, edge_ids: Optional[Tensor], x: Tensor) -> Tensor:

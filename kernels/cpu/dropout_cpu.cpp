@@ -4,7 +4,8 @@
 // the low 32 bits are at least p * 2^32 and element 2k + 1 when the high 32 bits are. Threads take
 // contiguous ranges of pairs; a decision depends on (seed, position) only, never on the split.
 // The loop is compiled once per instruction-set path (cpu/cpu_isa.h), as the other CPU kernels
-// are: AVX-512 multiplies the 64-bit draws in vector registers.
+// are, and vectorised on each: AVX-512 multiplies the 64-bit draws in vector registers, AVX2 and
+// SSE2 build each 64-bit product from 32-bit ones.
 // torch's CPU dropout draws from its Mersenne Twister one element at a time on one thread (Intel
 // CPUs with MKL excepted), which was 6-13% of a GNN epoch on ogbn-arxiv on an AMD EPYC.
 #include <cmath>
@@ -46,10 +47,8 @@ TT_TARGET_AVX512 void dropout_avx512(const T* x, T* out, int64_t first, int64_t 
                                      uint32_t threshold, T scale) {
   dropout_range(x, out, first, last, seed, threshold, scale);
 }
-// AVX2 has no 64-bit multiply: vectorised, the draws' multiplies are emulated and ran at half the
-// speed of the scalar loop (EPYC, 2026-12-07), so this path keeps the loop scalar.
 template <typename T>
-TT_TARGET_AVX2 __attribute__((optimize("no-tree-vectorize"))) void dropout_avx2(const T* x, T* out, int64_t first, int64_t last, uint64_t seed,
+TT_TARGET_AVX2 void dropout_avx2(const T* x, T* out, int64_t first, int64_t last, uint64_t seed,
                                  uint32_t threshold, T scale) {
   dropout_range(x, out, first, last, seed, threshold, scale);
 }
