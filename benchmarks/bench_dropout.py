@@ -13,6 +13,7 @@ dropout and with torch's (inside :func:`ttgnn.dropout.reference_only`).
     python benchmarks/bench_dropout.py --root $TTGNN_DATA --epoch --models sage gat --num-threads 1
 """
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -54,10 +55,8 @@ def _epoch_rounds(args, model: str, dataset, rounds: int) -> dict:
     runs = {name: setup_run(config, dataset, 0, 1, torch.device("cpu")) for name in ("torch", "ours")}
 
     def epoch(name: str, number: int) -> float:
-        if name == "torch":
-            with drop.reference_only():
-                return _timed(lambda: train_epoch(runs[name], number))
-        return _timed(lambda: train_epoch(runs[name], number))
+        with drop.reference_only() if name == "torch" else contextlib.nullcontext():
+            return _timed(lambda: train_epoch(runs[name], number))
 
     for name in runs:
         epoch(name, 1)

@@ -37,7 +37,7 @@ from ttgnn.evaluation import evaluate
 from ttgnn.graph_ops import reference_only
 from ttgnn.models import dgl_runs_on
 from ttgnn.train import setup_run, train_epoch
-from machine import active_cpu_isa, cpu_model, select_cpu_isa  # noqa: E402  (benchmarks/machine.py)
+from machine import active_cpu_isa, cpu_model, on_cpu_isa  # noqa: E402  (benchmarks/machine.py)
 
 TT = dict(rank=8, row_shape=[55, 55, 56], col_shape=[8, 4, 4])
 
@@ -65,31 +65,21 @@ def _timed(step, device: torch.device) -> float:
 
 def _timed_epoch(run, epoch: int, device: torch.device, backend: str) -> tuple[float, float]:
     """Seconds of one training epoch and of the evaluation after it."""
-    with reference_only() if backend == "torch-reference" else _on_cpu_path(_cpu_path_of(backend)):
+    with _switch_for(backend):
         train_s = _timed(lambda: train_epoch(run, epoch), device)
         eval_s = _timed(lambda: evaluate(run.model, run.graph, run.dataset, "full", accuracy=run.accuracy), device)
     return train_s, eval_s
 
 
-def _cpu_path_of(backend: str) -> "str | None":
-    """``"avx2"`` for the backend ``torch[avx2]``; ``None`` for the others."""
-    return backend[len("torch["):-1] if backend.startswith("torch[") else None
+def _switch_for(backend: str):
+    """The context a backend's epochs run in: the reference path for ``torch-reference``, CPU
+    path ``P`` for ``torch[P]``, nothing for the others."""
+    if backend == "torch-reference":
+        return reference_only()
+    if backend.startswith("torch["):
+        return on_cpu_isa(backend[len("torch["):-1])
+    return contextlib.nullcontext()
 
-
-@contextlib.contextmanager
-def _on_cpu_path(path: "str | None"):
-    """The CPU kernels run instruction-set path ``path`` within the block (no change for ``None``)."""
-    if path is None:
-        yield
-        return
-    from ttgnn import _C
-
-    previous = _C.cpu_isa()
-    _C.set_cpu_isa(path)
-    try:
-        yield
-    finally:
-        _C.set_cpu_isa(previous)
 
 
 def _ratio(value: float, base) -> "float | None":
@@ -124,12 +114,9 @@ def main(argv=None) -> int:
     if args.cpu_paths:
         if device.type != "cpu" or "torch" not in args.backends:
             p.error("--cpu-paths needs --device cpu and the torch backend in --backends")
-        active = active_cpu_isa()
-        try:
-            for path in args.cpu_paths:
-                select_cpu_isa(path, "--cpu-paths")  # refuses a path this CPU or build does not run
-        finally:
-            select_cpu_isa(active, "--cpu-paths")
+        for path in args.cpu_paths:
+            with on_cpu_isa(path, "--cpu-paths"):  # refuses a path this CPU or build does not run
+                pass
         at = args.backends.index("torch")
         args.backends[at:at + 1] = [f"torch[{path}]" for path in dict.fromkeys(args.cpu_paths)]
     backends = [b for b in args.backends if b != "dgl" or dgl_runs_on(str(device))]

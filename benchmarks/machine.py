@@ -1,7 +1,9 @@
-"""What the benchmarks print about the machine they ran on (every table names its CPU)."""
+"""What the benchmarks print about the machine they ran on (every table names its CPU), and the
+CPU kernels' instruction-set path they run."""
+import contextlib
 import platform
 
-__all__ = ["cpu_model", "active_cpu_isa", "select_cpu_isa"]
+__all__ = ["cpu_model", "active_cpu_isa", "select_cpu_isa", "on_cpu_isa"]
 
 
 def cpu_model() -> str:
@@ -43,3 +45,15 @@ def select_cpu_isa(name: str, flag: str = "--cpu-isa") -> str:
         return _C.set_cpu_isa(name)
     except (ValueError, RuntimeError) as exc:
         raise SystemExit(f"{flag} {name}: {exc}") from None
+
+
+@contextlib.contextmanager
+def on_cpu_isa(name: str, flag: str = "--cpu-isa"):
+    """Within the block the CPU kernels run path ``name`` (:func:`select_cpu_isa`: SystemExit for a
+    path this CPU or build does not run); the path active before is restored after it."""
+    previous = active_cpu_isa()
+    select_cpu_isa(name, flag)
+    try:
+        yield
+    finally:
+        select_cpu_isa(previous, flag)

@@ -25,19 +25,24 @@ namespace {
 
 constexpr int64_t kGrainPairs = 1 << 14;
 
+// The factor of an element whose 32 random bits are `bits`: `scale` when kept, 0 when dropped (the
+// element becomes x * 0, as in torch's dropout: a NaN stays NaN).
+template <typename T>
+TT_INLINE T keep_factor(uint32_t bits, uint32_t threshold, T scale) {
+  return bits >= threshold ? scale : T(0);
+}
+
 // Pairs [first, last): element 2k is kept when the low 32 bits of pair k's draw are at least
-// `threshold`, element 2k + 1 when the high 32 bits are; a dropped element becomes x * 0, as in
-// torch's dropout (a NaN stays NaN). Inlined into one entry per instruction-set path.
+// `threshold`, element 2k + 1 when the high 32 bits are. Inlined into one entry per
+// instruction-set path.
 template <typename T>
 TT_INLINE void dropout_range(const T* TT_RESTRICT x, T* TT_RESTRICT out, int64_t first, int64_t last,
                              uint64_t seed, uint32_t threshold, T scale) {
   TT_SIMD
   for (int64_t k = first; k < last; ++k) {
     const uint64_t bits = dropout_bits(seed, static_cast<uint64_t>(k));
-    const T low = static_cast<uint32_t>(bits) >= threshold ? scale : T(0);
-    const T high = static_cast<uint32_t>(bits >> 32) >= threshold ? scale : T(0);
-    out[2 * k] = x[2 * k] * low;
-    out[2 * k + 1] = x[2 * k + 1] * high;
+    out[2 * k] = x[2 * k] * keep_factor(static_cast<uint32_t>(bits), threshold, scale);
+    out[2 * k + 1] = x[2 * k + 1] * keep_factor(static_cast<uint32_t>(bits >> 32), threshold, scale);
   }
 }
 
@@ -91,7 +96,7 @@ at::Tensor dropout_cpu(const at::Tensor& x_in, double p, int64_t seed) {
     });
     if (numel % 2 == 1) {  // the low half of pair `pairs`'s draw, as if it had a mate
       const uint64_t bits = dropout_bits(stream, static_cast<uint64_t>(pairs));
-      dst[numel - 1] = src[numel - 1] * (static_cast<uint32_t>(bits) >= threshold ? scale : scalar_t(0));
+      dst[numel - 1] = src[numel - 1] * keep_factor(static_cast<uint32_t>(bits), threshold, scale);
     }
   });
   return out;
