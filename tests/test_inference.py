@@ -154,15 +154,38 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
         load_run(tmp_path / "ordered", smaller)
 
 
-def _train_tiny(tmp_path):
-    """``ttgnn train`` for 2 epochs on a 300-node graph in OGB's raw layout; its root and run folder."""
+def _train_tiny(tmp_path, *options):
+    """``ttgnn train`` for 2 epochs on a 300-node graph in OGB's raw layout (plus ``options``); its root and run
+    folder."""
     root = tmp_path / "data"
     write_raw_dataset(root / "tiny", num_nodes=300, num_classes=3)
     out = tmp_path / "run"
     assert main(["train", "--dataset", "tiny", "--root", str(root), "--output-dir", str(out), "--no-progress",
                  "--num-threads", "1", "--epochs", "2", "--hidden", "16", "--dim", "16", "--rank", "4",
-                 "--num-layers", "2", "--cache-dir", str(tmp_path / "cache")]) == 0
+                 "--num-layers", "2", "--cache-dir", str(tmp_path / "cache"), *options]) == 0
     return root, out
+
+
+def test_cli_predict_writes_the_table_of_a_run_evaluated_on_samples(tmp_path, capsys):
+    """Such a run (a 10^8-node graph's) cannot be predicted exactly, but its learned table is written; asking
+    for predictions is refused before anything is written."""
+    root, out = _train_tiny(tmp_path, "--mode", "minibatch", "--model", "sage", "--fanouts", "3,3",
+                                "--eval-fanouts", "3,3")
+    capsys.readouterr()
+    where = ["--root", str(root), "--cache-dir", str(tmp_path / "cache")]
+    assert main(["predict", str(out), *where, "--embeddings", str(tmp_path / "emb.npy")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(rf"{re.escape(str(out))}: sage \+ tt on tiny, best epoch [12]; no predictions: the run "
+                        r"evaluated on sampled neighbourhoods \(eval_fanouts \[3, 3\]\), its accuracies are in "
+                        r"metrics.json", printed[0])
+    assert printed[1:] == [f"input table, 300 x 16 float32 rows in node-id order: {tmp_path / 'emb.npy'}"]
+    assert np.load(tmp_path / "emb.npy").shape == (300, 16)
+    for option in (["--output", str(tmp_path / "pred.npy")], ["--correct-smooth"]):
+        assert main(["predict", str(out), *where, *option, "--embeddings", str(tmp_path / "emb2.npy")]) == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(
+            "--output and --correct-smooth need exact predictions of every node, which ttgnn predict does not "
+            "attempt; --embeddings alone writes the learned table")
+    assert not (tmp_path / "pred.npy").exists() and not (tmp_path / "emb2.npy").exists()
 
 
 def test_cli_predict_reads_the_dataset_from_the_root_it_is_given(tmp_path, capsys):

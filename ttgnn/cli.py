@@ -660,15 +660,26 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         raise ValueError(f"--output and --embeddings name the same file, {args.output}: the table would replace "
                          f"the predictions")
     run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)
-    probs = class_probabilities(run)
-    classes = predict(run, correct_smooth=args.correct_smooth, probs=probs)
-    accuracy = Accuracy(run.dataset.evaluator_name)
-    labels = run.dataset.labels
-    scores = ", ".join(f"{key} {accuracy(classes[idx], labels[idx]):.4f}" for key, idx in run.dataset.split.items())
-    how = " after Correct and Smooth" if args.correct_smooth else ""
-    which = f"best epoch {run.epoch}" if run.best else f"epoch {run.epoch} (the checkpoint's last)"
-    print(f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, {which}; "
-          f"accuracy{how}: {scores}")
+    head = f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, " + (
+        f"best epoch {run.epoch}" if run.best else f"epoch {run.epoch} (the checkpoint's last)")
+    sampled = run.config.eval_fanouts is not None
+    if sampled and (args.output is not None or args.correct_smooth):
+        raise ValueError(f"{args.run} evaluated its split nodes on sampled neighbourhoods (eval_fanouts "
+                         f"{run.config.eval_fanouts}), as graphs of {run.dataset.num_nodes:,} nodes are: --output and "
+                         "--correct-smooth need exact predictions of every node, which ttgnn predict does not "
+                         "attempt; --embeddings alone writes the learned table")
+    if sampled:  # the table is still wanted: a 10^8-node run's node table is what it learned
+        print(f"{head}; no predictions: the run evaluated on sampled neighbourhoods (eval_fanouts "
+              f"{run.config.eval_fanouts}), its accuracies are in metrics.json")
+    else:
+        probs = class_probabilities(run)
+        classes = predict(run, correct_smooth=args.correct_smooth, probs=probs)
+        accuracy = Accuracy(run.dataset.evaluator_name)
+        labels = run.dataset.labels
+        scores = ", ".join(f"{key} {accuracy(classes[idx], labels[idx]):.4f}"
+                           for key, idx in run.dataset.split.items())
+        how = " after Correct and Smooth" if args.correct_smooth else ""
+        print(f"{head}; accuracy{how}: {scores}")
     if run.stopped is not None:
         print(f"note: the run stopped after epoch {run.stopped[0]} of {run.stopped[1]} (interrupted); its best model "
               "so far is used: `ttgnn train` with the run's command plus --resume finishes it")

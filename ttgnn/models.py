@@ -68,8 +68,8 @@ def resolve_gnn_backend(backend: str, device, model: Optional[str] = None, mode:
     with the compiled graph kernels (:mod:`ttgnn.graph_ops`), they train a GAT epoch on ogbn-arxiv
     in 0.43-0.58x the time of DGL's layers and evaluate it in 0.45-0.52x (docs/gpu.md; 0.70-0.91x
     and 0.59-0.68x before those kernels). Elsewhere ``"auto"`` is DGL (GraphSAGE's mean: DGL's
-    fused kernel was 1.2-1.26x faster than torch's products; the compiled kernels are level with
-    it or ahead, 0.87-0.96x, on one machine so far).
+    fused kernel was 1.2-1.26x faster than torch's products; with the compiled kernels the tensor
+    layers took 0.87-0.96x of its epoch on one day and 1.05-1.15x on another, on the same machine).
 
     Raises:
         ValueError: an unknown backend, or ``"dgl"`` on a device this DGL build cannot use.
