@@ -273,6 +273,13 @@ def test_a_name_not_found_lists_the_roots_datasets_and_a_close_match(tmp_path):
         load_dataset("Cora//", tmp_path / "data")
     with pytest.raises(FileNotFoundError, match=r"^dataset folder not found: sub/cora$"):  # a path stays a path
         load_dataset("sub/cora/", tmp_path / "data")
+    # an OGB name misspelt, or in the wrong case: the name it is closest to
+    for typed, meant in (("ogbn-arxvi", "ogbn-arxiv"), ("ogbn-papers100m", "ogbn-papers100M")):
+        with pytest.raises(ValueError, match=rf"^unknown OGB dataset '{typed}'; did you mean '{meant}'\? \(supported: "
+                                             r"ogbn-arxiv, ogbn-products, ogbn-papers100M\)$"):
+            load_dataset(typed, tmp_path / "data")
+    with pytest.raises(ValueError, match=r"^unknown OGB dataset 'ogbn-mag' \(supported: "):
+        load_dataset("ogbn-mag", tmp_path / "data")
 
 
 def test_cache_dir_that_is_a_file(tmp_path):

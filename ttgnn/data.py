@@ -891,7 +891,10 @@ def load_dataset(
             return _load_npz_folder(binary, text)
         return _load_ogb(text, root_path, cache)
     if text.lower().startswith("ogbn-"):
-        raise ValueError(f"unknown OGB dataset {text!r}; supported: {OGB_NAMES}")
+        # matched after the shared "ogbn-", which would make every name look close
+        close = difflib.get_close_matches(text[5:].lower(), [n[5:].lower() for n in OGB_NAMES], n=1, cutoff=0.6)
+        guess = next((f"; did you mean {n!r}?" for n in OGB_NAMES if close and n[5:].lower() == close[0]), "")
+        raise ValueError(f"unknown OGB dataset {text!r}{guess} (supported: {', '.join(OGB_NAMES)})")
     # A bare name is looked up under the root only; a path (with a separator) is used as given.
     is_path = isinstance(name, os.PathLike) or os.sep in text or (os.altsep is not None and os.altsep in text)
     folder = Path(text) if is_path else root_path / text
