@@ -415,12 +415,13 @@ def test_tt_lookup_runs_the_reference_where_no_kernel_applies(monkeypatch, case)
         cores, rows = [c.to("meta") for c in cores], rows.to("meta")
     assert kernel_applies(cores, rows) is False  # a bool, also for a device without kernels
     ran = _lookups(monkeypatch)
-    if case == "mixed dtypes":  # the reference's matmul refuses them too
-        with pytest.raises(RuntimeError):
+    if case == "mixed dtypes":  # refused before either path, as the kernel refuses them
+        with pytest.raises(RuntimeError, match=r"^tt_lookup: core 2 has dtype torch.float64 but core 0 has"):
             tt_lookup(cores, rows)
+        assert ran == []
     else:
         assert tt_lookup(cores, rows).shape == (3, 2)
-    assert ran == ["reference"]
+        assert ran == ["reference"]
 
 
 def test_the_dense_table_is_every_row_in_digit_order_with_the_same_gradients():
@@ -474,6 +475,66 @@ def test_tt_lookup_refuses_rows_out_of_range_on_both_paths(dtype, monkeypatch):
                 tt_lookup(cores, torch.tensor([0, bad, 3]))
         assert tt_lookup(cores, torch.tensor([119, 0], dtype=torch.int32)).shape == (2, 8)
         assert tt_lookup(cores, torch.zeros(0, dtype=torch.long)).shape == (0, 8)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=["f16", "f32"])
+@pytest.mark.parametrize("no_kernel", [False, True], ids=["kernel", "no-kernel"])
+def test_tt_lookup_refuses_bad_inputs_alike_on_both_paths(dtype, no_kernel, monkeypatch):
+    # The reference path (float16 cores, or no extension) truncated float rows to row numbers, read bool
+    # rows as 0/1, and failed on bad shapes with errors from inside its matmuls; meta rows with real
+    # cores came back as uninitialised memory from the fake kernel.
+    from ttgnn import ops
+
+    if no_kernel:
+        monkeypatch.setattr(ops, "_KERNEL_DEVICES", {"cpu": False, "cuda": False})
+    good = [c.to(dtype) for c in make_cores((4, 5, 6), (2, 2, 2), 3)]
+    rows = torch.tensor([0, 1])
+    for bad_rows, match in ((torch.tensor([2.7, 119.9]), r"rows must be an integer tensor .*got torch.float32"),
+                            (torch.tensor([True, True]), r"rows must be an integer tensor .*got torch.bool"),
+                            (torch.tensor([1], dtype=torch.uint64), r"rows must be an integer tensor .*got torch.uint64"),
+                            (torch.zeros(2, 2, dtype=torch.long), r"rows must be 1-D \(B,\), got shape \(2, 2\)"),
+                            (torch.zeros(2, dtype=torch.long, device="meta"), r"core 0 is on cpu but rows are on meta"),
+                            ([0, 1], r"rows must be a tensor, got list")):
+        with pytest.raises(RuntimeError, match=rf"^tt_lookup: {match}"):
+            tt_lookup(good, bad_rows)
+    for cores, match in (([], r"expected at least one core, got none"),
+                         ([good[0].reshape(4, 6), *good[1:]], r"core 0 must be 4-D .*got \(4, 6\)"),
+                         ([good[0], good[1].double(), good[2]], r"core 1 has dtype torch.float64 but core 0 has"),
+                         ([good[1], good[2]], r"core 0 .*rank dimension 1 must be 1 \(the first core starts"),
+                         ([good[0], good[0]], r"core 1 has shape \(4, 1, 2, 3\); its rank dimension 1 must be 3 \(core 0's"),
+                         (good[:2], r"the last core has shape \(5, 3, 2, 3\); its rank dimension 3 must be 1"),
+                         ([good[0], good[1][:0], good[2]], r"core 1 has an empty dimension")):
+        with pytest.raises(RuntimeError, match=rf"^tt_lookup: {match}"):
+            tt_lookup(cores, rows)
+    for index_dtype in (torch.int16, torch.uint8, torch.int32):  # other integer rows are read as they are
+        torch.testing.assert_close(tt_lookup(good, torch.tensor([7, 0], dtype=index_dtype)),
+                                   tt_lookup_reference(good, torch.tensor([7, 0])))
+
+
+def test_the_compiled_ops_refuse_meta_rows_with_real_cores():
+    # the dispatcher picks the fake (meta) kernel by the rows, which handed back uninitialised CPU tensors
+    require_kernels("cpu")
+    cores = make_cores((4, 5, 6), (2, 2, 2), 3)
+    rows = torch.zeros(3, dtype=torch.long, device="meta")
+    with pytest.raises(RuntimeError, match=r"tt_lookup: an input is on cpu but rows are on meta"):
+        torch.ops.ttgnn.tt_lookup(cores, rows)
+    with pytest.raises(RuntimeError, match=r"tt_lookup_backward: an input is on cpu but rows are on meta"):
+        torch.ops.ttgnn.tt_lookup_backward(torch.ones(3, 8), cores, rows)
+    meta = [core.to("meta") for core in cores]  # all on meta: shapes only, as torch.compile traces them
+    assert torch.ops.ttgnn.tt_lookup(meta, rows).shape == (3, 8)
+
+
+def test_the_kernel_functions_say_when_the_extension_lacks_them(monkeypatch):
+    from ttgnn import ops
+
+    monkeypatch.setattr(ops, "_COMPILED_OPS", {})  # as without the extension, or with a _C built before them
+    cores = make_cores((4, 5), (2, 2), 3)
+    for call, name in ((lambda: tt_lookup_kernel(cores, torch.tensor([0])), "tt_lookup"),
+                       (lambda: tt_lookup_backward_kernel(torch.ones(1, 4), cores, torch.tensor([0])),
+                        "tt_lookup_backward")):
+        with pytest.raises(RuntimeError, match=rf"^ttgnn.ops: the compiled op ttgnn::{name} is not available \(.*\); "
+                                               r"tt_lookup takes the pure-PyTorch reference then"):
+            call()
 
 
 def test_bad_row_tensors(device):

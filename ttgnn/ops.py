@@ -100,6 +100,7 @@ def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
 # Which device types have compiled kernels, decided once (a plain dict lookup in the hot path,
 # which torch.compile traces without a graph break).
 _KERNEL_DEVICES = {device_type: _ext.has_kernel(device_type) for device_type in ("cpu", "cuda")}
+_COMPILED_OPS = {name: _ext.has_op_kernel(name) for name in ("tt_lookup", "tt_lookup_backward")}
 _ext.log_backends()
 
 
@@ -155,17 +156,56 @@ def _transformed(cores: Sequence[Tensor], rows: Tensor) -> bool:
 def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
     """Rows ``rows`` of the TT table, through the compiled kernel when present.
 
-    Same contract as :func:`tt_lookup_reference`; ``rows`` may also be int32, and they are checked
-    on both paths (``RuntimeError`` naming a row outside ``[0, n_1 * ... * n_K)``). The kernel is
-    used for float32/float64 cores on a device it was built for (see :func:`lookup_backend`), the
-    reference otherwise (other dtypes, or no extension).
+    Same contract as :func:`tt_lookup_reference`; ``rows`` may be of any integer dtype but uint64.
+    The inputs are checked alike on both paths: ``RuntimeError`` naming a row outside
+    ``[0, n_1 * ... * n_K)``, rows that are not a 1-D integer tensor on the cores' device, or cores
+    whose shapes, dtypes or devices do not chain. The kernel is used for float32/float64 cores on a
+    device it was built for (see :func:`lookup_backend`), the reference otherwise (other dtypes, or
+    no extension).
     """
     cores = list(cores)
+    check_lookup_inputs(cores, rows)
     if not _use_kernel(cores, rows):
         # The kernel checks the row range; the reference would wrap a bad row onto a valid one.
         check_in_range(rows, math.prod(core.shape[0] for core in cores), "tt_lookup: row", "a TT table",
                        RuntimeError)
     return lookup_checked_rows(cores, rows)
+
+
+def check_lookup_inputs(cores: Sequence[Tensor], rows: Tensor, op: str = "tt_lookup") -> None:
+    """Raise ``RuntimeError`` unless ``cores`` form a TT (1 or more 4-D cores of one dtype and device,
+    core ``k`` ``(n_k, r_{k-1}, m_k, r_k)`` with ``r_0 = r_K = 1``) and ``rows`` is a 1-D integer
+    tensor on their device: what the compiled op checks, for the reference path too (which would
+    truncate float rows, or fail on a bad shape with an error from deep inside). Values are not read."""
+    if not cores:
+        raise RuntimeError(f"{op}: expected at least one core, got none")
+    if not isinstance(rows, Tensor):
+        raise RuntimeError(f"{op}: rows must be a tensor, got {type(rows).__name__}")
+    if rows.dtype == torch.bool or rows.is_floating_point() or rows.is_complex() or rows.dtype == torch.uint64:
+        raise RuntimeError(f"{op}: rows must be an integer tensor (bool and uint64 are not), got {rows.dtype}")
+    if rows.dim() != 1:
+        raise RuntimeError(f"{op}: rows must be 1-D (B,), got shape {tuple(rows.shape)}")
+    first = cores[0]
+    rank = 1
+    for k, core in enumerate(cores):
+        if not isinstance(core, Tensor) or core.dim() != 4:
+            shape = tuple(core.shape) if isinstance(core, Tensor) else type(core).__name__
+            raise RuntimeError(f"{op}: core {k} must be 4-D (n_k, r_{{k-1}}, m_k, r_k), got {shape}")
+        if core.dtype != first.dtype:
+            raise RuntimeError(f"{op}: core {k} has dtype {core.dtype} but core 0 has {first.dtype}; all cores "
+                               "need one dtype")
+        if core.device != rows.device:
+            raise RuntimeError(f"{op}: core {k} is on {core.device} but rows are on {rows.device}; all inputs "
+                               "must be on one device")
+        if min(core.shape) < 1:
+            raise RuntimeError(f"{op}: core {k} has an empty dimension, shape {tuple(core.shape)}")
+        if core.shape[1] != rank:
+            start = " (the first core starts with rank 1)" if k == 0 else f" (core {k - 1}'s last dimension)"
+            raise RuntimeError(f"{op}: core {k} has shape {tuple(core.shape)}; its rank dimension 1 must be "
+                               f"{rank}{start}")
+        rank = core.shape[3]
+    if rank != 1:
+        raise RuntimeError(f"{op}: the last core has shape {tuple(cores[-1].shape)}; its rank dimension 3 must be 1")
 
 
 def lookup_checked_rows(cores: Sequence[Tensor], rows: Tensor) -> Tensor:
@@ -217,7 +257,7 @@ def tt_lookup_kernel(cores: Sequence[Tensor], rows: Tensor) -> Tensor:
         - **rows:** ``(B,)``
         - **output:** ``(B, m_1 * ... * m_K)``
     """
-    return torch.ops.ttgnn.tt_lookup.default(list(cores), rows)
+    return _compiled_op("tt_lookup")(list(cores), rows)
 
 
 def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: Tensor) -> list[Tensor]:
@@ -232,7 +272,16 @@ def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: T
         - **rows:** ``(B,)``
         - **output:** list of ``K`` tensors, ``(n_k, r_{k-1}, m_k, r_k)``
     """
-    return torch.ops.ttgnn.tt_lookup_backward.default(grad_out, list(cores), rows)
+    return _compiled_op("tt_lookup_backward")(grad_out, list(cores), rows)
+
+
+def _compiled_op(name: str):
+    """``torch.ops.ttgnn.<name>.default``; ``RuntimeError`` saying so when the extension lacks it."""
+    if not _COMPILED_OPS.get(name, False):
+        why = _ext.load_error() or "the loaded ttgnn._C was built without it"
+        raise RuntimeError(f"ttgnn.ops: the compiled op ttgnn::{name} is not available ({why}); tt_lookup takes "
+                           "the pure-PyTorch reference then (lookup_backend() says which one runs)")
+    return getattr(torch.ops.ttgnn, name).default
 
 
 def plain_values(tensor: Tensor) -> Tensor:
@@ -252,6 +301,14 @@ def _differentiable_grads(grad_out: Tensor, cores: Sequence[Tensor], rows: Tenso
     return [next(grads) if core.requires_grad else None for core in cores]
 
 
+def _check_one_device(tensors: Sequence[Tensor], rows: Tensor, op: str) -> None:
+    """The fake kernels' device check: the meta kernel also runs for meta rows with real cores (the
+    dispatcher picks it by the rows), where it would hand back uninitialised real tensors."""
+    for tensor in tensors:
+        torch._check(tensor.device == rows.device, lambda: f"{op}: an input is on {tensor.device} but rows are on "
+                     f"{rows.device}; all inputs must be on one device")
+
+
 def _register_python_parts() -> None:
     """Fake (meta) kernels and the autograd formula of the compiled ops."""
 
@@ -259,11 +316,13 @@ def _register_python_parts() -> None:
     def _tt_lookup_fake(cores: list[Tensor], rows: Tensor) -> Tensor:
         torch._check(rows.dim() == 1, lambda: f"rows must be 1-D, got shape {tuple(rows.shape)}")
         torch._check(len(cores) >= 2, lambda: f"expected at least 2 cores, got {len(cores)}")
+        _check_one_device(cores, rows, "tt_lookup")
         dim = math.prod(core.shape[2] for core in cores)
         return cores[0].new_empty((rows.shape[0], dim))
 
     @torch.library.register_fake("ttgnn::tt_lookup_backward")
     def _tt_lookup_backward_fake(grad_out: Tensor, cores: list[Tensor], rows: Tensor) -> list[Tensor]:
+        _check_one_device([grad_out, *cores], rows, "tt_lookup_backward")
         return [core.new_empty(core.shape) for core in cores]
 
     def _setup_context(ctx, inputs, output) -> None:
