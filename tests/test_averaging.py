@@ -122,6 +122,22 @@ def test_state_dict_round_trip_and_refusals():
             WeightAverage(net, horizon=bad)
 
 
+def test_an_older_average_without_the_tables_row_count_loads():
+    # A TT table's state dict records its row count since 2026-12-07 (an integer, copied, not averaged):
+    # the average in a checkpoint from before lacks it, and a resumed run must still load it.
+    from ttgnn import TTNodeEmbedding
+
+    model = nn.Sequential(TTNodeEmbedding(50, 4, ranks=2), nn.Linear(4, 2))
+    saved = WeightAverage(model, horizon=3).state_dict()
+    assert saved["state"].pop("0.num_embeddings").item() == 50
+    again = WeightAverage(model, horizon=3)
+    again.load_state_dict(saved)
+    assert again.state["0.num_embeddings"].item() == 50
+    del saved["state"]["1.bias"]  # an averaged entry missing is still refused
+    with pytest.raises(ValueError, match=re.escape("other entries than the model: ['1.bias']")):
+        WeightAverage(model, horizon=3).load_state_dict(saved)
+
+
 _config = functools.partial(small_config, epochs=5, mode="full", model="gat", heads=2, label_input=False, lr=0.02,
                             emb_lr=0.05, correct_smooth=False)
 

@@ -430,6 +430,12 @@ def test_an_edge_file_of_three_columns_is_named(tmp_path):
 @pytest.mark.parametrize("kwargs,message", [
     (dict(num_classes=0), "num_classes"), (dict(num_nodes=3, num_classes=4), "num_classes"),
     (dict(homophily=1.5), r"^homophily must be in \[0, 1\], got 1.5$"),
+    # NaN passed every range test (comparisons are false) and failed deep inside as an int conversion
+    (dict(avg_degree=float("nan")), r"^avg_degree must be a finite number, got nan$"),
+    (dict(avg_degree=float("inf")), r"^avg_degree must be a finite number, got inf$"),
+    (dict(train_frac=float("nan")), r"^train_frac must be a finite number, got nan$"),
+    (dict(homophily=float("nan")), r"^homophily must be a finite number, got nan$"),
+    (dict(valid_frac="0.2"), r"^valid_frac must be a finite number, got '0.2'$"),
 ])
 def test_planted_partition_bounds(kwargs, message):
     with pytest.raises(ValueError, match=message):

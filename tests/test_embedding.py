@@ -116,6 +116,38 @@ def test_state_dict_roundtrip_with_node_order():
     assert torch.equal(fresh.node_order, order)
 
 
+def test_load_state_dict_refuses_a_table_of_another_row_count():
+    # 950 and 1,000 rows share the row shape (10, 10, 10), so the cores' shapes match; the 950-row table's
+    # checkpoint loaded into the 1,000-row one served its 50 untrained padding rows as embeddings
+    small, large = TTNodeEmbedding(950, 16, ranks=4), TTNodeEmbedding(1000, 16, ranks=4)
+    assert small.row_shape == large.row_shape
+    for source, target, saved, own in ((small, large, "950", "1,000"), (large, small, "1,000", "950")):
+        state = {key: value.clone() for key, value in target.state_dict().items()}
+        with pytest.raises(RuntimeError, match=rf"size mismatch for num_embeddings: the checkpoint's table has {saved} "
+                                               rf"rows, this TTNodeEmbedding {own}"):
+            target.load_state_dict(source.state_dict())
+        assert all(torch.equal(value, state[key]) for key, value in target.state_dict().items())  # nothing loaded
+    # the row count saved as a tensor (torch.load's weights_only takes it) and checked, with a prefix too
+    model = torch.nn.Sequential(TTNodeEmbedding(950, 16, ranks=4))
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    assert state["0.num_embeddings"].item() == 950
+    fresh = torch.nn.Sequential(TTNodeEmbedding(950, 16, ranks=4))
+    fresh.load_state_dict(state)
+    torch.testing.assert_close(fresh(torch.arange(950)), model(torch.arange(950)))
+    with pytest.raises(RuntimeError, match=r"size mismatch for 0.num_embeddings"):
+        torch.nn.Sequential(TTNodeEmbedding(1000, 16, ranks=4)).load_state_dict(state)
+    for bad in (torch.zeros(3, 3), torch.tensor(950.0), 950):  # a damaged entry is named, not read as a number
+        with pytest.raises(RuntimeError, match=r"size mismatch for 0.num_embeddings: expected the table's row count, "
+                                               r"an integer scalar tensor, got (\(3, 3\)|\(\)|int)$"):
+            torch.nn.Sequential(TTNodeEmbedding(950, 16, ranks=4)).load_state_dict({**state, "0.num_embeddings": bad})
+    # a state dict saved before the row count was (ttgnn before 2026-12-07) still loads, strictly
+    del state["0.num_embeddings"]
+    torch.nn.Sequential(TTNodeEmbedding(950, 16, ranks=4)).load_state_dict(state)
+
+
 def test_node_order_maps_nodes_to_tt_rows():
     emb = TTNodeEmbedding(30, 4, ranks=2, row_shape=[4, 8])
     before = emb(torch.arange(30)).detach()

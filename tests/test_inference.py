@@ -133,7 +133,7 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
                        ) as err:
         load_run(tmp_path / "run", other)
     assert "\n" not in str(err.value)
-    # a graph of another size on the same row shape: the node order's length tells, named the same way
+    # a graph of another size on the same row shape: the table's recorded row count tells, named the same way
     train(small_config(tmp_path / "ordered", epochs=1, correct_smooth=False, order="random", row_shape=[8, 8, 8]),
           planted)
     # the same name and size, other labels or fewer edges: refused (predict scored it silently)
@@ -143,15 +143,24 @@ def test_load_run_errors_name_the_problem(tmp_path, planted):
     fewer = dataclasses.replace(planted, edge_index=planted.edge_index[:, ::2].copy(), _csr=None, _adjacency={})
     for other in (shifted, fewer):
         with pytest.raises(ValueError, match=r"was not trained on this dataset \(planted-400, 400 nodes, 4 classes\): "
-                                             r"its edges, labels or split differ"):
+                                             r"its nodes, edges, labels or split differ"):
             load_run(tmp_path / "run", other)
-        with pytest.raises(ValueError, match="its edges, labels or split differ"):
+        with pytest.raises(ValueError, match="its nodes, edges, labels or split differ"):
             load_run(tmp_path / "run" / "checkpoint.pt", other)
     assert load_run(tmp_path / "run", planted).dataset is planted
     smaller = planted_partition(390, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
     with pytest.raises(ValueError, match=r"was not trained on this dataset \(planted-390, 390 nodes, 4 classes\): "
-                                         r"node_order must have shape \(390,\), got \(400,\)$"):
+                                         r"size mismatch for node_input.table.num_embeddings: the checkpoint's table "
+                                         r"has 400 rows, this TTNodeEmbedding 390"):
         load_run(tmp_path / "ordered", smaller)
+    # so it does without a node order (whose length told before the row count was recorded; without one the
+    # load went through)
+    train(small_config(tmp_path / "unordered", epochs=1, correct_smooth=False, order="identity",
+                       row_shape=[8, 8, 8]), planted)
+    with pytest.raises(ValueError, match=r"not trained on this dataset \(planted-390, 390 nodes, 4 classes\): "
+                                         r"size mismatch for node_input.table.num_embeddings: the checkpoint's "
+                                         r"table has 400 rows, this TTNodeEmbedding 390"):
+        load_run(tmp_path / "unordered", smaller)
 
 
 def _train_tiny(tmp_path, *options):
@@ -338,8 +347,11 @@ def test_write_embeddings_refuses_a_chunk_size_that_is_not_a_positive_integer(tm
 @pytest.mark.parametrize("classes, probs, message", [
     (torch.zeros(2, 3, dtype=torch.long), None, r"classes must be \(N,\) class ids, got shape \(2, 3\) \(torch.int64\)"),
     (torch.zeros(3), None, r"classes must be \(N,\) class ids, got shape \(3,\) \(torch.float32\)"),
-    (torch.zeros(3, dtype=torch.long), torch.ones(4, 2), r"probs must be \(3, C\) for 3 classes, got shape \(4, 2\)"),
-    (torch.zeros(3, dtype=torch.long), torch.ones(3), r"probs must be \(3, C\) for 3 classes, got shape \(3,\)"),
+    (torch.zeros(3, dtype=torch.long), torch.ones(4, 2), r"probs must be \(3, C\) for 3 nodes, got shape \(4, 2\)"),
+    (torch.zeros(3, dtype=torch.long), torch.ones(3), r"probs must be \(3, C\) for 3 nodes, got shape \(3,\)"),
+    # a class id that is no column of probs: numpy's IndexError before
+    (torch.tensor([2, 0, 7]), torch.ones(3, 3), r"classes must lie in \[0, 3\) to index probs \(N, 3\), got 0 to 7"),
+    (torch.tensor([-1, 0, 1]), torch.ones(3, 3), r"classes must lie in \[0, 3\) .*got -1 to 1"),
 ])
 def test_write_predictions_refuses_classes_and_probabilities_of_the_wrong_shape(tmp_path, classes, probs, message):
     with pytest.raises(ValueError, match=message):

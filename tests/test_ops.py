@@ -491,7 +491,7 @@ def test_tt_lookup_refuses_bad_inputs_alike_on_both_paths(dtype, no_kernel, monk
     rows = torch.tensor([0, 1])
     for bad_rows, match in ((torch.tensor([2.7, 119.9]), r"rows must be an integer tensor .*got torch.float32"),
                             (torch.tensor([True, True]), r"rows must be an integer tensor .*got torch.bool"),
-                            (torch.tensor([1], dtype=torch.uint64), r"rows must be an integer tensor .*got torch.uint64"),
+                            (torch.tensor([1], dtype=torch.uint64), r"rows must be an integer .*got torch.uint64"),
                             (torch.zeros(2, 2, dtype=torch.long), r"rows must be 1-D \(B,\), got shape \(2, 2\)"),
                             (torch.zeros(2, dtype=torch.long, device="meta"), r"core 0 is on cpu but rows are on meta"),
                             ([0, 1], r"rows must be a tensor, got list")):
@@ -501,7 +501,8 @@ def test_tt_lookup_refuses_bad_inputs_alike_on_both_paths(dtype, no_kernel, monk
                          ([good[0].reshape(4, 6), *good[1:]], r"core 0 must be 4-D .*got \(4, 6\)"),
                          ([good[0], good[1].double(), good[2]], r"core 1 has dtype torch.float64 but core 0 has"),
                          ([good[1], good[2]], r"core 0 .*rank dimension 1 must be 1 \(the first core starts"),
-                         ([good[0], good[0]], r"core 1 has shape \(4, 1, 2, 3\); its rank dimension 1 must be 3 \(core 0's"),
+                         ([good[0], good[0]], r"core 1 has shape \(4, 1, 2, 3\); its rank dimension 1 must be 3 "
+                                              r"\(core 0's"),
                          (good[:2], r"the last core has shape \(5, 3, 2, 3\); its rank dimension 3 must be 1"),
                          ([good[0], good[1][:0], good[2]], r"core 1 has an empty dimension")):
         with pytest.raises(RuntimeError, match=rf"^tt_lookup: {match}"):

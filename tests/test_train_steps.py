@@ -592,7 +592,8 @@ def test_correct_and_smooth_leaves_the_runs_model_at_its_last_weights(tmp_path, 
         loss = ttrain.train_epoch(run, epoch)
         ttrain.evaluate_and_checkpoint(run, epoch, loss, 0.0)
     last = {k: v.clone() for k, v in run.model.state_dict().items()}
-    run.best_state = {k: torch.zeros_like(v) for k, v in last.items()}  # a best epoch unlike the last
+    # a best epoch unlike the last (its weights zero; a TT table's row count kept, or it would not load)
+    run.best_state = {k: torch.zeros_like(v) if v.is_floating_point() else v.clone() for k, v in last.items()}
     ttrain.finish_run(run)
     assert all(torch.equal(v, last[k]) for k, v in run.model.state_dict().items())
 

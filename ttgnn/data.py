@@ -32,6 +32,7 @@ import difflib
 import gzip
 import hashlib
 import logging
+import math
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -952,6 +953,11 @@ def planted_partition(
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
     if num_classes < 1 or num_nodes < num_classes:
         raise ValueError(f"need 1 <= num_classes <= num_nodes, got num_classes={num_classes}, num_nodes={num_nodes}")
+    for name, value in (("homophily", homophily), ("avg_degree", avg_degree), ("train_frac", train_frac),
+                        ("valid_frac", valid_frac)):
+        number = not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+        if not number or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
     if not 0.0 <= homophily <= 1.0:
         raise ValueError(f"homophily must be in [0, 1], got {homophily}")
     if avg_degree <= 0:

@@ -242,7 +242,28 @@ class TTNodeEmbedding(nn.Module):
                  num_rows, dim, list(shape.ranks), module.svd_relative_error)
         return module
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        # N is not in the cores' shapes (tables of 950 and 1,000 rows can share a row shape): saved so
+        # that loading into a table of another N fails, as nn.Embedding's weight shape makes it fail.
+        destination[prefix + "num_embeddings"] = torch.tensor(self.num_embeddings, dtype=torch.long)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        # A state dict saved before the row count was recorded (2026-12-07) loads as before.
+        rows_key = prefix + "num_embeddings"
+        saved_rows = state_dict.get(rows_key)
+        if saved_rows is not None and not (torch.is_tensor(saved_rows) and saved_rows.dim() == 0
+                                           and not saved_rows.is_floating_point()):
+            shape = tuple(saved_rows.shape) if torch.is_tensor(saved_rows) else type(saved_rows).__name__
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\tsize mismatch for "
+                               f"{rows_key}: expected the table's row count, an integer scalar tensor, got {shape}")
+        if saved_rows is not None and saved_rows.device.type != "meta" and int(saved_rows) != self.num_embeddings:
+            # raised here, not added to error_msgs: torch would still load the cores (a child module)
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\tsize mismatch for "
+                               f"{rows_key}: the checkpoint's table has {int(saved_rows):,} rows, this "
+                               f"TTNodeEmbedding {self.num_embeddings:,} (its cores' shapes can match: tables of "
+                               "other row counts share row shapes)")
         # A saved node order is checked like the constructor's, whether or not this module has one,
         # and loads into a module built without one.
         key = prefix + "node_order"
@@ -250,7 +271,10 @@ class TTNodeEmbedding(nn.Module):
             order = self._checked_order(state_dict[key])
             if self.node_order is None:
                 self.node_order = order.to(self.cores[0].device)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+        if rows_key in unexpected_keys:  # not a parameter or buffer: read above
+            unexpected_keys.remove(rows_key)
 
     # ------------------------------------------------------------------ lookup
     def _rows_of(self, indices: torch.Tensor) -> torch.Tensor:

@@ -137,8 +137,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     trained_on = state.get("dataset_fingerprint") or (state.get("metrics") or {}).get("dataset_fingerprint")
     if trained_on is not None and trained_on != dataset.fingerprint():
         raise ValueError(f"the run in {folder} was not trained on this dataset ({dataset.name}, {dataset.num_nodes:,} "
-                         f"nodes, {dataset.num_classes} classes): its edges, labels or split differ, though the name "
-                         "and size match; give the root it was trained on (--root)")
+                         f"nodes, {dataset.num_classes} classes): its nodes, edges, labels or split differ from "
+                         "those of the graph it was trained on; give the root it was trained on (--root)")
     model.eval()
     graph = dataset.dgl_graph(self_loops=True)
     if config.mode == "full":
@@ -214,8 +214,11 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
     if classes.dim() != 1 or classes.is_floating_point() or classes.dtype == torch.bool:
         raise ValueError(f"classes must be (N,) class ids, got shape {tuple(classes.shape)} ({classes.dtype})")
     if probs is not None and (probs.dim() != 2 or probs.shape[0] != classes.shape[0]):
-        raise ValueError(f"probs must be ({classes.shape[0]}, C) for {classes.shape[0]} classes, got shape "
+        raise ValueError(f"probs must be ({classes.shape[0]}, C) for {classes.shape[0]} nodes, got shape "
                          f"{tuple(probs.shape)}")
+    if probs is not None and classes.numel() and not 0 <= int(classes.min()) <= int(classes.max()) < probs.shape[1]:
+        raise ValueError(f"classes must lie in [0, {probs.shape[1]}) to index probs (N, {probs.shape[1]}), got "
+                         f"{int(classes.min())} to {int(classes.max())}")
     if not name.endswith(PREDICTION_SUFFIXES):
         raise ValueError(f"predictions go to a .npy, .csv or .csv.gz file, got {path}")
     classes = classes.cpu().numpy().astype(np.int64)
