@@ -114,8 +114,10 @@ def test_a_run_evaluated_on_samples_is_not_predicted_exactly(tmp_path, planted):
     train(small_config(tmp_path / "run", epochs=1, mode="minibatch", eval_fanouts=[5, 5], correct_smooth=False),
           planted)
     run = load_run(tmp_path / "run", planted)
-    with pytest.raises(ValueError, match=r"sampled neighbourhoods \(eval_fanouts \[5, 5\]\).*400 nodes.* which ttgnn "
-                                         r"predict does not attempt \(write_embeddings works\)$"):
+    with pytest.raises(ValueError, match=r"sampled neighbourhoods \(eval_fanouts \[5, 5\]\): .*400 nodes.* which "
+                                         r"ttgnn predict does not attempt \(its learned table can still be written: "
+                                         r"write_embeddings, or ttgnn predict --embeddings without --output and "
+                                         r"--correct-smooth\)$"):
         predict(run)
     assert np.load(write_embeddings(run, tmp_path / "emb.npy")).shape == (400, 16)  # the table is there
 
@@ -192,8 +194,8 @@ def test_cli_predict_writes_the_table_of_a_run_evaluated_on_samples(tmp_path, ca
     for option in (["--output", str(tmp_path / "pred.npy")], ["--correct-smooth"]):
         assert main(["predict", str(out), *where, *option, "--embeddings", str(tmp_path / "emb2.npy")]) == 2
         assert capsys.readouterr().err.splitlines()[-1].endswith(
-            "--output and --correct-smooth need exact predictions of every node, which ttgnn predict does not "
-            "attempt; --embeddings alone writes the learned table")
+            "which ttgnn predict does not attempt (its learned table can still be written: write_embeddings, or "
+            "ttgnn predict --embeddings without --output and --correct-smooth)")
     assert not (tmp_path / "pred.npy").exists() and not (tmp_path / "emb2.npy").exists()
 
 

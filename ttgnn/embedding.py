@@ -253,17 +253,19 @@ class TTNodeEmbedding(nn.Module):
         # A state dict saved before the row count was recorded (2026-12-07) loads as before.
         rows_key = prefix + "num_embeddings"
         saved_rows = state_dict.get(rows_key)
+        problem = None
         if saved_rows is not None and not (torch.is_tensor(saved_rows) and saved_rows.dim() == 0
                                            and not saved_rows.is_floating_point()):
             shape = tuple(saved_rows.shape) if torch.is_tensor(saved_rows) else type(saved_rows).__name__
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\tsize mismatch for "
-                               f"{rows_key}: expected the table's row count, an integer scalar tensor, got {shape}")
-        if saved_rows is not None and saved_rows.device.type != "meta" and int(saved_rows) != self.num_embeddings:
+            problem = f"expected the table's row count, an integer scalar tensor, got {shape}"
+        elif saved_rows is not None and saved_rows.device.type != "meta" and int(saved_rows) != self.num_embeddings:
+            problem = (f"the checkpoint's table has {int(saved_rows):,} rows, this TTNodeEmbedding "
+                       f"{self.num_embeddings:,} (its cores' shapes can match: tables of other row counts share "
+                       "row shapes)")
+        if problem is not None:
             # raised here, not added to error_msgs: torch would still load the cores (a child module)
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\tsize mismatch for "
-                               f"{rows_key}: the checkpoint's table has {int(saved_rows):,} rows, this "
-                               f"TTNodeEmbedding {self.num_embeddings:,} (its cores' shapes can match: tables of "
-                               "other row counts share row shapes)")
+                               f"{rows_key}: {problem}")
         # A saved node order is checked like the constructor's, whether or not this module has one,
         # and loads into a module built without one.
         key = prefix + "node_order"

@@ -178,10 +178,10 @@ def class_probabilities(run: FinishedRun) -> torch.Tensor:
 
     if run.config.eval_fanouts is not None:
         raise ValueError(f"the run evaluated its split nodes on sampled neighbourhoods (eval_fanouts "
-                         f"{run.config.eval_fanouts}), as graphs of this size are: exact predictions of all "
-                         f"{run.dataset.num_nodes:,} nodes need an ({run.dataset.num_nodes:,}, "
-                         f"{run.dataset.num_classes}) table and full neighbourhoods, which ttgnn predict does not "
-                         "attempt (write_embeddings works)")
+                         f"{run.config.eval_fanouts}): exact predictions of all {run.dataset.num_nodes:,} nodes need "
+                         f"an ({run.dataset.num_nodes:,}, {run.dataset.num_classes}) table and full neighbourhoods, "
+                         "which ttgnn predict does not attempt (its learned table can still be written: "
+                         "write_embeddings, or ttgnn predict --embeddings without --output and --correct-smooth)")
     logits = all_logits(run.model, run.graph, run.config.mode, run.config.eval_batch_size, run.dataset)
     return torch.softmax(logits.float(), dim=1)
 
