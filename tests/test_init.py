@@ -271,6 +271,13 @@ def test_a_scale_the_dtype_cannot_hold_is_refused_not_an_inf_or_zero_table(init,
         TTNodeEmbedding(10**6, 16, ranks=4, init=init, init_scale=scale, dtype=dtype)
 
 
+def test_the_refusal_names_the_margin_below_the_dtypes_largest_number():
+    # 1e3 lies under float16's largest number, 65504: the message says why it is still refused
+    with pytest.raises(ValueError, match=r"normal numbers span 6.1e-05 to 6.55e\+04 \(and entries reach several "
+                                         r"times their scale: at most 655 is taken\)"):
+        TTNodeEmbedding(1000, 16, ranks=4, init_scale=1e3, dtype=torch.float16)
+
+
 @pytest.mark.parametrize("init, scale, dtype", [("gaussian", 100.0, torch.float16), ("ortho", 100.0, torch.float16),
                                                 ("gaussian", 1e-20, torch.float32)])
 def test_scales_the_dtype_holds_give_finite_nonzero_tables(init, scale, dtype):

@@ -60,7 +60,8 @@ def check_representable(value: float, entry_scales: Sequence[float], dtype: torc
     for scale in entry_scales:
         if not info.tiny <= scale <= info.max / 100:  # entries reach several times their scale: a margin
             raise ValueError(f"a table scale of {value:g} cannot be held in {dtype}: it makes entries of about "
-                             f"{scale:.3g}, where {dtype}'s normal numbers span {info.tiny:.3g} to {info.max:.3g}; "
+                             f"{scale:.3g}, where {dtype}'s normal numbers span {info.tiny:.3g} to {info.max:.3g} "
+                             f"(and entries reach several times their scale: at most {info.max / 100:.3g} is taken); "
                              "choose a scale (init_scale, std or gain) nearer 1, or a wider dtype")
 
 
