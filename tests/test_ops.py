@@ -528,7 +528,7 @@ def test_the_compiled_ops_refuse_meta_rows_with_real_cores():
 def test_the_kernel_functions_say_when_the_extension_lacks_them(monkeypatch):
     from ttgnn import ops
 
-    monkeypatch.setattr(ops, "_COMPILED_OPS", {})  # as without the extension, or with a _C built before them
+    monkeypatch.setattr(ops, "_KERNEL_DEVICES", {"cpu": False, "cuda": False})  # as without the extension
     cores = make_cores((4, 5), (2, 2), 3)
     for call, name in ((lambda: tt_lookup_kernel(cores, torch.tensor([0])), "tt_lookup"),
                        (lambda: tt_lookup_backward_kernel(torch.ones(1, 4), cores, torch.tensor([0])),

@@ -114,8 +114,8 @@ class WeightAverage:
             raise ValueError(f"the saved weight average spans {saved['horizon']} epochs, this run {self.horizon}")
         # An entry that is not averaged (not floating point: a TT table's row count, saved since
         # 2026-12-07) may be absent from an older checkpoint; it keeps the model's value.
-        differ = set(saved["state"]) ^ {key for key, value in self.state.items()
-                                         if value.is_floating_point() or key in saved["state"]}
+        missing = {key for key, value in self.state.items() if key not in saved["state"] and value.is_floating_point()}
+        differ = missing | (set(saved["state"]) - set(self.state))
         if differ:
             raise ValueError(f"the saved weight average has other entries than the model: {sorted(differ)}")
         for key, value in saved["state"].items():

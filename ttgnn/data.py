@@ -893,8 +893,7 @@ def load_dataset(
         return _load_ogb(text, root_path, cache)
     if text.lower().startswith("ogbn-"):
         # matched after the shared "ogbn-", which would make every name look close
-        close = difflib.get_close_matches(text[5:].lower(), [n[5:].lower() for n in OGB_NAMES], n=1, cutoff=0.6)
-        guess = next((f"; did you mean {n!r}?" for n in OGB_NAMES if close and n[5:].lower() == close[0]), "")
+        guess = _did_you_mean(text, OGB_NAMES, skip=len("ogbn-"))
         raise ValueError(f"unknown OGB dataset {text!r}{guess} (supported: {', '.join(OGB_NAMES)})")
     # A bare name is looked up under the root only; a path (with a separator) is used as given.
     is_path = isinstance(name, os.PathLike) or os.sep in text or (os.altsep is not None and os.altsep in text)
@@ -903,14 +902,21 @@ def load_dataset(
         if is_path:
             raise FileNotFoundError(f"dataset folder not found: {folder}")
         names = _datasets_under(root_path)
-        close = difflib.get_close_matches(text.lower(), [n.lower() for n in names], n=1, cutoff=0.6)
-        guess = next((f"; did you mean {n!r}?" for n in names if close and n.lower() == close[0]), "")
+        guess = _did_you_mean(text, names)
         shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
         holds = (f" holds {shown}" if names else " holds no dataset folder" if root_path.is_dir()
                  else " is a file" if root_path.exists() else " does not exist")
         raise FileNotFoundError(f"dataset folder not found: {folder}{guess} (root {root_path}{holds}; "
                                 "set --root or $TTGNN_DATA)")
     return _load_raw_folder(folder, folder.name)
+
+
+def _did_you_mean(typed: str, names, skip: int = 0) -> str:
+    """``"; did you mean 'X'?"`` for the name of ``names`` closest to ``typed`` (case ignored, the
+    first ``skip`` characters of each left out of the match), ``""`` when none is close."""
+    key = {name[skip:].lower(): name for name in names}
+    close = difflib.get_close_matches(typed[skip:].lower(), list(key), n=1, cutoff=0.6)
+    return f"; did you mean {key[close[0]]!r}?" if close else ""
 
 
 def _datasets_under(root: Path) -> list:

@@ -100,7 +100,6 @@ def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
 # Which device types have compiled kernels, decided once (a plain dict lookup in the hot path,
 # which torch.compile traces without a graph break).
 _KERNEL_DEVICES = {device_type: _ext.has_kernel(device_type) for device_type in ("cpu", "cuda")}
-_COMPILED_OPS = {name: _ext.has_op_kernel(name) for name in ("tt_lookup", "tt_lookup_backward")}
 _ext.log_backends()
 
 
@@ -277,7 +276,7 @@ def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: T
 
 def _compiled_op(name: str):
     """``torch.ops.ttgnn.<name>.default``; ``RuntimeError`` saying so when the extension lacks it."""
-    if not _COMPILED_OPS.get(name, False):
+    if not any(_KERNEL_DEVICES.values()):  # the lookup ops are loaded (for some device) or not
         why = _ext.load_error() or "the loaded ttgnn._C was built without it"
         raise RuntimeError(f"ttgnn.ops: the compiled op ttgnn::{name} is not available ({why}); tt_lookup takes "
                            "the pure-PyTorch reference then (lookup_backend() says which one runs)")
