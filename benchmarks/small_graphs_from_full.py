@@ -23,12 +23,22 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from summary import mean_std, paired  # (benchmarks/summary.py)
 
 from ttgnn.cli import report_errors
+
+
+_say_lock = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Print ``line`` whole: the runs' threads print their commands and failures at any moment."""
+    with _say_lock:
+        print(line, flush=True)
 
 
 def run_command(args, dataset: str, seed: int, folder: Path) -> list:
@@ -99,12 +109,12 @@ def one_run(args, dataset: str, seed: int, data) -> dict:
     done = finished(folder, configs)
     other = [] if done else made_otherwise(folder, configs)
     if other:
-        print(f"{dataset} seed {seed}: refused, made with other settings than this command gives: "
-              f"{', '.join(other)} (delete that stage's files or use another --out)", flush=True)
+        say(f"{dataset} seed {seed}: refused, made with other settings than this command gives: "
+            f"{', '.join(other)} (delete that stage's files or use another --out)")
         return {}
     if not done and not args.report:
         command = run_command(args, dataset, seed, folder)
-        print(" ".join(command), flush=True)
+        say(" ".join(command))
         log = folder.parent / f"seed{seed}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as out:
@@ -113,7 +123,7 @@ def one_run(args, dataset: str, seed: int, data) -> dict:
                                    stderr=subprocess.STDOUT)
         done = finished(folder, configs)
         if code or not done:
-            print(f"{dataset} seed {seed}: failed (exit {code}), see {log}", flush=True)
+            say(f"{dataset} seed {seed}: failed (exit {code}), see {log}")
             return {}
     return done
 

@@ -597,8 +597,8 @@ def _label_rows(*first):
     # the line and the values as written, a string among numbers included
     ("raw/edge.csv.gz", [[0, 1], [2, 3], [1, "x"]], "{path}, line 3: [1, 'x'] is not a list of integers"),
     ("raw/edge.csv.gz", [[0, 1], [2, 3], [1, 2.5]], "{path}, line 3: [1.0, 2.5] is not a list of integers"),
-    ("raw/node-label.csv.gz", _label_rows(0, 1, "x"), "{path}: labels must be integers (could not convert string "
-                                                      "to float: 'x')"),
+    ("raw/node-label.csv.gz", _label_rows(0, 1, "x"), "{path}, line 3: label 'x' is not a class id (an integer >= 0, "
+                                                      "or empty/-1 for an unlabelled node)"),
     ("raw/node-label.csv.gz", _label_rows(0, 1, -2), "{path}, line 3: label -2.0 is not a class id (an integer >= 0, "
                                                      "or empty/-1 for an unlabelled node)"),
     # classes 0..2 for 2 labelled nodes: one class too many (a label equal to the labelled count)
@@ -847,6 +847,24 @@ def test_a_blank_label_line_is_an_unlabelled_node_and_line_numbers_count_blank_l
     write_csv(folder / "raw" / "edge.csv.gz", [[0, 1], [1, 2], "", ""])
     write_csv(folder / "raw" / "num-edge-list.csv.gz", [2])
     assert load_dataset(folder).edge_index.shape == (2, 2)
+
+
+def test_blank_lines_at_the_start_of_a_file_are_rows_too(tmp_path):
+    # pandas finds no columns when the first line is blank: node 0 unlabelled was refused as
+    # "it holds no lines (empty or blank)", and a leading blank edge line named no line
+    folder = write_raw_dataset(tmp_path / "g", num_nodes=5, edges=[[0, 1], [1, 2], [2, 3], [3, 4]],
+                               labels=["", "", 1, 0, 1], split={"train": [2, 3], "valid": [4], "test": [0, 1]})
+    ds = load_dataset(folder)
+    assert ds.labels.tolist() == [-1, -1, 1, 0, 1] and ds.num_classes == 2
+    write_csv(folder / "raw" / "node-label.csv.gz", ["  ", 1, " ", 0, 1])  # spaces only: blank lines too
+    assert load_dataset(folder).labels.tolist() == [-1, 1, -1, 0, 1]  # were "labels must be integers"
+    write_csv(folder / "raw" / "edge.csv.gz", ["", [0, 1], [1, 2]])
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [3])
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 1: [nan, nan] is not a list of integers")
+    write_csv(folder / "raw" / "edge.csv.gz", ["", "", ""])  # nothing but blank lines: still no lines
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}: it holds no lines (empty or blank)")
 
 
 @pytest.mark.parametrize("label", ["9223372036854775807", "9223372036854775808", "1e30"])

@@ -264,6 +264,22 @@ def test_ogb_errors_name_the_source(tmp_path):
     assert raised(FileNotFoundError, load_dataset, **load) == f"dataset file not found: {folder}/raw/edge.csv.gz"
 
 
+def test_blank_label_lines_in_a_folder_ogb_reads_are_named_and_minus_one_works(tmp_path):
+    # ogb skips blank lines, so its labels came out shorter than the nodes: "38 labels for 40 nodes"
+    labels = [0, 1, 2, 3] * 10
+    labels[0], labels[5] = "", ""
+    folder = write_products_layout(tmp_path / "root", labels=labels)
+    load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    for _ in range(2):  # the second load reads ogb's processed files: the same message
+        assert raised(ValueError, load_dataset, **load) == (
+            f"corrupted dataset file {folder / 'raw' / 'node-label.csv.gz'}: ogb read 38 labels from it for 40 nodes, "
+            "as it skips blank lines; in a folder that ogb reads (ogbn-products) an unlabelled node is -1 or nan, "
+            "not a blank line")
+    labels[0], labels[5] = -1, "nan"  # as the message says
+    write_csv(folder / "raw" / "node-label.csv.gz", labels)
+    assert load_dataset(**load).labels[:8].tolist() == [-1, 1, 2, 3, 0, -1, 2, 3]
+
+
 def test_a_broken_processed_ogb_file_is_named_and_rebuilt_from_the_source(tmp_path, caplog):
     import logging
 
@@ -285,7 +301,7 @@ def test_a_broken_processed_ogb_file_is_named_and_rebuilt_from_the_source(tmp_pa
     # a source that fails to process fails the same way twice: named once, not rebuilt forever
     (folder / "raw" / "node-label.csv.gz").write_bytes(gzip.compress(b"not a label\n"))
     processed.write_bytes(b"garbage")
-    with pytest.raises(ValueError, match=r"corrupted dataset file .*node-label\.csv\.gz: labels must be integers"):
+    with pytest.raises(ValueError, match=r"corrupted dataset file .*node-label\.csv\.gz, line 1: label 'not a label' is not a class id"):
         load_dataset(**load)
 
 

@@ -325,6 +325,15 @@ def _blank_rows(values: np.ndarray) -> np.ndarray:
     return pd.isna(pd.DataFrame(values)).to_numpy().all(axis=1)
 
 
+def _leading_blank_lines(path: Path) -> Optional[int]:
+    """How many blank lines a gzip text file starts with; ``None`` when every line is blank."""
+    with gzip.open(path, "rt") as fh:
+        for count, line in enumerate(fh):
+            if line.strip():
+                return count
+    return None
+
+
 def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = False) -> Optional[np.ndarray]:
     """Read a header-less gzip CSV into a 2-D array; errors name the file (and the line of a bad value).
 
@@ -339,8 +348,15 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
             raise FileNotFoundError(f"dataset file not found: {path}")
         return None
     try:
-        frame = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False)
-        values = frame.values
+        try:
+            values = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False).values
+        except pd.errors.EmptyDataError:  # also when only the first lines are blank: pandas sees no columns
+            leading = _leading_blank_lines(path)
+            if leading is None:
+                raise
+            values = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False,
+                                 skiprows=leading).values
+            values = np.concatenate([np.full((leading, values.shape[1]), np.nan), values])
         if not blank_lines:
             filled = np.flatnonzero(~_blank_rows(values))
             values = values[: filled[-1] + 1 if filled.size else 0]  # trailing blank lines: not rows
@@ -442,10 +458,19 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
     """
     if np.ndim(values) == 2 and np.shape(values)[1] != 1:
         raise ValueError(f"corrupted dataset file {path}: {np.shape(values)[1]} columns, expected one label per line")
-    try:
-        values = np.asarray(values, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"corrupted dataset file {path}: labels must be integers ({err})") from None
+    values = np.asarray(values).reshape(-1)
+    if values.dtype.kind not in "iuf":  # text in the column: blank (spaces only) is unlabelled
+        import pandas as pd
+
+        text = pd.Series(values, dtype=object)
+        blank = text.isna() | text.map(lambda v: isinstance(v, str) and not v.strip())
+        numbers = pd.to_numeric(text.mask(blank), errors="coerce").to_numpy(dtype=np.float64)
+        if (np.isnan(numbers) & ~blank.to_numpy()).any():
+            line = _first_bad_row(np.isnan(numbers) & ~blank.to_numpy())
+            raise ValueError(f"corrupted dataset file {path}, line {line}: label {values[line - 1]!r} is not a class "
+                             "id (an integer >= 0, or empty/-1 for an unlabelled node)")
+        values = numbers
+    values = values.astype(np.float64)
     if values.shape[0] != num_nodes:
         raise ValueError(f"corrupted dataset file {path}: {values.shape[0]} labels for {num_nodes} nodes")
     values = np.where(np.isnan(values), -1.0, values)
@@ -837,6 +862,10 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     num_nodes = int(graph["num_nodes"])
     edge_index = np.ascontiguousarray(np.asarray(graph["edge_index"], dtype=np.int64))
     label_path = (source if source.is_dir() else target) / "raw" / "node-label.csv.gz"
+    if source.is_dir() and np.size(labels) < num_nodes:  # the file passed our check with one line per node
+        raise ValueError(f"corrupted dataset file {label_path}: ogb read {np.size(labels):,} labels from it for "
+                         f"{num_nodes:,} nodes, as it skips blank lines; in a folder that ogb reads ({name}) an "
+                         "unlabelled node is -1 or nan, not a blank line")
     label_tensor = _labels_from(labels, label_path, num_nodes, int(dataset.num_classes))
     feats = graph.get("node_feat")
     features = None if feats is None else torch.from_numpy(np.asarray(feats, dtype=np.float32))
