@@ -940,7 +940,7 @@ def test_a_command_reads_a_dataset_through_the_cache_it_is_given(tmp_path, capsy
                  str(tmp_path / "cache")]) == 0
     if command[0] == "plan":
         assert "ogbn-products: 40 nodes, mean degree " in capsys.readouterr().err  # (after ogb's own bar)
-    assert (tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed").is_file()
+    assert (tmp_path / "cache" / "ogb" / "local" / "ogbn_products" / "processed" / "data_processed").is_file()
 
 
 def test_only_names_and_paths_are_taken_as_strings():

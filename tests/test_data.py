@@ -361,6 +361,45 @@ def test_papers100m_layout_errors_name_the_file(tmp_path):
         load_dataset("ogbn-papers100M", root=other)
 
 
+@pytest.mark.parametrize("member,compressed", [("edge_index.npy", False), ("edge_index.npy", True),
+                                               ("node_label.npy", True)])
+def test_papers100m_layout_names_a_damaged_archive_member(tmp_path, member, compressed):
+    # A byte flipped inside a member ended in zipfile's "Bad CRC-32" or zlib's "invalid distance too
+    # far back" with a traceback (exit 1): the edges are read while they stream, outside the checks
+    import zipfile
+
+    folder = tmp_path / "ogbn_papers100M"
+    write_papers_layout(folder, edges=np.random.default_rng(0).integers(0, 50, (2, 400_000)), compressed=compressed)
+    path = folder / "raw" / ("data.npz" if member == "edge_index.npy" else "node-label.npz")
+    info = zipfile.ZipFile(path).getinfo(member)
+    data = bytearray(path.read_bytes())
+    data[info.header_offset + 30 + len(info.filename) + len(info.extra) + int(0.3 * info.compress_size)] ^= 0x55
+    path.write_bytes(bytes(data))
+    message = raised(ValueError, load_dataset, "ogbn-papers100M", root=tmp_path)
+    assert message.startswith("corrupted dataset file ") and str(path) in message
+
+
+def test_hidden_folders_and_folders_without_a_training_file_are_no_split_kinds(tmp_path, caplog):
+    # split/.ipynb_checkpoints (or a backup folder) sorts first and was read: "dataset file not
+    # found: .../split/.ipynb_checkpoints/train.csv.gz"
+    import logging
+
+    folder = write_raw_dataset(tmp_path / "g")
+    expected = load_dataset(folder).split["test"].tolist()
+    (folder / "split" / ".ipynb_checkpoints").mkdir()
+    (folder / "split" / "Random_old").mkdir()
+    write_csv(folder / "split" / "Random_old" / "test.csv.gz", [0])
+    with caplog.at_level(logging.WARNING, logger="ttgnn.data"):
+        assert load_dataset(folder).split["test"].tolist() == expected
+    assert caplog.messages == []  # one split kind: nothing to warn about
+    shutil.rmtree(folder / "split" / "random")  # no folder holds train.csv.gz: the first by name lacks it
+    assert raised(FileNotFoundError, load_dataset, folder) == (
+        f"dataset file not found: {folder / 'split' / 'Random_old' / 'train.csv.gz'}")
+    shutil.rmtree(folder / "split" / "Random_old")
+    assert raised(FileNotFoundError, load_dataset, folder) == (
+        f"no split kind (e.g. {folder / 'split'}/time) found in {folder / 'split'}")
+
+
 def test_an_empty_or_missing_dataset_name_is_refused_before_the_root_is_read(tmp_path):
     # An empty name used to read the root itself as a dataset folder ("dataset folder not found: ROOT/raw").
     for name in ("", "  "):
@@ -372,8 +411,8 @@ def test_an_empty_or_missing_dataset_name_is_refused_before_the_root_is_read(tmp
 
 @pytest.mark.parametrize("rows, message", [
     ([[0.5, 1.0]] * 59, "59 rows of features for 60 nodes"),
-    ([[0.5, 1.0]] * 7 + [[0.5, "nan"]] + [[0.5, 1.0]] * 52, "line 8 holds a value that is not a finite number"),
-    ([[0.5, 1.0]] * 3 + [[0.5, ""]] + [[0.5, 1.0]] * 56, "line 4 holds a value that is not a finite number"),
+    ([[0.5, 1.0]] * 7 + [[0.5, "nan"]] + [[0.5, 1.0]] * 52, "line 8 holds a value that is not a finite float32 number"),
+    ([[0.5, 1.0]] * 3 + [[0.5, ""]] + [[0.5, 1.0]] * 56, "line 4 holds a value that is not a finite float32 number"),
 ])
 def test_a_features_file_of_other_rows_or_non_finite_values_names_the_file(tmp_path, rows, message):
     # Features of 59 rows for 60 nodes used to load, and fail (or NaN the loss) in training.
@@ -607,7 +646,10 @@ def _label_rows(*first):
     ("raw/node-feat.csv.gz", [[0.5, 1.0]] * 4 + [[0.5, "x"]] + [[0.5, 1.0]] * 55,
      "{path}: could not convert string to float: 'x'"),
     ("raw/node-feat.csv.gz", [[0.5, 1.0]] + [[0.5, "nan"]] + [[0.5, 1.0]] * 58,
-     "{path}: line 2 holds a value that is not a finite number (NaN, inf or empty)"),
+     "{path}: line 2 holds a value that is not a finite float32 number (NaN, inf, empty or beyond 3.4e38)"),
+    # past float32's range: inf after the cast, with a NumPy overflow warning printed before
+    ("raw/node-feat.csv.gz", [[0.5, 1.0]] * 2 + [[1e300, 1.0]] + [[0.5, 1.0]] * 57,
+     "{path}: line 3 holds a value that is not a finite float32 number (NaN, inf, empty or beyond 3.4e38)"),
 ])
 def test_bad_raw_values_have_whole_messages(tmp_path, file, rows, message):
     folder = write_raw_dataset(tmp_path / "g")
@@ -862,6 +904,9 @@ def test_blank_lines_at_the_start_of_a_file_are_rows_too(tmp_path):
     write_csv(folder / "raw" / "num-edge-list.csv.gz", [3])
     assert raised(ValueError, load_dataset, folder) == (
         f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 1: [nan, nan] is not a list of integers")
+    write_csv(folder / "raw" / "edge.csv.gz", ["   ", [0, 1], [1, 2]])  # was "Expected 1 fields in line 2, saw 2"
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 1: a line of spaces only")
     write_csv(folder / "raw" / "edge.csv.gz", ["", "", ""])  # nothing but blank lines: still no lines
     assert raised(ValueError, load_dataset, folder) == (
         f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}: it holds no lines (empty or blank)")

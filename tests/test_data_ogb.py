@@ -24,7 +24,7 @@ def test_ogbn_arxiv_offline_without_writing_root(data_root, tmp_path):
     assert (ds.num_nodes, ds.num_edges, ds.num_classes) == (169_343, 1_166_243, 40)
     assert [len(ds.split[k]) for k in ("train", "valid", "test")] == [90_941, 29_799, 48_603]
     assert ds.evaluator_name == "ogbn-arxiv" and ds.features is None
-    assert (tmp_path / "ogb" / "ogbn_arxiv" / "processed").is_dir()
+    assert (tmp_path / "ogb" / "local" / "ogbn_arxiv" / "processed").is_dir()
     # Second load reads ogb's processed file (the torch weights_only pitfall) and gives the same data.
     again = load_dataset("ogbn-arxiv", data_root, cache_dir=tmp_path)
     assert np.array_equal(again.edge_index, ds.edge_index)
@@ -82,7 +82,7 @@ def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path,
 
     write_products_layout(tmp_path / "root")
     cache = tmp_path / "cache"
-    lock = cache / "ogb" / ".ogbn_products.lock"
+    lock = cache / "ogb" / "local" / ".ogbn_products.lock"
     lock.parent.mkdir(parents=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another process is preparing the dataset
@@ -92,7 +92,7 @@ def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path,
             load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)))
         loader.start()
         loader.join(timeout=2)
-        assert loader.is_alive() and not (cache / "ogb" / "ogbn_products").exists()
+        assert loader.is_alive() and not (cache / "ogb" / "local" / "ogbn_products").exists()
         os.close(fd)
         loader.join(timeout=120)
     assert not loader.is_alive() and result[0].num_nodes == 40
@@ -115,7 +115,7 @@ def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
     monkeypatch.setattr(torch, "save", killed_save)
     with pytest.raises(KeyboardInterrupt):
         load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
-    processed = cache / "ogb" / "ogbn_products" / "processed"
+    processed = cache / "ogb" / "local" / "ogbn_products" / "processed"
     assert any(processed.iterdir()) and not (processed / "ttgnn-source.txt").exists()
     monkeypatch.setattr(torch, "save", saved_save)
     again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
@@ -157,7 +157,8 @@ def test_any_release_file_or_none_loads_without_a_prompt(tmp_path, release):
     if release is not None:
         (folder / release).write_text("a release\n")
     ds = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    assert ds.num_nodes == 40 and (tmp_path / "cache" / "ogb" / "ogbn_products" / "RELEASE_v1.txt").is_file()
+    mirror = tmp_path / "cache" / "ogb" / "local" / "ogbn_products"
+    assert ds.num_nodes == 40 and (mirror / "RELEASE_v1.txt").is_file()
 
 
 def test_ogb_cache_is_reused_while_the_source_holds_and_rebuilt_when_it_changes(tmp_path, monkeypatch):
@@ -202,7 +203,7 @@ def test_the_ogb_mirror_follows_a_dataset_folder_that_moved(tmp_path):
     shutil.rmtree(tmp_path / "a")  # the mirror's links now point nowhere
     b = load_dataset("ogbn-products", root=tmp_path / "b", cache_dir=tmp_path / "cache")
     assert a.labels.tolist() == [i % 4 for i in range(40)] and b.labels.tolist() == [(i + 1) % 4 for i in range(40)]
-    link = tmp_path / "cache" / "ogb" / "ogbn_products" / "raw" / "node-label.csv.gz"
+    link = tmp_path / "cache" / "ogb" / "local" / "ogbn_products" / "raw" / "node-label.csv.gz"
     assert link.is_symlink() and Path(os.readlink(link)) == (second / "raw" / "node-label.csv.gz").resolve()
 
 
@@ -213,7 +214,7 @@ def test_an_ogb_folder_loads_offline_with_its_log_and_its_mirror(tmp_path, caplo
     folder = write_products_layout(tmp_path / "root")
     write_csv(folder / "mapping" / "nodeidx2asin.csv.gz", [[i, f"a{i}"] for i in range(40)])
     decide = ogb_dataset.decide_download
-    target = tmp_path / "cache" / "ogb" / "ogbn_products"
+    target = tmp_path / "cache" / "ogb" / "local" / "ogbn_products"
     with caplog.at_level("INFO", logger="ttgnn.data"):
         load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     assert logged(caplog, "ttgnn.data") == [
@@ -237,7 +238,7 @@ def test_a_file_added_to_an_ogb_folder_joins_the_mirror(tmp_path):
 def test_a_changed_split_is_read_without_processing_ogbs_files_again(tmp_path):
     folder = write_products_layout(tmp_path / "root")
     first = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
-    processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
+    processed = tmp_path / "cache" / "ogb" / "local" / "ogbn_products" / "processed" / "data_processed"
     built = processed.stat().st_mtime_ns
     test_file = folder / "split" / "sales_ranking" / "test.csv.gz"
     write_csv(test_file, first.split["test"].tolist()[1:])
@@ -286,7 +287,7 @@ def test_a_broken_processed_ogb_file_is_named_and_rebuilt_from_the_source(tmp_pa
     folder = write_products_layout(tmp_path / "root")
     load = dict(name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     reference = load_dataset(**load)
-    processed = tmp_path / "cache" / "ogb" / "ogbn_products" / "processed" / "data_processed"
+    processed = tmp_path / "cache" / "ogb" / "local" / "ogbn_products" / "processed" / "data_processed"
     processed.write_bytes(b"garbage")  # e.g. a full disk; the stamp still matches the source
     with caplog.at_level(logging.WARNING, logger="ttgnn.data"):
         rebuilt = load_dataset(**load)  # it blamed the dataset and stayed broken until the next load
@@ -420,3 +421,64 @@ def test_an_ogb_folder_is_checked_as_a_raw_folder_is_and_errors_name_its_files(t
         load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
     assert expected.format(f=folder) in str(err.value)
     assert "cache" not in str(err.value)
+
+
+def test_a_root_without_the_dataset_downloads_it_and_never_reads_another_roots_mirror(tmp_path, monkeypatch,
+                                                                                        caplog):
+    # The mirror of root A's folder shared the download's place: root B, without the dataset, was
+    # served A's 60-node graph with no word and no download.
+    urls = _serve_products(monkeypatch, tmp_path)  # the download: 40 nodes
+    write_products_layout(tmp_path / "a", num_nodes=60)
+    (tmp_path / "b").mkdir()
+    load = dict(name="ogbn-products", cache_dir=tmp_path / "cache")
+    assert load_dataset(root=tmp_path / "a", **load).num_nodes == 60 and urls == []
+    assert load_dataset(root=tmp_path / "b", **load).num_nodes == 40 and len(urls) == 1
+    assert load_dataset(root=tmp_path / "a", **load).num_nodes == 60 and len(urls) == 1  # each kept apart
+    # a mirror where downloads go (ttgnn before 2026-12-07 put them there) is removed, not read
+    shutil.rmtree(tmp_path / "cache" / "ogb" / "ogbn_products")
+    shutil.move(tmp_path / "cache" / "ogb" / "local" / "ogbn_products", tmp_path / "cache" / "ogb" / "ogbn_products")
+    with caplog.at_level("INFO", logger="ttgnn.data"):
+        assert load_dataset(root=tmp_path / "b", **load).num_nodes == 40 and len(urls) == 2
+    assert (f"removing {tmp_path / 'cache' / 'ogb' / 'ogbn_products'}, a mirror of a local folder that an older ttgnn "
+            "left where downloads go") in caplog.messages
+    assert (tmp_path / "a" / "ogbn_products" / "raw" / "edge.csv.gz").is_file()  # the links' files untouched
+    # and a root's own folder, read into ogb/local/, lets such an old mirror go (its disk space)
+    old = tmp_path / "cache" / "ogb" / "ogbn_products"
+    assert load_dataset(root=tmp_path / "a", **load).num_nodes == 60 and old.is_dir()  # a download: kept
+    shutil.rmtree(old)
+    shutil.copytree(tmp_path / "cache" / "ogb" / "local" / "ogbn_products", old, symlinks=True)
+    assert load_dataset(root=tmp_path / "a", **load).num_nodes == 60 and not old.exists() and len(urls) == 2
+
+
+def test_the_mirror_holds_only_what_the_source_holds(tmp_path):
+    # Links of files that the source did not hold stayed: root B was read with root A's features,
+    # and ogb cut B's 300 edges to A's num-edge-list.csv.gz
+    a = write_products_layout(tmp_path / "a")
+    write_csv(a / "raw" / "node-feat.csv.gz", [[7.0, 7.0]] * 40)
+    write_csv(a / "split" / "other" / "train.csv.gz", [0])  # a second split kind, only in a
+    b = write_products_layout(tmp_path / "b", seed=1, edges=[[i % 40, (i * 7 + 1) % 40] for i in range(300)])
+    load = dict(name="ogbn-products", cache_dir=tmp_path / "cache")
+    assert load_dataset(root=tmp_path / "a", **load).features.tolist() == [[7.0, 7.0]] * 40
+    ds = load_dataset(root=tmp_path / "b", **load)
+    assert ds.features is None and ds.num_edges == 600  # 300 and their reverses (ogbn-products: ogb adds them)
+    mirror = tmp_path / "cache" / "ogb" / "local" / "ogbn_products"
+    assert sorted(p.name for p in (mirror / "raw").iterdir()) == sorted(p.name for p in (b / "raw").iterdir())
+    assert not (mirror / "split" / "other").exists()
+    (b / "raw" / "num-edge-list.csv.gz").unlink()  # optional in a raw folder; ogb's reader needs it
+    assert raised(FileNotFoundError, load_dataset, root=tmp_path / "b", **load) == (
+        f"dataset file not found: {b / 'raw' / 'num-edge-list.csv.gz'} (ogb, which reads ogbn-products, needs it: "
+        "one line, the number of edges)")
+
+
+@pytest.mark.parametrize("rows,message", [
+    ([[1.0, 2.0]] * 3 + [[float("nan"), 2.0]] + [[1.0, 2.0]] * 36,
+     ": line 4 holds a value that is not a finite float32 number (NaN, inf, empty or beyond 3.4e38)"),
+    ([[1.0, 2.0]] * 39, ": 39 rows of features for 40 nodes"),
+])
+def test_features_of_a_folder_ogb_reads_are_checked_as_a_raw_folders(tmp_path, rows, message):
+    # ogb took them on trust: NaN features were served, and a short file failed in NodeDataset
+    # without naming it
+    folder = write_products_layout(tmp_path / "root")
+    write_csv(folder / "raw" / "node-feat.csv.gz", rows)
+    assert raised(ValueError, load_dataset, "ogbn-products", tmp_path / "root", tmp_path / "cache") == (
+        f"corrupted dataset file {folder / 'raw' / 'node-feat.csv.gz'}" + message)

@@ -364,7 +364,11 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
                 raise pd.errors.EmptyDataError("no data")
     except pd.errors.EmptyDataError:  # pandas says "No columns to parse from file"
         raise ValueError(f"corrupted dataset file {path}: it holds no lines (empty or blank)") from None
-    except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError) as err:
+    except pd.errors.ParserError as err:
+        if _leading_blank_lines(path):  # pandas counts the columns on the first line: "Expected 1 fields in line 2"
+            raise ValueError(f"corrupted dataset file {path}, line 1: a line of spaces only") from None
+        raise ValueError(f"corrupted dataset file {path}: {err}") from None
+    except (OSError, EOFError, zlib.error, ValueError) as err:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
     if dtype is None:
         return values
@@ -424,14 +428,18 @@ def _one_count(path: Path, required: bool) -> Optional[int]:
 
 def _read_split(folder: Path, kind: Optional[str] = None) -> tuple[dict, dict]:
     """``(split, files)``: node ids of every split, and the file each came from (the split kind
-    ``kind``, else the first by name when ``split/`` holds several)."""
+    ``kind``, else the first by name of the folders in ``split/`` that hold ``train.csv.gz``, hidden
+    folders aside)."""
     split_root = folder / "split"
     if not split_root.is_dir():
         raise FileNotFoundError(f"dataset split folder not found: {split_root}")
-    kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir())
+    kinds = sorted(p.name for p in split_root.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not kinds:
         raise FileNotFoundError(f"no split kind (e.g. {split_root}/time) found in {split_root}")
     if kind is None:
+        # a folder without train.csv.gz (a backup, an editor's) is no split kind; without any, the
+        # first by name is named as missing its files
+        kinds = [k for k in kinds if (split_root / k / "train.csv.gz").is_file()] or kinds
         kind = kinds[0]
         if len(kinds) > 1:
             log.warning("%s holds %d split kinds (%s); using %r, the first by name", split_root, len(kinds),
@@ -567,20 +575,29 @@ def _read_raw_graph(raw: Path) -> tuple[int, np.ndarray, torch.Tensor]:
     return num_nodes, np.ascontiguousarray(edges.T), labels
 
 
+def _read_features(raw: Path, num_nodes: int) -> Optional[np.ndarray]:
+    """``(N, F)`` float32 node features of ``raw/node-feat.csv.gz`` (``None`` without that file),
+    checked: one row per node, every value a finite float32."""
+    feat_path = raw / "node-feat.csv.gz"
+    with np.errstate(over="ignore"):  # a value past float32's range becomes inf, refused below
+        feats = _read_csv(feat_path, np.float32, required=False)
+    if feats is None:
+        return None
+    if feats.shape[0] != num_nodes:
+        raise ValueError(f"corrupted dataset file {feat_path}: {feats.shape[0]:,} rows of features for "
+                         f"{num_nodes:,} nodes")
+    if not np.isfinite(feats).all():
+        raise ValueError(f"corrupted dataset file {feat_path}: line {_first_bad_row(~np.isfinite(feats))} holds "
+                         "a value that is not a finite float32 number (NaN, inf, empty or beyond 3.4e38)")
+    return feats
+
+
 def _load_raw_folder(folder: Path, name: str) -> NodeDataset:
     raw = folder / "raw"
     if not raw.is_dir():
         raise FileNotFoundError(f"dataset folder not found: {raw} (expected OGB raw layout)")
     num_nodes, edge_index, labels = _read_raw_graph(raw)
-    feat_path = raw / "node-feat.csv.gz"
-    feats = _read_csv(feat_path, np.float32, required=False)
-    if feats is not None:
-        if feats.shape[0] != num_nodes:
-            raise ValueError(f"corrupted dataset file {feat_path}: {feats.shape[0]:,} rows of features for "
-                             f"{num_nodes:,} nodes")
-        if not np.isfinite(feats).all():
-            raise ValueError(f"corrupted dataset file {feat_path}: line {_first_bad_row(~np.isfinite(feats))} holds "
-                             "a value that is not a finite number (NaN, inf or empty)")
+    feats = _read_features(raw, num_nodes)
     features = None if feats is None else torch.from_numpy(feats)
     split, files = _read_split(folder)
     num_classes = int(labels.max()) + 1
@@ -665,7 +682,7 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
         with np.load(label_path, allow_pickle=False) as archive:
             label_values = np.asarray(archive["node_label"])
         chunks, num_edges = _npz_edge_chunks(data_path)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, zlib.error) as err:
         if isinstance(err, ValueError) and "corrupted" in str(err):
             raise
         raise ValueError(f"corrupted dataset file {data_path} or {label_path}: {err}") from None
@@ -679,7 +696,10 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
                                  f"[0, {num_nodes})")
             yield src, dst
 
-    csr = csr_from_edge_chunks(checked, num_nodes)
+    try:
+        csr = csr_from_edge_chunks(checked, num_nodes)
+    except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as err:  # read as it streams: damage shows here
+        raise ValueError(f"corrupted dataset file {data_path}: {err}") from None
     labels = _labels_from(label_values, label_path, num_nodes)
     split, files = _read_split(folder)
     log.info("%s: %d nodes, %d stored edges read from %s (features not loaded)", name, num_nodes, num_edges,
@@ -755,15 +775,50 @@ def _ogb_release_file(name: str) -> str:
     return f"RELEASE_v{master[name]['version']}.txt"
 
 
+def _ogb_folders(name: str, root: Path, cache: Path) -> tuple[Path, Path, Path]:
+    """``(source, ogb_root, target)`` of ogb dataset ``name``: its folder under ``root``; the folder
+    ogb is given; the dataset's folder in it, where ogb writes. A folder under a root is mirrored
+    into ``cache/ogb/local/`` (one mirror per dataset, processed again when another root's folder is
+    read), a download goes to ``cache/ogb/``: a root without the dataset never reads a mirror."""
+    dir_name = name.replace("-", "_")
+    source = root / dir_name
+    ogb_root = cache / "ogb" / "local" if source.is_dir() else cache / "ogb"
+    return source, ogb_root, ogb_root / dir_name
+
+
+def _drop_old_mirror(target: Path) -> None:
+    """Remove ``target`` (``cache/ogb/<dataset>``, where downloads go) when it holds the mirror of a
+    local folder that ttgnn made there before 2026-12-07, not ogb's download."""
+    import shutil
+
+    raw = target / "raw"
+    if (target / "processed" / "ttgnn-source.txt").is_file() or (
+            raw.is_dir() and any(path.is_symlink() for path in raw.iterdir())):
+        log.info("removing %s, a mirror of a local folder that an older ttgnn left where downloads go", target)
+        shutil.rmtree(target)
+
+
 def _mirror(source: Path, target: Path) -> None:
-    """Mirror ``source`` into ``target`` with symlinks, so ogb's writes land in ``target``."""
+    """Mirror ``source`` into ``target`` with symlinks, so ogb's writes land in ``target``; what
+    ``source`` no longer holds (a file removed since, another root's file) is removed."""
+    import shutil
+
     target.mkdir(exist_ok=True)  # in the cache's ogb folder, which exists
     for sub in ("raw", "split", "mapping"):
         src = source / sub
-        if not src.is_dir():
-            continue
         dst_dir = target / sub
+        if not src.is_dir():
+            if dst_dir.is_dir():
+                shutil.rmtree(dst_dir)
+            continue
         dst_dir.mkdir(exist_ok=True)
+        for dst in sorted(dst_dir.rglob("*"), reverse=True):  # a folder's entries before the folder
+            counterpart = src / dst.relative_to(dst_dir)
+            if dst.is_dir() and not dst.is_symlink():
+                if not counterpart.is_dir():
+                    shutil.rmtree(dst)
+            elif not counterpart.is_file():
+                dst.unlink()
         for path in src.rglob("*"):
             rel = path.relative_to(src)
             dst = dst_dir / rel
@@ -794,10 +849,8 @@ def _ogb_stamp(folder: Path) -> str:
 def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
     from ogb.nodeproppred import NodePropPredDataset
 
-    dir_name = name.replace("-", "_")
-    source = root / dir_name
-    ogb_root = cache / "ogb"
-    target = ogb_root / dir_name
+    source, ogb_root, target = _ogb_folders(name, root, cache)
+    dir_name = target.name
     # Two processes started at once on a fresh (or stale) cache would both clear and rebuild
     # ogb's processed files; one at a time, the second then reads what the first wrote.
     lock = ogb_root / f".{dir_name}.lock"
@@ -811,6 +864,7 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
         if source.is_dir():
             if not (source / "raw" / "edge.csv.gz").is_file():  # (load_dataset reads data.npz folders itself)
                 raise FileNotFoundError(f"dataset file not found: {source / 'raw' / 'edge.csv.gz'}")
+            _drop_old_mirror(cache / "ogb" / dir_name)  # its processed files: disk space, nothing more
             _mirror(source, target)
             # ogb asks on stdin whether to delete the folder when the release file of the version it
             # knows is missing, whatever release the folder names; we know the folder is the dataset.
@@ -823,11 +877,17 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
             if not fresh:  # the stamp is written once ogb has processed it all (a kill leaves none)
                 # ogb takes the raw files on trust (it cut edges to a smaller num-edge-list, truncated
                 # fractional ids): check them as a raw folder is checked, naming the source's files
-                _read_raw_graph(source / "raw")
+                raw = source / "raw"
+                if not (raw / "num-edge-list.csv.gz").is_file():  # optional in a raw folder, not for ogb
+                    raise FileNotFoundError(f"dataset file not found: {raw / 'num-edge-list.csv.gz'} (ogb, which "
+                                            f"reads {name}, needs it: one line, the number of edges)")
+                num_nodes, _, _ = _read_raw_graph(raw)
+                _read_features(raw, num_nodes)
                 for stale in (target / "processed").glob("*"):
                     stale.unlink()
             log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
-        else:
+        else:  # a mirror of a folder under another root is not this root's dataset
+            _drop_old_mirror(target)
             log.info("%s not found under %s; ogb downloads it into %s", name, root, ogb_root)
         for attempt in (1, 2):
             try:
