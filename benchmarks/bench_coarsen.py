@@ -75,7 +75,7 @@ def run_variant(folder: Path, variant: str, row_shape: list[int], seed: int) -> 
 
     indptr = np.load(folder / "indptr.npy")
     indices = np.load(folder / "indices.npy")
-    csr = CSRGraph(indptr, indices)
+    csr = CSRGraph(indptr, indices, canonical=True)  # saved from canonical_csr
     messages = _Messages()
     logging.getLogger("ttgnn.partition.kaminpar").addHandler(messages)
     loaded_gib = _status_gib("VmRSS")

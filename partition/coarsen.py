@@ -123,6 +123,8 @@ def _mix(values: np.ndarray, salt: int) -> np.ndarray:
 
 def _sum_runs(keys: np.ndarray, weights: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``keys`` (sorted) and the summed ``weights`` (or the count) of each, ``int64``."""
+    if keys.shape[0] == 0:  # (the run starts below would be [0], past the end)
+        return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
     if weights is None:
         keys = np.sort(keys)
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Tuple, Union
 
 import numpy as np
@@ -30,10 +30,15 @@ class CSRGraph:
         indptr (np.ndarray): ``int64`` row offsets, shape ``(N + 1,)``.
         indices (np.ndarray): ``int32`` (or ``int64`` for ``N >= 2**31``) neighbours, shape
             ``(nnz,)``, sorted within each row. Every undirected edge appears twice.
+        canonical (bool): the arrays are known to be as above: set by :func:`canonical_csr` and
+            :func:`csr_from_edge_chunks`, or by a caller that built them so (nothing is checked).
+            A ``CSRGraph`` without it is checked and symmetrised by :func:`canonical_csr` like a
+            CSR tuple. (default: ``False``)
     """
 
     indptr: np.ndarray
     indices: np.ndarray
+    canonical: bool = field(default=False, repr=False, compare=False)
 
     @property
     def num_nodes(self) -> int:
@@ -183,7 +188,7 @@ def _sort_dedupe_rows(indptr: np.ndarray, indices: np.ndarray) -> CSRGraph:
     if num_nodes:
         new_indptr[0] = 0
     indices = indices[:write].copy() if write < indices.shape[0] else indices
-    return CSRGraph(new_indptr, indices)
+    return CSRGraph(new_indptr, indices, canonical=True)
 
 
 def _symmetric_from_edges(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> CSRGraph:
@@ -221,12 +226,15 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
 
-    if isinstance(graph, CSRGraph):  # already canonical (built by this module)
+    if isinstance(graph, CSRGraph):
         if graph.num_nodes < 1:
             raise ValueError(f"a graph needs at least one node, got a CSRGraph of {graph.num_nodes}")
         if num_nodes is not None and num_nodes != graph.num_nodes:
             raise ValueError(f"num_nodes={num_nodes} does not match the CSRGraph's {graph.num_nodes} nodes")
-        return graph
+        if graph.canonical:  # built by this module (or declared so)
+            return graph
+        # made elsewhere: checked and symmetrised as CSR arrays (METIS crashed on a one-directional one)
+        graph = (graph.indptr, graph.indices)
     if sp.issparse(graph):  # a scipy sparse adjacency (matrix or array, any format): its pattern
         if graph.ndim != 2 or graph.shape[0] != graph.shape[1]:
             raise ValueError(f"a sparse adjacency must be square, got shape {graph.shape}")
@@ -256,6 +264,10 @@ def canonical_csr(graph: GraphInput, num_nodes: Optional[int] = None) -> CSRGrap
             raise ValueError(f"a CSR graph must be a tuple (indptr, indices), got {len(graph)} items")
         indptr = _as_int_array("indptr", graph[0], 1)
         indices = _as_int_array("indices", graph[1], 1)
+        if indptr.dtype.kind == "u":  # np.diff of unsigned offsets wraps instead of going negative
+            if indptr.size and int(indptr.max()) > np.iinfo(np.int64).max:
+                raise ValueError(f"indptr holds {int(indptr.max())}, beyond 64-bit signed offsets")
+            indptr = indptr.astype(np.int64)
         if indptr.shape[0] < 2:
             raise ValueError(f"indptr must have N + 1 >= 2 entries, got shape {indptr.shape}")
         n = indptr.shape[0] - 1

@@ -38,7 +38,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .coarsen import CoarseLevel, coarsen_graph
-from .refine import balance_labels, project_labels
+from .refine import balance_labels, fill_empty_parts, project_labels
 from .split import chunk_split, metis_split, rebalance
 
 __all__ = ["COARSEN_ENTRIES", "PRESETS", "KaMinParSplitter", "write_parhip"]
@@ -371,6 +371,7 @@ class KaMinParSplitter:
         labels = balance_labels(indptr, indices, labels, nparts, capacity, seed=self.seed)
         left = int(np.maximum(np.bincount(labels, minlength=nparts) - capacity, 0).sum())
         labels = rebalance(indptr, indices, labels, nparts, capacity)
+        labels = fill_empty_parts(indptr, indices, labels, nparts)  # refinement can drain a part
         seconds["balance"] = time.perf_counter() - started
         log.info("coarsened KaMinPar split of %d nodes (%d entries) into %d parts of <= %d: %d levels to %d "
                  "coarse nodes (<= %d nodes each) and %d coarse entries; %d nodes over capacity balanced, %d "

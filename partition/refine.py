@@ -18,7 +18,7 @@ from .coarsen import (_check_array, _check_csr, _check_int, _check_weights, _mix
                       _sum_runs)
 from .split import _rank_in_group
 
-__all__ = ["balance_labels", "project_labels", "refine_labels"]
+__all__ = ["balance_labels", "fill_empty_parts", "project_labels", "refine_labels"]
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +189,41 @@ def balance_labels(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, 
         labels[nodes[chosen]] = targets[chosen]
         log.debug("balance round %d: %d nodes moved, %d over capacity before", round_index + 1, chosen.shape[0],
                   int(excess[over].sum()))
+    return labels
+
+
+def fill_empty_parts(indptr: np.ndarray, indices: np.ndarray, labels: np.ndarray, nparts: int) -> np.ndarray:
+    """Give every empty part one node, so that every part (every TT digit value) is used: for each,
+    the node of the then largest part with the fewest links inside it (the smallest cut added; ties:
+    the lowest id). Refinement can drain a part; a balanced split never leaves one empty when there
+    are at least ``nparts`` nodes. Parts are never emptied to fill others.
+
+    Args:
+        indptr (np.ndarray): integer CSR offsets of a symmetric graph, shape ``(n + 1,)``.
+        indices (np.ndarray): integer neighbour ids, shape ``(m,)``.
+        labels (np.ndarray): integer part of every node in ``[0, nparts)``, shape ``(n,)``; not modified.
+        nparts (int): number of parts, ``>= 1``.
+
+    Returns:
+        np.ndarray: ``int64`` labels, shape ``(n,)``: ``labels`` where no part was empty.
+    """
+    nparts = _check_partition(indptr, indices, labels, nparts, 1, 0, 0)[1]
+    labels = np.array(labels, dtype=np.int64)
+    counts = np.bincount(labels, minlength=nparts)
+    for part in np.flatnonzero(counts == 0):
+        donor = int(np.argmax(counts))
+        if counts[donor] < 2:
+            break
+        members = np.flatnonzero(labels == donor)
+        starts = np.asarray(indptr[members], dtype=np.int64)
+        degrees = np.asarray(indptr[members + 1], dtype=np.int64) - starts
+        entries = np.repeat(starts - np.cumsum(degrees) + degrees, degrees) + np.arange(int(degrees.sum()))
+        inside = np.bincount(np.repeat(np.arange(members.shape[0]), degrees),
+                             weights=labels[indices[entries]] == donor, minlength=members.shape[0])
+        node = int(members[np.argmin(inside)])
+        labels[node] = part
+        counts[donor] -= 1
+        counts[part] = 1
     return labels
 
 

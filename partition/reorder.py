@@ -93,11 +93,10 @@ def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, see
 
     Raises:
         TypeError, ValueError: ``perm`` is not an injective integer map into the rows
-            (:func:`check_perm`), or ``row_shape`` has a factor below 1.
+            (:func:`check_perm`), or ``row_shape`` is not a sequence of ints >= 1 (:func:`check_row_shape`:
+            a float factor was truncated).
     """
-    row_shape = tuple(int(n) for n in row_shape)
-    if any(n < 1 for n in row_shape):
-        raise ValueError(f"row_shape factors must be >= 1, got {list(row_shape)}")
+    row_shape = check_row_shape(row_shape, 0)
     check_perm(np.asarray(perm), math.prod(row_shape))
     perm = np.ascontiguousarray(perm, dtype=np.int64)
     inv_perm = np.full(math.prod(row_shape), -1, dtype=np.int64)

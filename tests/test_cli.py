@@ -28,6 +28,15 @@ def test_info_notes_a_tt_table_larger_than_the_dense_one(capsys):
                           f"table; {remedy} compresses it")
 
 
+def test_info_says_when_no_rank_compresses_the_table(capsys):
+    # It advised "a lower --rank" at rank 1, and "--compression above 1", which then failed
+    for options in (["--rank", "1"], ["--compression", "0.4"], ["--max-params", "10"]):
+        assert main(["info", "--rows", "2", "--dim", "1", *options]) == 0
+        assert capsys.readouterr().out.splitlines()[-1] == (
+            "note: at rank 1 the TT table (4 parameters) is no smaller than the dense 2 x 1 table; no rank "
+            "compresses it (rank 1 has 4 parameters): keep it dense")
+
+
 def test_info_notes_a_table_of_exactly_the_dense_size_and_no_smaller_one(capsys):
     # 16 x 4 in cores [4, 4] x [2, 2]: rank 4 has 64 parameters (1.0x), rank 3 has 48 (1.3x)
     assert main(["info", "--rows", "16", "--dim", "4", "--row-shape", "4,4", "--col-shape", "2,2",

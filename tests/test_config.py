@@ -229,6 +229,17 @@ def test_auto_rank_by_the_share_of_labels_and_a_compression_floor():
     assert TTShape.build(2708, 128, two_cores + 1, num_cores=2).compression_ratio < 100.0
 
 
+@pytest.mark.parametrize("shape,message", [
+    (dict(row_shape=[5, 5]), "row_shape"), (dict(num_cores=9), "num_cores"), (dict(col_shape=[3, 3, 3]), "col_shape")])
+@pytest.mark.parametrize("largest", [False, True])
+def test_auto_rank_names_a_bad_shape_whether_or_not_it_picks_the_largest(shape, message, largest):
+    # With largest=True the shape's ValueError was taken for "even rank 1 is under the ratio": rank 1
+    from ttgnn.config import auto_rank
+
+    with pytest.raises(ValueError, match=message):
+        auto_rank(100, 16, largest=largest, **shape)
+
+
 def test_auto_rank_for_a_table_compressed_from_a_full_one_is_the_largest_at_100x():
     from ttgnn.config import auto_rank
     from ttgnn.shapes import TTShape

@@ -599,6 +599,45 @@ def test_balance_moves_exactly_the_excess_to_neighbouring_parts(small_blocks):
     assert _inside(balanced, csr) >= _inside(rebalance(csr.indptr, csr.indices, labels, 4, 55), csr) - 0.01
 
 
+def test_balance_moves_nodes_whose_neighbours_all_sit_in_full_parts():
+    # Nodes 0 and 1 of the over-full part 0 link only to part 1, which is full: no useful move is
+    # left, and summing the empty set of moves raised IndexError (the coarsened order of a star graph)
+    labels = np.array([0, 0, 1])
+    balanced = balance_labels(np.array([0, 1, 2, 4]), np.array([2, 2, 0, 1]), labels, 3, 1)
+    assert balanced.tolist() == labels.tolist()  # they stay, as documented: rebalance's fallback places them
+
+
+def test_hierarchical_kaminpar_coarsened_orders_a_star():
+    n = 60_000  # (at 6,000 and 20,000 nodes the coarsened split did not meet the empty case)
+    star = np.stack([np.zeros(n - 1, dtype=np.int64), np.arange(1, n)])
+    order = hierarchical_order(star, (245, 245), method="hierarchical-kaminpar", coarsen_entries=1000)
+    check_order(order, n, (245, 245))
+
+
+def test_fill_empty_parts_moves_the_least_linked_node_of_the_largest_part():
+    from ttgnn.partition.refine import fill_empty_parts
+
+    # path 0-1-2-3-4, all in part 0 of 3: nodes 0 and 4 have one link inside, 1-3 two; node 0 goes
+    # (lowest id), then node 1 has one link left inside, as node 4 does: node 1 goes
+    csr = canonical_csr(np.array([[0, 1, 2, 3], [1, 2, 3, 4]]), 5)
+    labels = np.zeros(5, dtype=np.int64)
+    filled = fill_empty_parts(csr.indptr, csr.indices, labels, 3)
+    assert filled.tolist() == [1, 2, 0, 0, 0] and labels.tolist() == [0] * 5
+    assert fill_empty_parts(csr.indptr, csr.indices, np.array([0, 0, 1, 1, 2]), 3).tolist() == [0, 0, 1, 1, 2]
+    assert fill_empty_parts(csr.indptr, csr.indices, labels, 9).tolist().count(0) == 1  # more parts than nodes
+
+
+def test_the_coarsened_order_uses_every_first_digit():
+    # Refinement up to the capacity drained a part: first-digit parts of 0-1,600 nodes, one empty
+    rng = np.random.default_rng(0)
+    n = 60_000
+    edges = np.stack([np.repeat(np.arange(n), 3), rng.integers(0, n, 3 * n)])
+    order = hierarchical_order(edges, (40, 40, 40), method="hierarchical-kaminpar", num_nodes=n,
+                               coarsen_entries=100_000)
+    check_order(order, n, (40, 40, 40))
+    assert np.bincount(order.perm // 1600, minlength=40).min() >= 1
+
+
 def test_balance_rejects_impossible_capacity():
     with pytest.raises(ValueError, match="^2 parts of capacity 1 cannot hold 3 nodes$"):
         balance_labels(np.array([0, 1, 2, 2]), np.array([1, 0]), np.array([0, 0, 1]), 2, 1)

@@ -170,6 +170,36 @@ def test_canonical_csr_passes_a_csr_graph_through_and_checks_num_nodes():
         canonical_csr(csr, num_nodes=4)
 
 
+def test_a_csr_graph_made_elsewhere_is_checked_and_symmetrised():
+    # canonical_csr passed any CSRGraph through: a one-directional one crashed METIS (segmentation
+    # fault, exit 139), id -1 wrapped to the last node, a short indptr failed in a broadcast
+    one_way = sp.triu(sp.random(100, 100, density=0.05, random_state=0), 1).tocsr()
+    made = CSRGraph(one_way.indptr.astype(np.int64), one_way.indices.astype(np.int32))
+    expected = canonical_csr((one_way.indptr, one_way.indices))
+    got = canonical_csr(made)
+    assert got.canonical and not made.canonical and got is not made
+    np.testing.assert_array_equal(got.indptr, expected.indptr)
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    perm = hierarchical_order(made, (10, 10), method="hierarchical-metis").perm  # was a crash of the process
+    assert sorted(perm.tolist()) == list(range(100))
+    with pytest.raises(ValueError, match=r"indices contains the negative node id -1; ids must be in \[0, 2\)"):
+        canonical_csr(CSRGraph(np.array([0, 1, 2]), np.array([-1, 0], dtype=np.int32)))
+    with pytest.raises(ValueError, match="indptr must start at 0 and end at len"):
+        canonical_csr(CSRGraph(np.array([0, 1, 5]), np.array([1, 0], dtype=np.int32)))
+    trusted = CSRGraph(expected.indptr, expected.indices, canonical=True)  # declared canonical: not checked
+    assert canonical_csr(trusted) is trusted
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_an_unsigned_indptr_is_read_as_offsets(dtype):
+    # np.diff of unsigned offsets wraps: a decreasing indptr passed the check (uint32: a 16 GiB
+    # allocation for 3 nodes) and a valid uint64 one failed in np.repeat
+    with pytest.raises(ValueError, match="indptr must be non-decreasing"):
+        canonical_csr((np.array([0, 3, 1, 4], dtype=dtype), np.array([1, 2, 0, 1])))
+    valid = canonical_csr((np.array([0, 1, 2], dtype=dtype), np.array([1, 0])))
+    assert valid.indptr.tolist() == [0, 1, 2] and valid.indices.tolist() == [1, 0]
+
+
 @pytest.mark.parametrize("graph,num_nodes,error,match", [
     (np.array([[0], [1]]), True, TypeError, "num_nodes must be an int, got bool"),
     (np.array([[0], [4]]), 4, ValueError,

@@ -36,6 +36,9 @@ def test_order_from_perm_derives_the_inverse_and_the_parts_of_a_valid_map():
     assert (order.method, order.seed, order.quality) == ("given", 5, {"seconds": 1.0})
     with pytest.raises(ValueError, match=r"row_shape factors must be >= 1, got \[0, 2\]"):
         reorder_module.order_from_perm([0], (0, 2), "given", 0, {})
+    for row_shape in [(2.9, 2.5), ("2", "2")]:  # (2.9, 2.5) was truncated to (2, 2)
+        with pytest.raises(TypeError, match="row_shape must contain ints"):
+            reorder_module.order_from_perm([0], row_shape, "given", 0, {})
 
 
 @pytest.mark.parametrize("method", METHODS)

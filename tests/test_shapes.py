@@ -152,6 +152,46 @@ def test_shape_for_budget_picks_the_largest_rank_that_fits():
     assert small.num_parameters <= 10**6
 
 
+def _largest_rank_one_at_a_time(rows, dim, budget, num_cores):
+    from ttgnn.shapes import TTShape
+
+    best, rank = None, 1
+    while True:
+        shape = TTShape.build(rows, dim, rank, num_cores)
+        if shape.num_parameters > budget:
+            return best
+        best = shape
+        if max(shape.ranks) < rank:
+            return best
+        rank += 1
+
+
+@pytest.mark.parametrize("rows,dim,num_cores", [(169_343, 128, 3), (1000, 16, 4), (30, 7, 2), (2, 1, 2)])
+def test_shape_for_budget_is_the_search_one_rank_at_a_time(rows, dim, num_cores):
+    from ttgnn.shapes import shape_for_budget
+
+    for budget in [rows * dim // 3000 + 3, rows * dim // 100 + 5, rows * dim // 7 + 1, rows * dim, 10**9]:
+        expected = _largest_rank_one_at_a_time(rows, dim, budget, num_cores)
+        if expected is None:
+            with pytest.raises(ValueError, match="at rank 1 has"):
+                shape_for_budget(rows, dim, max_params=budget, num_cores=num_cores)
+        else:
+            assert shape_for_budget(rows, dim, max_params=budget, num_cores=num_cores) == expected
+
+
+def test_shape_for_budget_builds_few_shapes_for_a_huge_budget(monkeypatch):
+    # One rank at a time: `ttgnn info --rows 1e12 --max-params 1e30` took 35 s (rank 1,008,016),
+    # --rows 1e18 --max-params 1e20 about 40 hours
+    from ttgnn import shapes
+
+    built = []
+    build = shapes.TTShape.build
+    monkeypatch.setattr(shapes.TTShape, "build", lambda *args: built.append(args) or build(*args))
+    shape = shapes.shape_for_budget(10**18, 128, max_params=10**20)
+    assert shape.num_parameters <= 10**20 and len(built) < 80
+    assert build(10**18, 128, max(shape.ranks) + 1).num_parameters > 10**20
+
+
 def test_shape_for_budget_more_cores_allow_a_larger_rank():
     from ttgnn.shapes import shape_for_budget
 

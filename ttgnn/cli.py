@@ -159,10 +159,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
     for rank, shape in zip(ranks, shapes):
         if not shape.compresses:  # the rule of TTNodeEmbedding's warning
             dense = shape.num_rows * shape.dim
+            floor = TTShape.build(args.rows, args.dim, 1, args.num_cores, args.row_shape, args.col_shape)
             remedy = ("a lower --rank" if not budget else "--compression above 1" if args.compression is not None
                       else f"--max-params under {dense:,}")
+            advice = (f"{remedy} compresses it" if floor.compresses else
+                      f"no rank compresses it (rank 1 has {floor.num_parameters:,} parameters): keep it dense")
             print(f"note: at rank {rank} the TT table ({shape.num_parameters:,} parameters) is no smaller than the "
-                  f"dense {shape.num_rows:,} x {shape.dim} table; {remedy} compresses it")
+                  f"dense {shape.num_rows:,} x {shape.dim} table; {advice}")
     return 0
 
 

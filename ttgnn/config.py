@@ -540,11 +540,10 @@ def auto_rank(num_nodes: int, dim: int, num_cores: Optional[int] = None, row_sha
     if not largest and TTShape.build(num_nodes, dim, rank, num_cores, row_shape,
                                      col_shape).compression_ratio >= AUTO_MIN_COMPRESSION:
         return rank
-    try:
-        shape = shape_for_budget(num_nodes, dim, compression=AUTO_MIN_COMPRESSION, num_cores=num_cores,
-                                 row_shape=row_shape, col_shape=col_shape)
-    except ValueError:  # even rank 1 is under the ratio
-        return 1
+    if TTShape.build(num_nodes, dim, 1, num_cores, row_shape, col_shape).compression_ratio < AUTO_MIN_COMPRESSION:
+        return 1  # even rank 1 is under the ratio (a bad shape raises above, with its own message)
+    shape = shape_for_budget(num_nodes, dim, compression=AUTO_MIN_COMPRESSION, num_cores=num_cores,
+                             row_shape=row_shape, col_shape=col_shape)
     return max(shape.ranks) if largest else min(max(shape.ranks), rank)
 
 

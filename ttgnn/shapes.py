@@ -418,23 +418,37 @@ def shape_for_budget(
         if budget is None or budget < 1:
             raise ValueError(f"max_params must be an integer >= 1, got {max_params!r}")
         max_params = budget
-    best, rank = None, 1
-    while True:
-        shape = TTShape.build(num_rows, dim, rank, num_cores, row_shape, col_shape)
-        if shape.num_parameters > budget:
-            break
-        best = shape
-        if max(shape.ranks) < rank:  # every bond is at its cap: more rank adds nothing
-            break
-        rank += 1
-    if best is None:
-        smallest = f"a {num_rows:,} x {dim} TT table at rank 1 has {shape.num_parameters:,} parameters"
+
+    def build(rank: int) -> TTShape:
+        return TTShape.build(num_rows, dim, rank, num_cores, row_shape, col_shape)
+
+    smallest = build(1)
+    if smallest.num_parameters > budget:
+        what = f"a {num_rows:,} x {dim} TT table at rank 1 has {smallest.num_parameters:,} parameters"
         if max_params is not None:
-            raise ValueError(f"{smallest}, more than the budget of {max_params:,} "
+            raise ValueError(f"{what}, more than the budget of {max_params:,} "
                              f"parameter{'' if max_params == 1 else 's'}")
         allowed = f"{budget:,.1f}" if budget >= 1 else f"{budget:.2g}"
-        raise ValueError(f"{smallest} ({shape.compression_ratio:,.1f}x), more than the {allowed} that "
+        raise ValueError(f"{what} ({smallest.compression_ratio:,.1f}x), more than the {allowed} that "
                          f"{_ratio(compression)}x compression allows")
+    # The parameter count never falls as the rank grows (each bond is min(rank, its cap)): double
+    # the rank past the budget, then bisect (one rank at a time took minutes at 10^12 rows).
+    best, low, high = smallest, 1, 2
+    while True:
+        shape = build(high)
+        if shape.num_parameters > budget:
+            break
+        best, low = shape, high
+        if max(shape.ranks) < high:  # every bond is at its cap: more rank adds nothing
+            return best
+        high *= 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        shape = build(middle)
+        if shape.num_parameters <= budget:
+            best, low = shape, middle
+        else:
+            high = middle
     return best
 
 
