@@ -111,7 +111,7 @@ def run_real(args: argparse.Namespace) -> list[dict]:
 def run_methods(edge_index: np.ndarray, num_nodes: int, row_shape: list[int],
                 args: argparse.Namespace) -> list[dict]:
     started = time.perf_counter()
-    csr = canonical_csr(edge_index, num_nodes)  # a CSRGraph (streamed graphs) passes through
+    csr = canonical_csr(edge_index, num_nodes)  # a streamed graph (canonical CSRGraph) passes through
     symmetrise_seconds = time.perf_counter() - started
     log.info("symmetrised: %d nodes, %d symmetric edge entries in %.1f s", csr.num_nodes, csr.num_entries,
              symmetrise_seconds)

@@ -43,7 +43,7 @@ def shared_prefix_fractions(
     Raises:
         TypeError, ValueError: ``perm`` or ``row_shape`` is not as above (named).
     """
-    csr = canonical_csr(graph, num_nodes)  # a CSRGraph passes through, checked against num_nodes
+    csr = canonical_csr(graph, num_nodes)  # a canonical CSRGraph passes through, checked against num_nodes
     perm = np.asarray(perm)
     if perm.shape != (csr.num_nodes,):
         raise ValueError(f"perm must have shape ({csr.num_nodes},), got {perm.shape}")

@@ -337,7 +337,7 @@ def hierarchical_order(
         from .kaminpar import COARSEN_ENTRIES
 
         coarsen_entries = COARSEN_ENTRIES
-    csr = canonical_csr(graph, num_nodes)  # a CSRGraph passes through, checked against num_nodes
+    csr = canonical_csr(graph, num_nodes)  # a canonical CSRGraph passes through, checked against num_nodes
     shape = check_row_shape(row_shape, csr.num_nodes)
 
     cache_path = None

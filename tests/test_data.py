@@ -906,7 +906,17 @@ def test_blank_lines_at_the_start_of_a_file_are_rows_too(tmp_path):
         f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 1: [nan, nan] is not a list of integers")
     write_csv(folder / "raw" / "edge.csv.gz", ["   ", [0, 1], [1, 2]])  # was "Expected 1 fields in line 2, saw 2"
     assert raised(ValueError, load_dataset, folder) == (
-        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 1: a line of spaces only")
+        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}, line 1: [nan, nan] is not a list of integers")
+    # past blank first lines, pandas' own errors keep the file's line numbers
+    write_csv(folder / "raw" / "edge.csv.gz", ["", [0, 1], [1, 2, 7]])
+    assert raised(ValueError, load_dataset, folder) == (
+        f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}: Error tokenizing data. C error: Expected 2 "
+        "fields in line 3, saw 3\n")
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [2])
+    write_csv(folder / "raw" / "edge.csv.gz", [[0, 1], [1, 2]])
+    write_csv(folder / "raw" / "node-label.csv.gz", ["  ", 1, [0, 5], 1, 0])  # the real fault: line 3
+    assert "line 3" in raised(ValueError, load_dataset, folder)
+    write_csv(folder / "raw" / "num-edge-list.csv.gz", [3])
     write_csv(folder / "raw" / "edge.csv.gz", ["", "", ""])  # nothing but blank lines: still no lines
     assert raised(ValueError, load_dataset, folder) == (
         f"corrupted dataset file {folder / 'raw' / 'edge.csv.gz'}: it holds no lines (empty or blank)")

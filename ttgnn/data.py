@@ -350,9 +350,11 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
     try:
         try:
             values = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False).values
-        except pd.errors.EmptyDataError:  # also when only the first lines are blank: pandas sees no columns
+        except (pd.errors.EmptyDataError, pd.errors.ParserError):
+            # pandas counts the columns on the first line: blank (or spaces-only) first lines give it
+            # none (or one); read past them, and they are rows of NaN as any blank line is
             leading = _leading_blank_lines(path)
-            if leading is None:
+            if not leading:
                 raise
             values = pd.read_csv(path, compression="gzip", header=None, skip_blank_lines=False,
                                  skiprows=leading).values
@@ -364,11 +366,7 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
                 raise pd.errors.EmptyDataError("no data")
     except pd.errors.EmptyDataError:  # pandas says "No columns to parse from file"
         raise ValueError(f"corrupted dataset file {path}: it holds no lines (empty or blank)") from None
-    except pd.errors.ParserError as err:
-        if _leading_blank_lines(path):  # pandas counts the columns on the first line: "Expected 1 fields in line 2"
-            raise ValueError(f"corrupted dataset file {path}, line 1: a line of spaces only") from None
-        raise ValueError(f"corrupted dataset file {path}: {err}") from None
-    except (OSError, EOFError, zlib.error, ValueError) as err:
+    except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError) as err:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
     if dtype is None:
         return values
@@ -864,7 +862,10 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
         if source.is_dir():
             if not (source / "raw" / "edge.csv.gz").is_file():  # (load_dataset reads data.npz folders itself)
                 raise FileNotFoundError(f"dataset file not found: {source / 'raw' / 'edge.csv.gz'}")
-            _drop_old_mirror(cache / "ogb" / dir_name)  # its processed files: disk space, nothing more
+            # its processed files: disk space; under the downloads' lock, as a root without the dataset
+            # removes it there
+            with exclusive_lock(cache / "ogb" / f".{dir_name}.lock"):
+                _drop_old_mirror(cache / "ogb" / dir_name)
             _mirror(source, target)
             # ogb asks on stdin whether to delete the folder when the release file of the version it
             # knows is missing, whatever release the folder names; we know the folder is the dataset.
