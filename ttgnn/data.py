@@ -471,8 +471,9 @@ def _labels_from(values: np.ndarray, path: Path, num_nodes: int, num_classes: Op
         text = pd.Series(values, dtype=object)
         blank = text.isna() | text.map(lambda v: isinstance(v, str) and not v.strip())
         numbers = pd.to_numeric(text.mask(blank), errors="coerce").to_numpy(dtype=np.float64)
-        if (np.isnan(numbers) & ~blank.to_numpy()).any():
-            line = _first_bad_row(np.isnan(numbers) & ~blank.to_numpy())
+        bad = np.isnan(numbers) & ~blank.to_numpy()
+        if bad.any():
+            line = _first_bad_row(bad)
             raise ValueError(f"corrupted dataset file {path}, line {line}: label {values[line - 1]!r} is not a class "
                              "id (an integer >= 0, or empty/-1 for an unlabelled node)")
         values = numbers
@@ -575,19 +576,23 @@ def _read_raw_graph(raw: Path) -> tuple[int, np.ndarray, torch.Tensor]:
 
 def _read_features(raw: Path, num_nodes: int) -> Optional[np.ndarray]:
     """``(N, F)`` float32 node features of ``raw/node-feat.csv.gz`` (``None`` without that file),
-    checked: one row per node, every value a finite float32."""
+    checked by :func:`_check_features`."""
     feat_path = raw / "node-feat.csv.gz"
     with np.errstate(over="ignore"):  # a value past float32's range becomes inf, refused below
         feats = _read_csv(feat_path, np.float32, required=False)
-    if feats is None:
-        return None
-    if feats.shape[0] != num_nodes:
-        raise ValueError(f"corrupted dataset file {feat_path}: {feats.shape[0]:,} rows of features for "
-                         f"{num_nodes:,} nodes")
-    if not np.isfinite(feats).all():
-        raise ValueError(f"corrupted dataset file {feat_path}: line {_first_bad_row(~np.isfinite(feats))} holds "
-                         "a value that is not a finite float32 number (NaN, inf, empty or beyond 3.4e38)")
+    if feats is not None:
+        _check_features(feats, feat_path, num_nodes)
     return feats
+
+
+def _check_features(feats: np.ndarray, path: Path, num_nodes: int) -> None:
+    """Raise ``ValueError`` naming ``path`` unless ``feats`` (float32, read from it) holds one row per
+    node and only finite values."""
+    if feats.shape[0] != num_nodes:
+        raise ValueError(f"corrupted dataset file {path}: {feats.shape[0]:,} rows of features for {num_nodes:,} nodes")
+    if not np.isfinite(feats).all():
+        raise ValueError(f"corrupted dataset file {path}: line {_first_bad_row(~np.isfinite(feats))} holds "
+                         "a value that is not a finite float32 number (NaN, inf, empty or beyond 3.4e38)")
 
 
 def _load_raw_folder(folder: Path, name: str) -> NodeDataset:
@@ -882,8 +887,7 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
                 if not (raw / "num-edge-list.csv.gz").is_file():  # optional in a raw folder, not for ogb
                     raise FileNotFoundError(f"dataset file not found: {raw / 'num-edge-list.csv.gz'} (ogb, which "
                                             f"reads {name}, needs it: one line, the number of edges)")
-                num_nodes, _, _ = _read_raw_graph(raw)
-                _read_features(raw, num_nodes)
+                _read_raw_graph(raw)  # (the features are checked as ogb parsed them, below)
                 for stale in (target / "processed").glob("*"):
                     stale.unlink()
             log.info("loading %s offline from %s (ogb cache %s)", name, source, target)
@@ -929,7 +933,11 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
                          "unlabelled node is -1 or nan, not a blank line")
     label_tensor = _labels_from(labels, label_path, num_nodes, int(dataset.num_classes))
     feats = graph.get("node_feat")
-    features = None if feats is None else torch.from_numpy(np.asarray(feats, dtype=np.float32))
+    if feats is not None:
+        with np.errstate(over="ignore"):  # past float32's range: inf, refused
+            feats = np.asarray(feats, dtype=np.float32)
+        _check_features(feats, label_path.with_name("node-feat.csv.gz"), num_nodes)
+    features = None if feats is None else torch.from_numpy(feats)
     if files is None:  # ogb's download, read by ogb
         split = {k: torch.from_numpy(np.array(split[k], dtype=np.int64).reshape(-1)) for k in SPLIT_NAMES}
         files = {k: target / "split" / f"{k} (as read by ogb)" for k in SPLIT_NAMES}
