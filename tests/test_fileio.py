@@ -210,3 +210,58 @@ def test_check_output_file_makes_a_file_to_be_sure_where_permissions_say_yes(tmp
             check_output_file("/proc/x.npy", "--output")
     assert check_output_file(tmp_path / "x.csv") == tmp_path / "x.csv"
     assert list(tmp_path.iterdir()) == []  # the probe is gone
+
+
+def test_a_torch_save_that_fills_the_disk_names_the_file_as_any_failed_write(tmp_path, monkeypatch):
+    # torch.save's zip writer turns the OSError of a full disk into "RuntimeError: [enforce fail at
+    # inline_container.cc] . unexpected pos": the command line then printed a traceback as for a bug.
+    import errno
+
+    import torch
+
+    import ttgnn.fileio as fileio
+
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh, self.written = fh, 0
+
+        def write(self, data):
+            self.written += len(data)
+            if self.written > 4096:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return self.fh.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    monkeypatch.setattr(fileio.os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
+    target = tmp_path / "checkpoint.pt"
+    with pytest.raises(OSError) as err:
+        fileio.atomic_torch_save({"w": torch.zeros(10_000)}, target)
+    assert (err.value.errno, err.value.filename) == (errno.ENOSPC, str(target))
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError, match="not an OSError"):  # torch's other errors stay as they were
+        fileio.atomic_torch_save({"w": _Unsaveable()}, target)
+
+
+class _Unsaveable:
+    def __reduce__(self):
+        raise RuntimeError("not an OSError")
+
+
+def test_a_target_that_cannot_be_replaced_is_named_not_the_temporary(tmp_path):
+    # os.replace's error names the temporary file first (removed at once); the user needs the target
+    target = tmp_path / "checkpoint.pt"
+    target.mkdir()  # e.g. a folder made where the run writes its checkpoint
+    with pytest.raises(OSError) as err:
+        atomic_write(target, lambda fh: fh.write(b"x"))
+    assert err.value.filename == str(target)
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]

@@ -180,3 +180,40 @@ def test_the_first_epochs_of_a_longer_run_are_the_shorter_run(overfitting, model
 
     assert len(long["epochs"]) == 6 and "valid_acc" in computed(short["epochs"])[0]
     assert computed(long["epochs"][:3]) == computed(short["epochs"])
+
+
+class _Killed(BaseException):
+    """Stands for a SIGKILL: nothing after it runs, no handler sees it."""
+
+
+@pytest.mark.parametrize("where", ["before_checkpoint", "before_commit"])
+def test_a_run_killed_between_its_best_model_and_its_checkpoint_resumes_exactly(tmp_path, overfitting, uninterrupted,
+                                                                               monkeypatch, where):
+    # A new best epoch writes two files; a run killed between them left a best_model.pt of an epoch its
+    # checkpoint had never seen (resume refused it as corrupted, and the previous best's weights were gone).
+    import ttgnn.train as ttrain
+
+    whole_dir, whole = uninterrupted
+    best = whole["best_epoch"]
+    name = "save_checkpoint" if where == "before_checkpoint" else "commit_staged_best"
+    real = getattr(ttrain, name)
+
+    def dies_at_the_best_epoch(*args, **kw):
+        epoch = kw["epoch"] if name == "save_checkpoint" else load_checkpoint(tmp_path / CHECKPOINT_NAME)["epoch"]
+        if epoch == best:
+            raise _Killed
+        return real(*args, **kw)
+
+    monkeypatch.setattr(ttrain, name, dies_at_the_best_epoch)
+    with pytest.raises(_Killed):
+        train(_config(tmp_path), overfitting)
+    monkeypatch.setattr(ttrain, name, real)
+    assert load_checkpoint(tmp_path / CHECKPOINT_NAME)["epoch"] == best - (where == "before_checkpoint")
+
+    resumed = train(_config(tmp_path, resume=True), overfitting)
+    assert [r["valid_acc"] for r in resumed["epochs"]] == [r["valid_acc"] for r in whole["epochs"]]
+    assert (resumed["best_epoch"], resumed["test_acc"]) == (whole["best_epoch"], whole["test_acc"])
+    assert not (tmp_path / "best_model.next.pt").exists()
+    resumed_epoch, resumed_best = _weights(tmp_path / BEST_MODEL_NAME)
+    _, whole_best = _weights(whole_dir / BEST_MODEL_NAME)
+    assert resumed_epoch == best and all(torch.equal(whole_best[k], resumed_best[k]) for k in whole_best)

@@ -4,6 +4,8 @@ A run folder (``--output-dir``) holds one run:
 
 * ``checkpoint.pt``: the last complete epoch (model, optimiser, metrics so far, settings);
 * ``best_model.pt``: the weights of the epoch with the best validation accuracy;
+* ``best_model.next.pt``: a new best epoch's weights while its checkpoint is written (see
+  :func:`commit_staged_best`); present only when a run was stopped in between;
 * ``metrics.json``: the metrics so far, human-readable;
 * ``run.lock``: held (``flock``) by the process writing the folder, with its pid and host.
 
@@ -24,11 +26,11 @@ from typing import Optional, Union
 
 import torch
 
-from .fileio import atomic_torch_save
+from .fileio import atomic_torch_save, fsync_dir
 
 __all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "CHECKPOINT_VERSION",
            "load_checkpoint", "save_checkpoint", "save_best_model", "check_resumable", "differing_settings",
-           "upgrade_checkpoint", "RunFolder"]
+           "upgrade_checkpoint", "RunFolder", "STAGED_BEST_NAME", "commit_staged_best", "settle_staged_best"]
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,8 @@ CHECKPOINT_NAME = "checkpoint.pt"
 BEST_MODEL_NAME = "best_model.pt"
 METRICS_NAME = "metrics.json"
 LOCK_NAME = "run.lock"
-RUN_FILES = (CHECKPOINT_NAME, BEST_MODEL_NAME, METRICS_NAME)
+STAGED_BEST_NAME = "best_model.next.pt"
+RUN_FILES = (CHECKPOINT_NAME, BEST_MODEL_NAME, METRICS_NAME, STAGED_BEST_NAME)
 #: 2: no pickled objects (version 1 stored NumPy/Python random states, which need unpickling).
 CHECKPOINT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)  # a version-1 file that holds only tensors (e.g. best_model.pt) loads as is
@@ -114,6 +117,38 @@ def save_best_model(path: PathLike, *, epoch: int, model: dict, settings: dict,
     if dataset_fingerprint is not None:
         state["dataset_fingerprint"] = dataset_fingerprint
     atomic_torch_save(state, path)
+
+
+def commit_staged_best(folder: PathLike) -> None:
+    """Make the staged best model (``best_model.next.pt``) the run's ``best_model.pt``.
+
+    A new best epoch's weights are written to the staged file first, then the checkpoint that
+    names that epoch as the best, then this renames the staged file: ``best_model.pt`` never
+    runs ahead of ``checkpoint.pt`` (a run killed between the two writes left a best model that
+    its checkpoint disowned, and the previous best's weights were gone).
+    """
+    folder = Path(folder)
+    os.replace(folder / STAGED_BEST_NAME, folder / BEST_MODEL_NAME)
+    fsync_dir(folder)
+
+
+def settle_staged_best(folder: PathLike, best_epoch: int) -> None:
+    """Finish what a run stopped between :func:`save_checkpoint` and :func:`commit_staged_best` left:
+    a staged best model of ``best_epoch`` (the checkpoint's best) is committed; one of another
+    epoch (its checkpoint was never written) is deleted. Nothing staged: nothing to do."""
+    staged = Path(folder) / STAGED_BEST_NAME
+    if not staged.exists():
+        return
+    try:
+        epoch = load_checkpoint(staged).get("epoch")
+    except ValueError:  # written atomically, so whole; anything else is no best model of this run
+        epoch = None
+    if epoch == best_epoch:
+        commit_staged_best(folder)
+        log.info("completed %s from %s (the run stopped between the two)", BEST_MODEL_NAME, staged)
+    else:
+        staged.unlink()
+        log.info("removed %s: its epoch %s was never checkpointed", staged, epoch)
 
 
 def differing_settings(saved: dict, wanted: dict, keys, absent: Optional[dict] = None,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Union
 
 __all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "check_output_file", "current_umask",
-           "exclusive_lock", "write_cache_file", "write_node_column", "NODE_COLUMN_SUFFIXES"]
+           "exclusive_lock", "fsync_dir", "write_cache_file", "write_node_column", "NODE_COLUMN_SUFFIXES"]
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,8 @@ def current_umask() -> int:
     return mask
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """``fsync`` ``folder``, so that a rename in it survives a crash (where the platform allows)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:  # some platforms/file systems do not open folders
@@ -124,14 +125,17 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as err:  # it names the temporary first, which is about to be removed: name the target
+            raise OSError(err.errno, err.strerror, str(path)) from err
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(err, OSError) and err.errno is not None and err.filename is None:
             # a failed write (a full disk) names no file: say which one was being written
             raise OSError(err.errno, err.strerror, str(path)) from err
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return given
 
 
@@ -202,10 +206,21 @@ def atomic_write_json(obj: Any, path: PathLike) -> Path:
 
 
 def atomic_torch_save(obj: Any, path: PathLike) -> Path:
-    """:func:`torch.save` ``obj`` to ``path`` atomically."""
+    """:func:`torch.save` ``obj`` to ``path`` atomically. A failed write (a full disk) raises the
+    ``OSError`` naming ``path``, as :func:`atomic_write` does: torch's zip writer reports it as a
+    ``RuntimeError`` ("unexpected pos ...") raised while handling the ``OSError``."""
     import torch
 
-    return atomic_write(path, lambda fh: torch.save(obj, fh))
+    def write(fh: IO[bytes]) -> None:
+        try:
+            torch.save(obj, fh)
+        except RuntimeError as err:
+            cause = err.__cause__ or err.__context__
+            if isinstance(cause, OSError):
+                raise cause from None
+            raise
+
+    return atomic_write(path, write)
 
 
 @contextlib.contextmanager

@@ -43,8 +43,9 @@ import torch
 
 from . import distributed as tdist
 from .averaging import WeightAverage
-from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, RunFolder, check_resumable,
-                         load_checkpoint, save_best_model, save_checkpoint)
+from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, STAGED_BEST_NAME, RunFolder,
+                         check_resumable, commit_staged_best, load_checkpoint, save_best_model, save_checkpoint,
+                         settle_staged_best)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
@@ -582,7 +583,10 @@ def _check_same_table(state: dict, metrics: dict, ckpt_path: Path) -> None:
 
 def _read_best_state(run: RunState, ckpt_path: Path) -> Optional[dict]:
     best_path = run.path(BEST_MODEL_NAME)
-    if best_path is None or not best_path.exists():
+    if best_path is None:
+        return None
+    settle_staged_best(run.out_dir, run.metrics["best_epoch"])  # a run stopped between its two writes
+    if not best_path.exists():
         return None
     best = load_checkpoint(best_path)
     if best.get("epoch") != run.metrics["best_epoch"]:
@@ -733,12 +737,14 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
         # Ctrl-C waits until the best model, the checkpoint and its metrics are all written (an
         # interrupted torch.save raises its own error, not KeyboardInterrupt).
         with _deferred_interrupt():
-            if improved:  # before the checkpoint that names this epoch as the best
-                save_best_model(run.path(BEST_MODEL_NAME), epoch=epoch, model=run.best_state,
+            if improved:  # staged, and made best_model.pt once the checkpoint naming this epoch the best is written
+                save_best_model(run.path(STAGED_BEST_NAME), epoch=epoch, model=run.best_state,
                                 settings=run.config.settings(), dataset_fingerprint=metrics["dataset_fingerprint"])
             save_checkpoint(run.path(CHECKPOINT_NAME), epoch=epoch, model=run.model.state_dict(),
                             optimizer=run.optimizer.state_dict(), metrics=metrics, settings=run.config.settings(),
                             weight_average=run.average.state_dict() if run.average is not None else None)
+            if improved:
+                commit_staged_best(run.out_dir)
             run.saved_epoch = epoch
             atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
 
