@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from ttgnn.checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, LOCK_NAME, METRICS_NAME, RunFolder, check_resumable,
-                              differing_settings, load_checkpoint, save_checkpoint, upgrade_checkpoint)
+from ttgnn.checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, JOB_NAME, LOCK_NAME, METRICS_NAME, RunFolder,
+                              check_resumable, differing_settings, load_checkpoint, save_checkpoint,
+                              upgrade_checkpoint)
 
 
 class _Payload:
@@ -183,6 +184,30 @@ def test_run_folder_refuses_an_existing_run_without_resume_or_overwrite(tmp_path
     with RunFolder(tmp_path, resume=True, overwrite=True) as folder:
         folder.replace_existing()  # a resume keeps its run
     assert (tmp_path / CHECKPOINT_NAME).exists()
+
+
+def test_a_restart_of_the_job_that_wrote_the_run_continues_it_and_another_job_does_not(tmp_path):
+    # torchrun's restarts used to resume whatever run the folder held: a refused or --overwrite job became a
+    # silent resume of another job's run on its first restart
+    (tmp_path / CHECKPOINT_NAME).write_bytes(b"old job's")
+    with RunFolder(tmp_path, resume=True, job="job-a") as folder:  # job a continues the run, and records it
+        folder.replace_existing()
+        folder.record_job()
+    with pytest.raises(ValueError, match="already holds a run"):
+        RunFolder(tmp_path, job="job-b").__enter__()  # another job: the user's own options decide
+    with RunFolder(tmp_path, job="job-a") as folder:  # a restart of job a, without --resume: continues
+        assert (folder.resume, folder.overwrite) == (True, False)
+    with RunFolder(tmp_path, overwrite=True, job="job-a") as folder:  # a restart never replaces its own run
+        folder.replace_existing()
+    assert (tmp_path / CHECKPOINT_NAME).read_bytes() == b"old job's"
+    with RunFolder(tmp_path, overwrite=True, job="job-b") as folder:  # job b replaces it, as asked
+        assert not folder.resume
+        folder.replace_existing()
+        folder.record_job()
+    assert not (tmp_path / CHECKPOINT_NAME).exists() and (tmp_path / JOB_NAME).read_text() == "job-b\n"
+    with RunFolder(tmp_path) as folder:  # a run outside torchrun forgets the job
+        folder.record_job()
+    assert not (tmp_path / JOB_NAME).exists()
 
 
 def test_run_folder_that_is_a_file(tmp_path):

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -313,10 +314,12 @@ def test_two_ranks_match_one_process_on_the_union_of_their_batches(tmp_path):
 
 
 def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, settings: dict,
-                        check_steps: int = 64, nan_step: int = 0, nan_ranks: tuple = (1,)):
+                        check_steps: int = 64, nan_step: int = 0, nan_ranks: tuple = (1,), rank_settings=None):
     """Train the 100-node planted graph with ``TrainConfig(**settings)`` on this rank and write what
     came of it: "trained", a ``TrainingDiverged``'s epoch and last clause, or a ``ValueError``.
-    With ``nan_step``, the loss of that step (counted from 1) is NaN on ``nan_ranks``, not on the others."""
+    With ``nan_step``, the loss of that step (counted from 1) is NaN on ``nan_ranks``, not on the others;
+    ``rank_settings`` maps a rank to settings of its own."""
+    settings = {**settings, **(rank_settings or {}).get(rank, {})}
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
     import ttgnn.train as ttgnn_train
@@ -358,6 +361,19 @@ def test_a_refused_run_folder_stops_every_rank_with_rank_0s_error(tmp_path):
     run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings))
     expected = f"ValueError: output folder {run_dir} exists and is not a folder"
     assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [expected, expected]
+
+
+def test_processes_started_with_other_settings_stop_together_naming_them(tmp_path):
+    # another --lr on one process trained replicas apart without a word; another --epochs waited at the
+    # first unmatched collective for --dist-timeout (an hour by default) and ended in a gloo traceback
+    settings = dict(epochs=2, mode="full", lr=0.01, root=str(tmp_path / "rank-own"))  # root: each its own
+    run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, 64, 0, (1,),
+                                         {1: dict(lr=0.05, epochs=3, root=str(tmp_path / "other"))}))
+    assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == [
+        "ValueError: 1 of 2 processes of the job were started with other settings than rank 0 (their errors name "
+        "them); start every process of the job with the same options",
+        "ValueError: this process was started with other settings than rank 0 of the job: epochs=3 (rank 0: 2), "
+        "lr=0.05 (rank 0: 0.01); start every process of the job with the same options"]
 
 
 @pytest.mark.parametrize("mode, check_steps", [("full", 64), ("minibatch", 64), ("minibatch", 3)])
@@ -599,6 +615,33 @@ def test_killed_rank_restarts_from_the_last_checkpoint(two_rank_run, toy_folder,
     assert [r[0] for r in records] == [1, 2, 3]  # no epoch lost or duplicated
     assert records == epoch_records(two_rank_run)  # and the same numbers as without the crash
     assert_same_models(final_model(tmp_path / "out"), final_model(two_rank_run))
+
+
+def test_a_restart_applies_the_users_options_to_a_run_of_another_job(two_rank_run, toy_folder, tmp_path):
+    # The folder holds a finished run of another job; this job has neither --resume nor --overwrite, so
+    # its first attempt is refused. Its restart took that refusal for a crash and resumed the other run,
+    # training a fourth epoch into it and exiting 0.
+    shutil.copytree(two_rank_run, tmp_path / "out")
+    code, log = torchrun_train(["--standalone", "--nproc-per-node=2", "--max-restarts=1"], toy_folder,
+                               tmp_path / "out", tmp_path, extra_args=["--epochs", "4"])
+    assert code != 0, log[-3000:]
+    assert log.count("already holds a run") >= 2 and "resumed from" not in log  # refused on both attempts
+    assert epoch_records(tmp_path / "out") == epoch_records(two_rank_run)
+
+
+def test_a_resume_rank_0_refuses_stops_every_rank_in_one_line(two_rank_run, toy_folder, tmp_path):
+    # rank 0 reads the checkpoint and finds it damaged; rank 1, waiting for its broadcast, printed a gloo
+    # traceback ("Connection closed by peer") instead of a line
+    shutil.copytree(two_rank_run, tmp_path / "out")
+    checkpoint = tmp_path / "out" / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    code, log = torchrun_train(["--standalone", "--nproc-per-node=2"], toy_folder, tmp_path / "out", tmp_path,
+                               extra_args=["--epochs", "4", "--resume"])
+    assert code != 0 and f"ttgnn train: error: corrupted checkpoint {checkpoint}" in log, log[-3000:]
+    workers = log.split("torch/distributed/elastic")[0]  # the ranks' output, before torchrun's own report
+    assert "Traceback" not in workers, log[-3000:]
+    assert any(line.startswith(("ttgnn train: stopped, another process of the job stopped", "ttgnn train: stopped "
+                                "by SIGTERM")) for line in workers.splitlines()), log[-3000:]  # rank 1, in a line
 
 
 def test_a_rank_that_dies_without_restarts_leaves_one_line_naming_the_checkpoint(toy_folder, tmp_path):

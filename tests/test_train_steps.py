@@ -183,6 +183,59 @@ def test_ctrl_c_after_the_epochs_names_the_checkpoint_that_resumes_the_run(tmp_p
     assert [r["epoch"] for r in resumed["epochs"]] == [1] and resumed["from_full"]["full_table"]["best_epoch"] >= 1
 
 
+def test_ctrl_c_while_a_resume_sets_up_or_in_from_fulls_second_stage_names_the_checkpoint(tmp_path, planted,
+                                                                                         monkeypatch):
+    # "interrupted before any checkpoint was written" was said beside a complete checkpoint: while a
+    # --resume loaded its data and model, in the TT stage's first epoch, and while the full table's
+    # predictions (the teacher) were computed
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    train(_config(tmp_path / "run", epochs=2, correct_smooth=False), planted)
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "setup_run", ctrl_c)
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(_config(tmp_path / "run", epochs=3, correct_smooth=False, resume=True), planted)
+    assert (caught.value.checkpoint, caught.value.epoch) == (tmp_path / "run" / CHECKPOINT_NAME, 2)
+    with monkeypatch.context() as patch:  # not resuming: nothing to name (an --overwrite keeps the old run)
+        patch.setattr(ttrain, "setup_run", ctrl_c)
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(_config(tmp_path / "run", epochs=3, correct_smooth=False, overwrite=True), planted)
+    assert (caught.value.checkpoint, caught.value.epoch) == (None, 0)
+
+    config = _config(tmp_path / "ff", epochs=2, from_full=True, finetune_epochs=2, correct_smooth=False, mode="full")
+    full_table = tmp_path / "ff" / ttrain.FULL_TABLE_DIR / CHECKPOINT_NAME
+    real_epoch, calls = ttrain.train_epoch, []
+
+    def stops_in_the_second_stage(run, epoch, show_progress=False):
+        calls.append(run.config.embedding)
+        if run.config.embedding == "tt":
+            raise KeyboardInterrupt
+        return real_epoch(run, epoch, show_progress)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "train_epoch", stops_in_the_second_stage)
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(config, planted)
+    assert calls == ["full", "full", "tt"] and (caught.value.checkpoint, caught.value.epoch) == (full_table, 2)
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "all_logits", ctrl_c)
+        with pytest.raises(TrainingInterrupted) as caught:
+            train(dataclasses.replace(config, resume=True), planted)
+    assert (caught.value.checkpoint, caught.value.epoch) == (full_table, 2)
+
+
+def test_a_collective_failure_is_told_by_its_cause(tmp_path, planted, monkeypatch):
+    # a rank that waited past --dist-timeout ended in a gloo traceback
+    fails = ttrain._collective_failure
+    gloo = "[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 6000ms for recv operation"
+    assert fails(RuntimeError(gloo), 2) == ("waited longer than the job's timeout (--dist-timeout) for another "
+                                            "process of the job: Timed out waiting 6000ms for recv operation")
+    assert fails(RuntimeError("Connection reset by peer"), 2).startswith("another process of the job stopped")
+    assert fails(RuntimeError(gloo), 1) is None  # one process: no collective
+    assert fails(RuntimeError("DataLoader worker (pid 7) timed out"), 2) is None
+
+
 def test_an_epoch_that_scores_zero_on_validation_is_still_the_best_so_far(tmp_path, planted, monkeypatch):
     # validation accuracy 0 (few validation nodes, or classes no training node has) never beat the
     # initial 0.0: no best_model.pt, "test 0.0000" reported whatever the test accuracy was
@@ -673,11 +726,16 @@ def test_resuming_with_other_settings_names_the_checkpoint_and_both_values(tmp_p
         train(_config(tmp_path, model="gat", epochs=2, resume=True), planted)
 
 
-def test_only_a_restarted_data_parallel_process_counts_as_an_elastic_restart(monkeypatch):
-    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
-    assert ttrain._elastic_restart(2) and not ttrain._elastic_restart(1)
-    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")
-    assert not ttrain._elastic_restart(2)
+def test_a_data_parallel_torchrun_job_is_known_by_its_run_id_or_else_by_its_agent(monkeypatch):
+    import os
+    import socket
+
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    assert ttrain._elastic_job(2) is None  # not under torchrun
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "a1b2-uuid")
+    assert ttrain._elastic_job(2) == "a1b2-uuid" and ttrain._elastic_job(1) is None
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")  # torchrun's default: any job may have it
+    assert ttrain._elastic_job(2) == f"none@{socket.gethostname()}:{os.getppid()}"
 
 
 def test_the_epoch_progress_bar_of_a_full_graph_run_counts_from_where_it_resumes(tmp_path, planted, capsys):

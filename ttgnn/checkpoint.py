@@ -7,7 +7,9 @@ A run folder (``--output-dir``) holds one run:
 * ``best_model.next.pt``: a new best epoch's weights while its checkpoint is written (see
   :func:`commit_staged_best`); present only when a run was stopped in between;
 * ``metrics.json``: the metrics so far, human-readable;
-* ``run.lock``: held (``flock``) by the process writing the folder, with its pid and host.
+* ``run.lock``: held (``flock``) by the process writing the folder, with its pid and host;
+* ``elastic-job``: the ``torchrun`` job whose run the folder holds (a data-parallel run under
+  ``torchrun``), so that a restart of that job, and only of that job, continues it.
 
 Checkpoints are read with ``torch.load(weights_only=True)``: tensors and plain containers only, so
 a crafted file cannot run code; anything else is reported as an error. :func:`upgrade_checkpoint`
@@ -26,9 +28,9 @@ from typing import Optional, Union
 
 import torch
 
-from .fileio import atomic_torch_save, fsync_dir
+from .fileio import atomic_torch_save, atomic_write, fsync_dir
 
-__all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "CHECKPOINT_VERSION",
+__all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "JOB_NAME", "CHECKPOINT_VERSION",
            "load_checkpoint", "save_checkpoint", "save_best_model", "check_resumable", "differing_settings",
            "upgrade_checkpoint", "RunFolder", "STAGED_BEST_NAME", "commit_staged_best", "settle_staged_best"]
 
@@ -38,6 +40,7 @@ CHECKPOINT_NAME = "checkpoint.pt"
 BEST_MODEL_NAME = "best_model.pt"
 METRICS_NAME = "metrics.json"
 LOCK_NAME = "run.lock"
+JOB_NAME = "elastic-job"
 STAGED_BEST_NAME = "best_model.next.pt"
 RUN_FILES = (CHECKPOINT_NAME, BEST_MODEL_NAME, METRICS_NAME, STAGED_BEST_NAME)
 #: 2: no pickled objects (version 1 stored NumPy/Python random states, which need unpickling).
@@ -243,16 +246,23 @@ class RunFolder:
         path (str or PathLike): the folder.
         resume (bool, optional): the run continues the folder's run. (default: ``False``)
         overwrite (bool, optional): the run replaces the folder's run. (default: ``False``)
+        job (str, optional): the identity of the elastic ``torchrun`` job the run belongs to, the
+            same in each of its restarts. When the folder's run was recorded by this job
+            (:meth:`record_job`), the run continues it (``resume`` set, ``overwrite`` cleared): a
+            restart picks up where the job's last attempt stopped, and never takes over the run
+            of another job. (default: ``None``, no job)
 
     Raises:
         ValueError: the path is not a folder, another process holds the lock (its pid and host
             named), or the folder holds a run and neither ``resume`` nor ``overwrite`` is set.
     """
 
-    def __init__(self, path: PathLike, *, resume: bool = False, overwrite: bool = False) -> None:
+    def __init__(self, path: PathLike, *, resume: bool = False, overwrite: bool = False,
+                 job: Optional[str] = None) -> None:
         self.path = Path(path)
         self.resume = resume
         self.overwrite = overwrite
+        self.job = job
         self._fd: Optional[int] = None
         self._created = False
 
@@ -284,6 +294,8 @@ class RunFolder:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
         self._remove_stale_temporaries()
+        if self.job is not None and self._recorded_job() == self.job:
+            self.resume, self.overwrite = True, False  # this job's own run: a restart continues it
         try:
             self._check_existing()
         except BaseException:
@@ -294,13 +306,28 @@ class RunFolder:
     def _remove_stale_temporaries(self) -> None:
         """Delete the temporaries of run files that a process killed mid-write left (``.checkpoint.pt.*.tmp``,
         see :func:`~ttgnn.fileio.atomic_write`): the lock is held, so no writer of this folder is alive."""
-        for name in RUN_FILES:
+        for name in (*RUN_FILES, JOB_NAME):
             for stale in self.path.glob(f".{name}.*.tmp"):
                 try:
                     stale.unlink()
                 except OSError:  # not ours to remove after all: it stays
                     continue
                 log.info("removed %s, left by a run killed while writing %s", stale, name)
+
+    def _recorded_job(self) -> Optional[str]:
+        try:
+            return (self.path / JOB_NAME).read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def record_job(self) -> None:
+        """Record ``job`` as the one whose run the folder now holds (call it once the folder is the
+        run's: after :meth:`replace_existing`); without a job, forget any recorded before."""
+        path = self.path / JOB_NAME
+        if self.job is None:
+            path.unlink(missing_ok=True)
+        elif self._recorded_job() != self.job:
+            atomic_write(path, lambda fh: fh.write(f"{self.job}\n".encode()))
 
     def _check_existing(self) -> None:
         found = self.existing_run_files()

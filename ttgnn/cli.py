@@ -831,7 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _interrupted_message(prog: str, err: KeyboardInterrupt, trains: bool, how: str = "interrupted") -> str:
     checkpoint = getattr(err, "checkpoint", None)
     if checkpoint is not None:
-        return (f"{prog}: {how}; the last complete checkpoint is {checkpoint} (epoch {err.epoch}); "
+        epoch = f" (epoch {err.epoch})" if getattr(err, "epoch", None) is not None else ""
+        return (f"{prog}: {how}; the last complete checkpoint is {checkpoint}{epoch}; "
                 f"continue with the same command plus --resume")
     if trains:
         return f"{prog}: {how} before any checkpoint was written"

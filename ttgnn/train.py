@@ -32,6 +32,7 @@ import os
 import re
 import resource
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -44,8 +45,8 @@ import torch
 from . import distributed as tdist
 from .averaging import WeightAverage
 from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, STAGED_BEST_NAME, RunFolder,
-                         check_resumable, commit_staged_best, load_checkpoint, save_best_model, save_checkpoint,
-                         settle_staged_best)
+                         check_resumable, commit_staged_best, differing_settings, load_checkpoint, save_best_model,
+                         save_checkpoint, settle_staged_best)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
@@ -75,11 +76,13 @@ class TrainingInterrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`train`: where the last complete checkpoint is (``None`` when none was written).
 
     Attributes:
-        checkpoint (Path, optional): the run folder's ``checkpoint.pt``.
-        epoch (int): the last epoch it holds (``0`` when none).
+        checkpoint (Path, optional): the run folder's ``checkpoint.pt`` (or, stopped between the stages of
+            ``from_full``, the full table's).
+        epoch (int, optional): the last epoch it holds (``0`` when none; ``None`` when not known: a run
+            stopped while it was setting up a resume, before reading the checkpoint).
     """
 
-    def __init__(self, checkpoint: Optional[Path], epoch: int, reason: Optional[str] = None) -> None:
+    def __init__(self, checkpoint: Optional[Path], epoch: Optional[int], reason: Optional[str] = None) -> None:
         super().__init__(f"interrupted after epoch {epoch}" + (f" ({reason})" if reason else ""))
         self.checkpoint = checkpoint
         self.epoch = epoch
@@ -496,19 +499,27 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
                     if config.weight_average and process_rank == 0 else None)
 
 
-def _elastic_restart(world_size: int) -> bool:
-    """Whether this process is a restart of an elastic data-parallel job (it then resumes by itself)."""
-    return world_size > 1 and tdist.detect().restart_count > 0
+def _elastic_job(world_size: int) -> Optional[str]:
+    """The identity of this data-parallel ``torchrun`` job, the same in each of its restarts (``None``
+    outside one): its run id (``--rdzv-id``; a fresh one for each ``--standalone`` launch). Where that
+    is torchrun's default ``"none"``, which any job may have, the host and the pid of torchrun's agent
+    are added: with a static rendezvous rank 0 stays on its machine, under the same agent."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    if world_size == 1 or run_id is None:
+        return None
+    if run_id in ("", "none"):
+        run_id = f"none@{socket.gethostname()}:{os.getppid()}"
+    return run_id
 
 
 def restore_run(run: RunState) -> None:
     """Step 2: continue from ``checkpoint.pt`` (rank 0 reads it and broadcasts it), when resuming.
 
-    An elastic restart (``torchrun --max-restarts``) resumes from the last complete checkpoint too.
+    A restart of an elastic job (``torchrun --max-restarts``) resumes from its last complete
+    checkpoint too (:func:`train` sets ``resume`` for it).
     """
     ckpt_path = run.path(CHECKPOINT_NAME)
-    restarted = _elastic_restart(run.world_size)
-    resume = (run.config.resume or restarted) and ckpt_path is not None
+    resume = run.config.resume and ckpt_path is not None
     state = load_checkpoint(ckpt_path) if resume and run.is_main and ckpt_path.exists() else None
     if run.world_size > 1:
         state = tdist.broadcast_object(state)  # rank 0's file: no shared file system needed
@@ -842,23 +853,61 @@ def summarize(metrics: dict) -> dict:
 
 
 # ---------------------------------------------------------------------- the run
+#: Settings each process of a data-parallel job may have its own of: where it reads and caches, its threads
+#: and bars, and what rank 0 alone decides or does (the run folder, evaluation batches, Correct and Smooth).
+PER_PROCESS_SETTINGS = ("root", "cache_dir", "num_threads", "progress", "output_dir", "resume", "overwrite",
+                        "eval_batch_size", "correct_smooth")
+
+
+def _job_settings(config: TrainConfig) -> dict:
+    """The settings every process of a data-parallel job must share (a dataset folder by its name: it may
+    lie elsewhere on each machine)."""
+    settings = {key: value for key, value in config.settings().items() if key not in PER_PROCESS_SETTINGS}
+    settings["dataset"] = Path(str(config.dataset)).name
+    return settings
+
+
+def _check_same_settings(main: dict, config: TrainConfig, world_size: int) -> None:
+    """Raise the same ``ValueError`` on every process when any was started with other settings than rank
+    0's (``main``): each process would train another model, and the job's collectives would stop matching
+    (another ``--epochs`` waited for ``--dist-timeout``, another ``--lr`` left the replicas apart)."""
+    mine = _job_settings(config)
+    differ = differing_settings(main, mine, main)
+    count = int(tdist.all_reduce_sums({"differ": float(bool(differ))})["differ"])
+    if not count:
+        return
+    if differ:
+        named = ", ".join(f"{key}={mine.get(key)!r} (rank 0: {main[key]!r})" for key in differ[:4])
+        raise ValueError(f"this process was started with other settings than rank 0 of the job: {named}; start "
+                         "every process of the job with the same options")
+    raise ValueError(f"{count} of {world_size} processes of the job were started with other settings than rank 0 "
+                     "(their errors name them); start every process of the job with the same options")
+
+
 def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int,
-                      stack: contextlib.ExitStack) -> Optional[RunFolder]:
-    """Rank 0 locks the run folder and checks it may write there; every rank raises the same error.
-    Returns rank 0's folder (``None`` elsewhere, or without ``output_dir``)."""
-    error, folder = None, None
+                      stack: contextlib.ExitStack) -> tuple[Optional[RunFolder], TrainConfig]:
+    """Rank 0 locks the run folder and checks it may write there; every rank raises the same error, and
+    in a job of several processes the same one when their settings differ (:func:`_check_same_settings`).
+    Returns rank 0's folder (``None`` elsewhere, or without ``output_dir``) and ``config``, set to
+    resume where the folder holds the run of this elastic job (a restart: :func:`_elastic_job`)."""
+    error, folder, resume = None, None, config.resume
     if is_main and config.output_dir:
-        restarted = _elastic_restart(world_size)
         try:
-            folder = stack.enter_context(RunFolder(config.output_dir, resume=config.resume or restarted,
-                                                   overwrite=config.overwrite))
+            folder = stack.enter_context(RunFolder(config.output_dir, resume=config.resume,
+                                                   overwrite=config.overwrite, job=_elastic_job(world_size)))
+            resume = folder.resume
         except ValueError as err:
             error = str(err)
+    main = None
     if world_size > 1:
-        error = tdist.broadcast_object(error)
+        error, resume, main = tdist.broadcast_object((error, resume, _job_settings(config) if is_main else None))
     if error is not None:
         raise ValueError(error)
-    return folder
+    if main is not None:
+        _check_same_settings(main, config, world_size)
+    if resume and not config.resume:
+        config = dataclasses.replace(config, resume=True, overwrite=False)
+    return folder, config
 
 
 def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_rank: Optional[int] = None,
@@ -898,50 +947,54 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
                          f"world_size={world_size}")
     with contextlib.ExitStack() as stack:
-        # an --overwrite deletes the folder's old run only once the new one has been set up (below)
-        folder = _claim_run_folder(config, process_rank == 0, world_size, stack)
         teacher = None
-        if config.from_full is not False and dataset is None:  # the rule and the full table's run need it
-            dataset = load_dataset(config.dataset, config.root, config.cache_dir)
-        if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
-            config = settle_from_full(config, dataset, world_size)
-            if config.from_full and process_rank == 0:
-                num_train = int(dataset.split["train"].numel())
-                log.info("from_full: a TT table on a graph of few labels (training nodes %.1f%% of %s nodes, under "
-                         "%.0f%%): the full table is trained first, then compressed into TT and distilled "
-                         "(--no-from-full to turn it off)", 100.0 * num_train / dataset.num_nodes,
-                         f"{dataset.num_nodes:,}", 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
-        if config.from_full:
-            finetune = finetune_config(config)
-            # The TT table's shape is checked before the full table trains: a bad one fails now, not after it.
-            settled = settle_by_graph(finetune, dataset)
-            tt_shape(settled, dataset.num_nodes)
-            checkpoint = Path(config.output_dir) / CHECKPOINT_NAME if config.output_dir else None
-            if config.resume and checkpoint is not None and checkpoint.exists():
-                # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
-                # before the full table trains, not after
-                check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(), checkpoint,
-                                TrainConfig.RESUME_ABSENT)
-            teacher = _train_full_table(config, dataset, device, replacing=folder)
-            config = finetune
         try:
+            # an --overwrite deletes the folder's old run only once the new one has been set up (below)
+            folder, config = _claim_run_folder(config, process_rank == 0, world_size, stack)
+            if config.from_full is not False and dataset is None:  # the rule and the full table's run need it
+                dataset = load_dataset(config.dataset, config.root, config.cache_dir)
+            if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
+                config = settle_from_full(config, dataset, world_size)
+                if config.from_full and process_rank == 0:
+                    num_train = int(dataset.split["train"].numel())
+                    log.info("from_full: a TT table on a graph of few labels (training nodes %.1f%% of %s nodes, "
+                             "under %.0f%%): the full table is trained first, then compressed into TT and distilled "
+                             "(--no-from-full to turn it off)", 100.0 * num_train / dataset.num_nodes,
+                             f"{dataset.num_nodes:,}", 100.0 * LABEL_INPUT_MIN_TRAIN_FRACTION)
+            if config.from_full:
+                finetune = finetune_config(config)
+                # The TT table's shape is checked before the full table trains: a bad one fails now, not after it.
+                settled = settle_by_graph(finetune, dataset)
+                tt_shape(settled, dataset.num_nodes)
+                checkpoint = Path(config.output_dir) / CHECKPOINT_NAME if config.output_dir else None
+                if config.resume and checkpoint is not None and checkpoint.exists():
+                    # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
+                    # before the full table trains, not after
+                    check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(),
+                                    checkpoint, TrainConfig.RESUME_ABSENT)
+                teacher = _train_full_table(config, dataset, device, replacing=folder)
+                config = finetune
             run = setup_run(config, dataset, process_rank, world_size, device)
             if folder is not None:
                 folder.replace_existing()
+                folder.record_job()
             if teacher is not None:
                 _start_from_full(run, *teacher)
             restore_run(run)
+            if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:
+                # a fresh start: the compressed table is the best epoch so far (epoch 0)
+                save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state,
+                                settings=run.config.settings(), dataset_fingerprint=run.metrics["dataset_fingerprint"])
+            run.net = tdist.wrap_model(run.model) if world_size > 1 else run.model  # DDP averages gradients
+        except TrainingInterrupted:  # the full table's run, stopped: it named its checkpoint
+            raise
         except KeyboardInterrupt:
-            if teacher is None or not config.output_dir:
+            raise TrainingInterrupted(*_resume_point(config, teacher is not None)) from None
+        except RuntimeError as err:
+            reason = _collective_failure(err, world_size)
+            if reason is None:
                 raise
-            # between the stages: the full table's run is complete, and a resume starts from it
-            epoch = teacher[0]["epochs"][-1]["epoch"] if teacher[0]["epochs"] else 0
-            raise TrainingInterrupted(Path(config.output_dir) / FULL_TABLE_DIR / CHECKPOINT_NAME, epoch) from None
-        if teacher is not None and run.saved_epoch == 0 and run.out_dir is not None:
-            # a fresh start: the compressed table is the best epoch so far (epoch 0)
-            save_best_model(run.path(BEST_MODEL_NAME), epoch=0, model=run.best_state, settings=run.config.settings(),
-                            dataset_fingerprint=run.metrics["dataset_fingerprint"])
-        run.net = tdist.wrap_model(run.model) if world_size > 1 else run.model  # DDP averages gradients
+            raise TrainingInterrupted(*_resume_point(config, teacher is not None), reason) from None
         if run.is_main:
             log.info("model: %s / %s embedding (%s params, %.1fx compression) + %s params in the GNN",
                      run.config.model, run.config.embedding, f"{run.metrics['embedding_parameters']:,}",
@@ -951,35 +1004,70 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                             "(or give --compression) for a smaller one, or use --embedding full",
                             f"{run.metrics['embedding_parameters']:,}", f"{run.dataset.num_nodes:,}",
                             run.config.dim, f"{run.dataset.num_nodes * run.config.dim:,}")
-        return _train_and_finish(run)
+        return _train_and_finish(run, _resume_point(config, teacher is not None))
 
 
-def _train_and_finish(run: RunState) -> dict:
+def _resume_point(config: TrainConfig, full_table_done: bool) -> tuple[Optional[Path], Optional[int]]:
+    """What a run stopped before its first checkpoint can be continued from, and that checkpoint's epoch
+    (``None``: not known; ``(None, 0)``: nothing): with ``resume``, the run's own checkpoint; with
+    ``from_full``, the full table's run once it is complete (``full_table_done``) or when resuming."""
+    if not config.output_dir:
+        return None, 0
+    out = Path(config.output_dir)
+    candidates = [out / CHECKPOINT_NAME] if config.resume else []
+    if config.from_full and (full_table_done or config.resume):
+        candidates.append(out / FULL_TABLE_DIR / CHECKPOINT_NAME)
+    for path in candidates:
+        if path.is_file():
+            return path, _recorded_epoch(path.parent)
+    return None, 0
+
+
+def _recorded_epoch(out_dir: Path) -> Optional[int]:
+    """The last epoch ``out_dir/metrics.json`` records (``None`` when it cannot be read)."""
+    import json
+
+    try:
+        epochs = json.loads((out_dir / METRICS_NAME).read_text())["epochs"]
+        return int(epochs[-1]["epoch"]) if epochs else 0
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _train_and_finish(run: RunState, before: tuple[Optional[Path], Optional[int]] = (None, 0)) -> dict:
     """Steps 3-5 of a set-up (and restored) run: its epochs, then :func:`finish_run`; Ctrl-C becomes
-    :class:`TrainingInterrupted` naming the last complete checkpoint."""
-    def checkpoint() -> Optional[Path]:
-        return run.path(CHECKPOINT_NAME) if run.saved_epoch else None
+    :class:`TrainingInterrupted` naming the last complete checkpoint (``before``, the checkpoint and
+    epoch to name until the run writes its own: the full table's run of ``from_full``)."""
+    def checkpoint() -> tuple[Optional[Path], Optional[int]]:
+        return (run.path(CHECKPOINT_NAME), run.saved_epoch) if run.saved_epoch else before
 
     try:
         _epochs(run)
         return finish_run(run)  # Correct and Smooth may take a while: the checkpoint is named then too
     except KeyboardInterrupt:
-        raise TrainingInterrupted(checkpoint(), run.saved_epoch) from None
+        raise TrainingInterrupted(*checkpoint()) from None
     except RuntimeError as err:
-        if run.world_size == 1 or not _lost_peer(err):
+        reason = _collective_failure(err, run.world_size)
+        if reason is None:
             raise
-        # another process of the job died (killed, out of memory): its collectives fail here
-        raise TrainingInterrupted(checkpoint(), run.saved_epoch,
-                                  f"another process of the job stopped: {_first_line(err)}") from None
+        raise TrainingInterrupted(*checkpoint(), reason) from None
 
 
-def _lost_peer(err: RuntimeError) -> bool:
-    """Whether ``err`` is a collective failing because another process of the job is gone."""
-    if isinstance(err, getattr(torch.distributed, "DistError", ())):
-        return True
+def _collective_failure(err: RuntimeError, world_size: int) -> Optional[str]:
+    """Why a collective of a data-parallel job failed, in a few words (``None``: ``err`` is no such failure):
+    another process of the job is gone (killed, out of memory, stopped on an error of its own), or it did
+    not arrive within the job's timeout (``--dist-timeout``)."""
+    if world_size == 1:
+        return None
     text = str(err)
-    return any(sign in text for sign in ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
-                                         "communicator was aborted"))
+    timed_out = ("Timed out waiting", "collective operation timeout", "Socket Timeout")  # gloo, NCCL, the store
+    if any(sign in text for sign in timed_out):
+        return (f"waited longer than the job's timeout (--dist-timeout) for another process of the job: "
+                f"{_first_line(err)}")
+    lost = ("Connection closed by peer", "Connection reset by peer", "Broken pipe", "communicator was aborted")
+    if isinstance(err, getattr(torch.distributed, "DistError", ())) or any(sign in text for sign in lost):
+        return f"another process of the job stopped: {_first_line(err)}"
+    return None
 
 
 def _first_line(err: BaseException) -> str:
@@ -1036,8 +1124,12 @@ def _train_full_table(config: TrainConfig, dataset: NodeDataset, device: torch.d
         raise ValueError(f"from_full: the full-table run in {out_dir} has no best model (best_model.pt); "
                          "replace it with overwrite")
     run.model.load_state_dict(run.best_state)
-    with torch.no_grad():
-        probs = torch.softmax(all_logits(run.model, run.graph, full.mode, full.eval_batch_size, run.dataset), dim=1)
+    try:
+        with torch.no_grad():
+            probs = torch.softmax(all_logits(run.model, run.graph, full.mode, full.eval_batch_size, run.dataset),
+                                  dim=1)
+    except KeyboardInterrupt:  # the full table's run is complete: a resume starts from it
+        raise TrainingInterrupted(run.path(CHECKPOINT_NAME), run.saved_epoch) from None
     log.info("from_full: the full table's best epoch %d, valid %.4f test %.4f", summary["best_epoch"],
              summary["best_valid_acc"], summary["test_acc"])
     return summary, run.best_state, probs
