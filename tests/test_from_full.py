@@ -1,5 +1,6 @@
 """``from_full``: train the full table, compress its best table into TT by TT-SVD, fine-tune."""
 import functools
+import re
 import json
 
 import pytest
@@ -249,3 +250,49 @@ def test_a_resume_that_changes_the_tt_stages_rate_or_distillation_is_refused_by_
     train(_config(out), planted)
     with pytest.raises(ValueError, match=rf"was written with {name}=.*, this run has {name}="):
         train(_config(out, resume=True, finetune_epochs=4, **changed), planted)
+
+
+def test_a_resume_that_would_train_the_full_table_further_under_the_tt_stage_is_refused(tmp_path, planted):
+    # --epochs grown on a resume trained the full table on, then went on with the TT stage's checkpoint, which
+    # had started from (and been distilled from) the shorter table: two runs mixed, exit 0
+    out = tmp_path / "run"
+    first = train(_config(out), planted)
+    full_before = _full_metrics(out)
+    message = (f"the TT stage of the run in {out} ({out / 'checkpoint.pt'}) started from its full table's run of "
+               "epochs=3; this run has epochs=5, which would train another full table under the TT stage: give "
+               "epochs=3 to continue that run (finetune_epochs may grow), or another output folder")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        train(_config(out, resume=True, epochs=5), planted)
+    assert _full_metrics(out) == full_before
+    again = train(_config(out, resume=True, finetune_epochs=3), planted)  # the TT stage may grow
+    assert again["from_full"] == first["from_full"] and [r["epoch"] for r in again["epochs"]] == [1, 2, 3]
+
+
+def test_a_refused_tt_stage_resume_names_the_finetune_settings_a_user_gives(tmp_path, planted):
+    # "resume with epochs >= 2" and "give epochs=3" sent users to --epochs, the full table's
+    out = tmp_path / "run"
+    train(_config(out), planted)
+    with pytest.raises(ValueError, match=r"past this run's last, finetune_epochs=1: resume with finetune_epochs >= 2"):
+        train(_config(out, resume=True, finetune_epochs=1), planted)
+    cosine = tmp_path / "cosine"
+    train(_config(cosine, lr_schedule="cosine"), planted)
+    with pytest.raises(ValueError, match=r"written with finetune_epochs=2, this run has finetune_epochs=4 .*give "
+                                         r"finetune_epochs=2 to continue"):
+        train(_config(cosine, resume=True, lr_schedule="cosine", finetune_epochs=4), planted)
+
+
+def test_finetune_settings_a_run_leaves_unread_are_named(tmp_path, caplog):
+    # left to the graph, from_full was off (many labels, or mini-batches, or several processes) and the
+    # finetune settings given went unread without a word
+    from ttgnn.data import planted_partition
+
+    many = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.5, seed=0)
+    with caplog.at_level("WARNING", logger="ttgnn.train"):
+        train(_config(tmp_path / "a", from_full=None, epochs=1, finetune_epochs=7, finetune_lr=0.01), many)
+    warned = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith("finetune_epochs, finetune_lr ignored: from_full, which")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="ttgnn.train"):
+        train(_config(tmp_path / "b", from_full=None, epochs=1, finetune_epochs=TrainConfig().finetune_epochs),
+              many)  # the defaults: nothing said
+    assert not [r for r in caplog.records if "ignored" in r.getMessage()]

@@ -179,22 +179,26 @@ def _plain(value):
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
-def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: Optional[dict] = None) -> None:
+def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: Optional[dict] = None,
+                    shown: Optional[dict] = None) -> None:
     """Raise ``ValueError`` when the checkpoint's settings differ from this run's on any of ``keys``.
 
     ``absent`` maps a setting added after some checkpoints were written to the value those
     checkpoints had without it (the feature off), so that resuming one with the feature on is
     refused rather than silently changing the run; other keys missing from a checkpoint are skipped.
+    ``shown`` maps a key to the setting the user gives it by, where the two differ (the second stage
+    of ``from_full`` runs ``epochs`` and ``lr`` as given by ``finetune_epochs`` and ``finetune_lr``).
     """
     saved = dict(absent or {}, **state.get("settings", {}))
     differ = differing_settings(saved, settings, keys)
     if differ:
         key = differ[0]
+        name = (shown or {}).get(key, key)
         decided = " (None: decided by the run, e.g. from --compression or --max-params)" \
             if settings.get(key) is None else ""
-        raise ValueError(f"checkpoint {path} was written with {key}={saved[key]!r}, "
-                         f"this run has {key}={settings.get(key)!r}{decided} (a default may have changed since): "
-                         f"give {key}={saved[key]!r} to continue that run, or another output folder")
+        raise ValueError(f"checkpoint {path} was written with {name}={saved[key]!r}, "
+                         f"this run has {name}={settings.get(key)!r}{decided} (a default may have changed since): "
+                         f"give {name}={saved[key]!r} to continue that run, or another output folder")
     for key in ("epoch", "optimizer", "metrics"):
         if key not in state:
             raise ValueError(f"corrupted checkpoint {path}: no {key!r} entry")

@@ -530,7 +530,8 @@ def restore_run(run: RunState) -> None:
     # The settings first, then the table's shapes, then the rank: a changed --row-shape is named as such,
     # not as the rank the run derives from it, and a changed dataset or embedding as itself.
     keys, settings = run.config.resume_keys(), run.config.settings()
-    check_resumable(state, settings, [k for k in keys if k != "rank"], ckpt_path, TrainConfig.RESUME_ABSENT)
+    shown = FINETUNE_SETTINGS if run.config.from_full else None
+    check_resumable(state, settings, [k for k in keys if k != "rank"], ckpt_path, TrainConfig.RESUME_ABSENT, shown)
     _check_same_table(state, run.metrics, ckpt_path)
     check_resumable(state, settings, [k for k in keys if k == "rank"], ckpt_path, TrainConfig.RESUME_ABSENT)
     saved_data = (state.get("metrics") or {}).get("dataset_fingerprint")  # None: written before it was recorded
@@ -540,8 +541,9 @@ def restore_run(run: RunState) -> None:
                          "was trained on (--root), or train anew in another output folder")
     if isinstance(state.get("epoch"), int) and state["epoch"] > run.config.epochs:
         # continuing would train nothing and record epochs past the run's own epoch count
-        raise ValueError(f"{ckpt_path} holds epoch {state['epoch']}, past this run's last, epochs={run.config.epochs}: "
-                         f"resume with epochs >= {state['epoch']}, or overwrite the run")
+        name = (shown or {}).get("epochs", "epochs")
+        raise ValueError(f"{ckpt_path} holds epoch {state['epoch']}, past this run's last, {name}={run.config.epochs}: "
+                         f"resume with {name} >= {state['epoch']}, or overwrite the run")
     try:
         run.model.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
@@ -551,6 +553,8 @@ def restore_run(run: RunState) -> None:
                     param_state[key] = value.to(run.device)
         for key in ("best_valid_acc", "test_acc", "best_epoch", "epochs"):
             run.metrics[key] = state["metrics"][key]
+        if "from_full" in state["metrics"]:  # the start the run had, as recorded then
+            run.metrics["from_full"] = state["metrics"]["from_full"]
         if run.average is not None:
             run.average.load_state_dict(state["weight_average"])
     except (RuntimeError, KeyError, ValueError, TypeError, IndexError) as err:
@@ -955,6 +959,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 dataset = load_dataset(config.dataset, config.root, config.cache_dir)
             if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
                 config = settle_from_full(config, dataset, world_size)
+                if not config.from_full and process_rank == 0:
+                    _warn_unread_finetune(config)
                 if config.from_full and process_rank == 0:
                     num_train = int(dataset.split["train"].numel())
                     log.info("from_full: a TT table on a graph of few labels (training nodes %.1f%% of %s nodes, "
@@ -971,7 +977,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                     # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
                     # before the full table trains, not after
                     check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(),
-                                    checkpoint, TrainConfig.RESUME_ABSENT)
+                                    checkpoint, TrainConfig.RESUME_ABSENT, FINETUNE_SETTINGS)
+                    _check_full_table_epochs(config, checkpoint)
                 teacher = _train_full_table(config, dataset, device, replacing=folder)
                 config = finetune
             run = setup_run(config, dataset, process_rank, world_size, device)
@@ -1077,6 +1084,18 @@ def _first_line(err: BaseException) -> str:
     return first.split(". ")[0] or type(err).__name__
 
 
+def _warn_unread_finetune(config: TrainConfig) -> None:
+    """Warn when ``finetune_*`` settings other than their defaults are given to a run that the
+    ``from_full`` rule left without its second stage (they are read by nothing else)."""
+    defaults = TrainConfig()
+    given = [f"finetune_{name}" for name in ("epochs", "lr", "distill")
+             if getattr(config, f"finetune_{name}") != getattr(defaults, f"finetune_{name}")]
+    if given:
+        log.warning("%s ignored: from_full, which reads them, is off for this run (it is on by itself for a TT "
+                    "table in full-graph training, in one process, on a graph of few labels; --from-full turns "
+                    "it on)", ", ".join(given))
+
+
 def settle_from_full(config: TrainConfig, dataset: NodeDataset, world_size: int = 1) -> TrainConfig:
     """``config`` with ``from_full`` decided by the graph where it is ``None``
     (:func:`~ttgnn.config.from_full_for`), as :func:`train` decides it before either stage."""
@@ -1093,6 +1112,26 @@ def full_table_config(config: TrainConfig) -> TrainConfig:
     out_dir = Path(config.output_dir) / FULL_TABLE_DIR if config.output_dir else None
     return dataclasses.replace(config, embedding="full", from_full=False, rank=None, compression=None, max_params=None,
                                output_dir=str(out_dir) if out_dir is not None else None)
+
+
+#: The settings the second stage of ``from_full`` runs as given by others (:func:`finetune_config`), by
+#: the names a user gives them.
+FINETUNE_SETTINGS = {"epochs": "finetune_epochs", "lr": "finetune_lr", "emb_lr": "finetune_lr"}
+
+
+def _check_full_table_epochs(config: TrainConfig, checkpoint: Path) -> None:
+    """Refuse to resume a ``from_full`` run whose TT stage has a checkpoint (``checkpoint``) with another
+    ``epochs`` than its full table's run had: the full table would train further (or stop short of its
+    record), and the TT stage would go on from a start and a teacher of another table."""
+    full_checkpoint = Path(config.output_dir) / FULL_TABLE_DIR / CHECKPOINT_NAME
+    if not full_checkpoint.is_file():
+        return  # its own resume says what is missing
+    had = load_checkpoint(full_checkpoint).get("settings", {}).get("epochs")
+    if isinstance(had, int) and had != config.epochs:
+        raise ValueError(f"the TT stage of the run in {config.output_dir} ({checkpoint}) started from its full "
+                         f"table's run of epochs={had}; this run has epochs={config.epochs}, which would train "
+                         f"another full table under the TT stage: give epochs={had} to continue that run "
+                         "(finetune_epochs may grow), or another output folder")
 
 
 def finetune_config(config: TrainConfig) -> TrainConfig:
