@@ -37,7 +37,7 @@ def main() -> int:
         from ttgnn.data import planted_partition
 
         dataset = planted_partition(2000, num_classes=8, avg_degree=10, seed=0)
-        config = small_run(config, args.given, forced=("dataset",), dataset="planted", order="identity",
+        config = small_run(config, args.given, forced=("dataset",), dataset=dataset.name, order="identity",
                            fanouts=[5, 5], epochs=6, hidden=32, dim=32, batch_size=128, emb_lr=0.05, progress=False)
 
     def run() -> None:

@@ -984,6 +984,12 @@ def test_plan_counts_each_world_size_and_needs_a_graph(capsys):
     assert plans["1"]["tt"]["allreduce_bytes"] == 0 < plans["2"]["tt"]["allreduce_bytes"]
     assert main(["plan"]) == 2
     assert capsys.readouterr().err == "ttgnn plan: error: give --nodes N (with --avg-degree and --classes) or --dataset NAME\n"
+    # a bad world size after a good one: refused before anything is printed (the first table came out before)
+    assert main(["plan", "--nodes", "1000", "--world-size", "2", "0"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "ttgnn plan: error: world_size must be an integer >= 1, got 0\n"
+    assert main(["plan", "--nodes", "1000", "--world-size", "2", "2"]) == 0  # each once, as --json has it
+    assert capsys.readouterr().out.count("2 rank(s)") == 1
 
 
 def test_partition_passes_its_seed_and_node_count(tmp_path, capsys):

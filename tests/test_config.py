@@ -53,6 +53,7 @@ from ttgnn.partition import METHODS
     (dict(dataset=""), "dataset must be a dataset name or a folder path, got ''"),
     (dict(dataset=None), "dataset must be a dataset name or a folder path, got None"),
     (dict(output_dir=5), "output_dir must be a folder path or None, got 5"),
+    (dict(mode="minibatch", fanouts=None), "fanouts must be a list of integers >= 1, one per layer, got None"),
     (dict(root=" "), "root must be a folder path or None, got ' '"),
     (dict(progress="no"), "progress must be True or False, got 'no'"),
     (dict(correct_smooth=1), "correct_smooth must be True or False, got 1"),
@@ -61,6 +62,18 @@ from ttgnn.partition import METHODS
 def test_bad_settings_are_named(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes).validate()
+
+
+def test_paths_given_as_path_objects_are_the_strings_a_run_records(tmp_path):
+    # a pathlib.Path for output_dir (or root, cache_dir) passed validation, trained an epoch, then failed
+    # writing metrics.json ("Object of type PosixPath is not JSON serializable"); dataset was refused
+    import json
+    import os
+
+    config = TrainConfig(dataset=tmp_path / "cora", root=tmp_path, cache_dir=tmp_path, output_dir=tmp_path / "run")
+    config.validate()
+    assert (config.dataset, config.output_dir) == (os.fspath(tmp_path / "cora"), os.fspath(tmp_path / "run"))
+    json.dumps(config.settings())
 
 
 def test_a_core_count_with_a_shape_is_checked_for_tt_tables_only():

@@ -70,6 +70,24 @@ def test_setup_without_torchrun_is_a_single_cpu_process():
         tdist.setup("tpu", environ={})
 
 
+def test_setup_takes_the_environment_as_detect_reads_it_and_names_a_failed_rendezvous():
+    # RANK=0 WORLD_SIZE=1 alone: detect() needs no address or port, but setup() went through env:// and
+    # failed with torch's "MASTER_ADDR expected, but not set"
+    ctx = tdist.setup("cpu", environ={"RANK": "0", "WORLD_SIZE": "1"})
+    try:
+        assert ctx.backend == "gloo" and tdist.get_world_size() == 1
+        assert tdist.all_reduce_sums({"x": 2.0}) == {"x": 2.0}
+    finally:
+        tdist.teardown(wait=False)
+    # no peer ever comes: one line naming where it waited (a DistStoreError traceback before)
+    port = free_port()
+    with pytest.raises(ConnectionError, match=rf"^rank 0 of 2 could not join the job at 127.0.0.1:{port} "
+                                              r"\(MASTER_ADDR:MASTER_PORT\): .*1/2 clients joined"):
+        tdist.setup("cpu", timeout=datetime.timedelta(seconds=1),
+                    environ={"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    assert not torch.distributed.is_initialized()
+
+
 def test_train_with_world_size_needs_a_process_group():
     from ttgnn.train import TrainConfig, train
 
@@ -671,6 +689,7 @@ def test_multi_gpu_example_tiny_on_two_cpu_ranks(tmp_path):
     assert metrics["world_size"] == 2 and len(metrics["epochs"]) == 6
     assert metrics["best_valid_acc"] > 0.7  # 8 classes (chance 0.125); 0.92 measured
     assert "2 rank(s): planted-2000 sage+tt: best valid" in log
+    assert "WARNING" not in log, log[-3000:]  # it warned about its own dataset's name, once per rank
 
 
 def test_ttgnn_train_under_torchrun_with_tensor_layers(two_rank_run, toy_folder, tmp_path):

@@ -275,7 +275,9 @@ def test_distributed_passes_backend_and_timeout_to_setup(monkeypatch, single_pro
     monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
     with tdist.distributed("cpu", backend="mpi", timeout=TIMEOUT) as ctx:
         assert ctx.backend == "mpi"
-    assert init.calls == [((), dict(backend="mpi", rank=1, world_size=2, timeout=TIMEOUT, init_method="env://"))]
+    # the address and port detect() read (env:// read os.environ again, not the environ given to setup)
+    tcp = "tcp://127.0.0.1:29400"
+    assert init.calls == [((), dict(backend="mpi", rank=1, world_size=2, timeout=TIMEOUT, init_method=tcp))]
 
 
 def test_setup_on_gpus_initialises_nccl_with_the_ranks_device(two_gpus, monkeypatch):
@@ -285,10 +287,10 @@ def test_setup_on_gpus_initialises_nccl_with_the_ranks_device(two_gpus, monkeypa
     ctx = tdist.setup("cuda", timeout=TIMEOUT, environ=_env(1, LOCAL_RANK="1"))
     assert (ctx.backend, ctx.device, ctx.rank, ctx.world_size) == ("nccl", torch.device("cuda", 1), 1, 2)
     assert init.calls == [((), dict(backend="nccl", rank=1, world_size=2, timeout=TIMEOUT,
-                                    device_id=torch.device("cuda", 1), init_method="env://"))]
+                                    device_id=torch.device("cuda", 1), init_method="tcp://127.0.0.1:29400"))]
     ctx = tdist.setup("cpu", backend="mpi", environ=_env(0))  # torch's default timeout, no device id
     assert ctx.backend == "mpi" and ctx.device == torch.device("cpu")
-    assert init.calls[1] == ((), dict(backend="mpi", rank=0, world_size=2, init_method="env://"))
+    assert init.calls[1] == ((), dict(backend="mpi", rank=0, world_size=2, init_method="tcp://127.0.0.1:29400"))
     assert tdist.setup("cpu", environ=_env(0)).backend == "gloo"
     assert init.calls[2][1]["backend"] == "gloo"
 
@@ -307,7 +309,9 @@ def test_setup_under_the_elastic_agent_uses_a_store_prefix_per_attempt(monkeypat
     tdist.setup("cpu", timeout=TIMEOUT, environ=env)
     assert tcp.calls[1][1]["timeout"] == TIMEOUT and init.calls[1][1]["timeout"] == TIMEOUT
     tdist.setup("cpu", environ={**env, "TORCHELASTIC_USE_AGENT_STORE": "False"})
-    assert len(tcp.calls) == 2 and init.calls[2][1]["init_method"] == "env://"
+    assert len(tcp.calls) == 2 and init.calls[2][1]["init_method"] == "tcp://10.1.2.3:29400"
+    tdist.setup("cpu", environ={**env, "TORCHELASTIC_USE_AGENT_STORE": "False", "MASTER_ADDR": "fe80::1"})
+    assert init.calls[3][1]["init_method"] == "tcp://[fe80::1]:29400"  # an IPv6 address, bracketed
 
 
 class _Work:

@@ -205,7 +205,8 @@ def test_layers_run_the_kernels_on_the_cpu_and_match_the_reference(monkeypatch, 
     calls = []
     for name in ("csr_aggregate", "csr_edge_dot", "gat_attention", "gat_attention_backward"):
         original = getattr(graph_ops, name)
-        monkeypatch.setattr(graph_ops, name, lambda *a, _name=name, _f=original: calls.append(_name) or _f(*a))
+        monkeypatch.setattr(graph_ops, name,
+                            lambda *a, _name=name, _f=original, **k: calls.append(_name) or _f(*a, **k))
     torch.manual_seed(0)
     gat = TensorGATConv(16, 8, 3, residual=residual)
     sage = TensorSAGEConv(16, 8)
@@ -310,6 +311,28 @@ def test_bad_inputs_are_refused_by_name():
             lambda: torch.ops.ttgnn.gat_attention_backward(
                 torch.randn(graph.num_edges, 2), torch.rand(graph.num_edges, 2), indptr, indices, indptr,
                 torch.arange(graph.num_edges), t["score_src"], t["score_dst"], 0.2))
+
+
+def test_a_transpose_that_does_not_fit_the_graph_is_refused():
+    # only the transpose's ranges and order were checked: an edge listed twice, or under another source,
+    # gave wrong gradients of the source scores silently
+    graph = random_structure(num_dst=10, num_src=14, num_edges=40, seed=13, empty=())
+    t = _ops_args(graph)
+    args = (torch.randn(graph.num_edges, 2), torch.rand(graph.num_edges, 2), graph.indptr, graph.indices,
+            graph.t_indptr)
+    scores = (t["score_src"], t["score_dst"], 0.2)
+    graph_ops.gat_attention_backward(*args, graph.t_perm, *scores)  # the graph's own: accepted
+    twice = graph.t_perm.clone()
+    twice[1] = twice[0]
+    with pytest.raises(RuntimeError, match="t_perm must list every edge once"):
+        graph_ops.gat_attention_backward(*args, twice, *scores)
+    sources = graph.indices[graph.t_perm]
+    first = int(torch.nonzero(sources != sources[0])[0])  # an edge of another source: swapped in
+    swapped = graph.t_perm.clone()
+    swapped[[0, first]] = swapped[[first, 0]]
+    with pytest.raises(RuntimeError, match="t_perm must list under each source the edges from it"):
+        graph_ops.gat_attention_backward(*args, swapped, *scores)
+    graph_ops.gat_attention_backward(*args, swapped, *scores, check_transpose=False)  # trusted when asked
 
 
 def test_torch_compile_gives_the_layers_results():

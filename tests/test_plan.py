@@ -395,3 +395,9 @@ def test_each_count_is_named_when_below_one(name):
 def test_degree_below_one_is_allowed(degree):
     entries = int(1000 * degree)
     assert plan(1000, avg_degree=degree)["full"].memory["graph"] == 1001 * 8 * 2 + entries * 4 + (entries + 1000) * 8
+
+
+def test_fanouts_are_whole_numbers():
+    # a float fan-out was taken and gave fractional sampled-node counts; eval_fanouts' were refused
+    with pytest.raises(ValueError, match=r"^every fan-out must be an integer >= 1, got 2.7$"):
+        plan(10**8, 128, 16, fanouts=[2.7, 3, 3])

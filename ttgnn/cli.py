@@ -746,15 +746,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         classes = DEFAULT_CLASSES if classes is None else classes
         avg_degree = DEFAULT_AVG_DEGREE if avg_degree is None else avg_degree
-    results = {}
-    for world_size in args.world_size:
-        plans = plan(nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
-                     hidden=args.hidden, heads=args.heads, num_classes=classes, fanouts=args.fanouts,
-                     batch_size=args.batch_size, optimizer=args.optimizer, world_size=world_size,
-                     avg_degree=avg_degree, mode=args.mode, num_cores=args.num_cores,
-                     row_shape=args.row_shape, col_shape=args.col_shape, device_memory=args.device_memory,
-                     eval_fanouts=args.eval_fanouts, eval_batch_size=args.eval_batch_size)
-        results[world_size] = plans
+    results = {}  # every plan first: a bad value is refused before anything is printed
+    for world_size in dict.fromkeys(args.world_size):  # each once, in the order given
+        results[world_size] = plan(nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
+                                   hidden=args.hidden, heads=args.heads, num_classes=classes, fanouts=args.fanouts,
+                                   batch_size=args.batch_size, optimizer=args.optimizer, world_size=world_size,
+                                   avg_degree=avg_degree, mode=args.mode, num_cores=args.num_cores,
+                                   row_shape=args.row_shape, col_shape=args.col_shape,
+                                   device_memory=args.device_memory, eval_fanouts=args.eval_fanouts,
+                                   eval_batch_size=args.eval_batch_size)
+    for world_size, plans in results.items():
         if not args.json:
             tt = plans["tt"].details
             steps = (f"fan-outs {args.fanouts}, batch {args.batch_size}/rank" if args.mode == "minibatch"

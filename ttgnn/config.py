@@ -299,6 +299,13 @@ class TrainConfig:
     overwrite: bool = False
     progress: bool = True
 
+    def __post_init__(self) -> None:
+        # paths given as pathlib.Path: kept as the strings the recorded settings (JSON) and resume checks hold
+        for key in ("dataset", "root", "cache_dir", "output_dir"):
+            value = getattr(self, key)
+            if isinstance(value, os.PathLike):
+                setattr(self, key, os.fspath(value))
+
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
                    "label_input", "label_reuse", "label_spread", "loss", "from_full", "weight_average")
@@ -401,6 +408,8 @@ class TrainConfig:
             for key in ("row_shape", "col_shape"):
                 if getattr(self, key) is not None:
                     cores_of_shape(key, list(getattr(self, key)), self.num_cores)
+        if self.mode == "minibatch" and not isinstance(self.fanouts, (list, tuple)):
+            raise ValueError(f"fanouts must be a list of integers >= 1, one per layer, got {self.fanouts!r}")
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}")
         if self.eval_fanouts is not None:

@@ -285,17 +285,25 @@ def setup(device: Union[str, torch.device] = "auto", backend: Optional[str] = No
     if dev.type == "cuda":
         kwargs["device_id"] = dev
     env = os.environ if environ is None else environ
-    if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-        # The elastic agent's store lives on across restarts at the same MASTER_PORT, and the
-        # process group's keys are not namespaced per attempt (torch 2.13): after a restart, gloo
-        # reads the dead workers' addresses and fails ("Connection refused") or hangs. A prefix
-        # per attempt gives every attempt a clean namespace.
-        store = dist.TCPStore(info.master_addr, info.master_port, info.world_size, is_master=False,
-                              timeout=timeout or datetime.timedelta(minutes=30))
-        kwargs["store"] = dist.PrefixStore(f"ttgnn/attempt_{info.restart_count}", store)
-    else:
-        kwargs["init_method"] = "env://"  # MASTER_ADDR/MASTER_PORT, rank 0 hosts the store
-    dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size, **kwargs)
+    try:
+        if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            # The elastic agent's store lives on across restarts at the same MASTER_PORT, and the
+            # process group's keys are not namespaced per attempt (torch 2.13): after a restart, gloo
+            # reads the dead workers' addresses and fails ("Connection refused") or hangs. A prefix
+            # per attempt gives every attempt a clean namespace.
+            store = dist.TCPStore(info.master_addr, info.master_port, info.world_size, is_master=False,
+                                  timeout=timeout or datetime.timedelta(minutes=30))
+            kwargs["store"] = dist.PrefixStore(f"ttgnn/attempt_{info.restart_count}", store)
+        elif info.master_port is None:  # WORLD_SIZE=1 without a port (detect allows it): nobody to meet
+            kwargs["store"] = dist.HashStore()
+        else:  # what init_method="env://" does, from the DistInfo detect read (its defaults included)
+            host = f"[{info.master_addr}]" if ":" in info.master_addr else info.master_addr  # an IPv6 address
+            kwargs["init_method"] = f"tcp://{host}:{info.master_port}"
+        dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size, **kwargs)
+    except dist.DistError as err:  # no such host, a port in use, peers that never came: a line, not a traceback
+        first = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
+        raise ConnectionError(f"rank {info.rank} of {info.world_size} could not join the job at "
+                              f"{info.master_addr}:{info.master_port} (MASTER_ADDR:MASTER_PORT): {first}") from None
     log.info("rank %d/%d (node %d, local rank %d) on %s, backend %s, restart %d",
              info.rank, info.world_size, info.node_rank, info.local_rank, dev, backend, info.restart_count)
     return DistContext(info, backend, dev)

@@ -123,13 +123,40 @@ def gat_attention(indptr: Tensor, indices: Tensor, score_src: Tensor, score_dst:
 
 def gat_attention_backward(grad: Tensor, attention: Tensor, indptr: Tensor, indices: Tensor, t_indptr: Tensor,
                            t_perm: Tensor, score_src: Tensor, score_dst: Tensor,
-                           negative_slope: float) -> tuple[Tensor, Tensor]:
+                           negative_slope: float, check_transpose: bool = True) -> tuple[Tensor, Tensor]:
     """Gradients of ``sum(grad * attention)`` with respect to ``score_src`` and ``score_dst``
     (``attention``: :func:`gat_attention`'s output; ``t_indptr``, ``t_perm``: the edges by source,
-    as :class:`ttgnn.layers.SparseGraph` keeps them)."""
+    as :class:`ttgnn.layers.SparseGraph` keeps them).
+
+    ``check_transpose`` (default ``True``) checks, in O(E), that ``t_perm`` lists every edge once and
+    each under its own source (the op checks only ranges and order: a wrong transpose gave wrong
+    gradients silently); :mod:`ttgnn.layers` passes ``False`` for the transpose it built itself.
+    """
+    if check_transpose:
+        _check_transpose(indices, t_indptr, t_perm)
     grad_src, grad_dst = torch.ops.ttgnn.gat_attention_backward(grad, attention, indptr, indices, t_indptr, t_perm,
                                                                 score_src, score_dst, float(negative_slope))
     return grad_src, grad_dst
+
+
+def _check_transpose(indices: Tensor, t_indptr: Tensor, t_perm: Tensor) -> None:
+    """Raise ``RuntimeError`` unless ``t_perm`` is a permutation of the ``E`` edges that lists, under
+    each source ``u`` (``t_perm[t_indptr[u]:t_indptr[u + 1]]``), the edges whose source is ``u``. Shapes,
+    dtypes and ranges that are wrong otherwise are left to the op, which names them."""
+    num_edges = indices.numel()
+    if (indices.dim() != 1 or t_perm.dim() != 1 or t_indptr.dim() != 1 or t_perm.numel() != num_edges
+            or t_indptr.numel() < 1 or t_perm.is_floating_point() or t_indptr.is_floating_point() or num_edges == 0):
+        return
+    perm, bounds = t_perm.long(), t_indptr.long()
+    if perm.min() < 0 or perm.max() >= num_edges or bounds[-1] != num_edges or (bounds.diff() < 0).any():
+        return
+    if not torch.equal(torch.bincount(perm, minlength=num_edges), torch.ones_like(perm)):
+        raise RuntimeError("gat_attention_backward: t_perm must list every edge once (a permutation of the "
+                           f"{num_edges} edges), as SparseGraph's transpose does")
+    sources = torch.repeat_interleave(torch.arange(bounds.numel() - 1, device=perm.device), bounds.diff())
+    if not torch.equal(indices.long()[perm], sources):
+        raise RuntimeError("gat_attention_backward: t_perm must list under each source the edges from it "
+                           "(indices[t_perm[t_indptr[u]:t_indptr[u + 1]]] == u), as SparseGraph's transpose does")
 
 
 #: Narrower products take torch's in :func:`csr_matmul` (measured: 1.4-3x slower in the kernel at

@@ -359,7 +359,7 @@ class _GATAttention(torch.autograd.Function):
                                                 (ctx.negative_slope,), ctx.needs_input_grad[1:3], grad), None
         grad_src, grad_dst = graph_ops.gat_attention_backward(grad, attention, graph.indptr, graph.indices,
                                                               graph.t_indptr, graph.t_perm, score_src, score_dst,
-                                                              ctx.negative_slope)
+                                                              ctx.negative_slope, check_transpose=False)
         return None, grad_src, grad_dst, None
 
 

@@ -191,8 +191,10 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
     if not (isinstance(avg_degree, numbers.Real) and math.isfinite(avg_degree) and avg_degree >= 0):
         raise ValueError(f"avg_degree must be a finite number >= 0, got {avg_degree!r}")
     fanouts = list(fanouts) if fanouts is not None else [10] * num_layers
-    if len(fanouts) != num_layers or any(int(f) < 1 for f in fanouts):
+    if len(fanouts) != num_layers:
         raise ValueError(f"need {num_layers} fan-outs >= 1 (one per layer), got {fanouts}")
+    for fanout in fanouts:  # a float one gave fractional sampled-node counts
+        check_int("every fan-out", fanout, 1)
     if eval_fanouts is not None:
         check_eval_fanouts(list(eval_fanouts), mode, num_layers)
     eval_fanouts = eval_fanouts_for(eval_fanouts, mode, fanouts, num_nodes)
