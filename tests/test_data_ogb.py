@@ -101,22 +101,22 @@ def test_ogb_loader_waits_for_another_process_preparing_the_same_cache(tmp_path,
 
 
 def test_ogb_processing_killed_midway_is_redone(tmp_path, monkeypatch):
-    """A kill while ogb writes its processed file leaves no stamp, so the next load starts over
-    (the stamp used to be written first: the next load met a half-written file and failed)."""
+    """A kill while ogb writes its processed file leaves no stamp and no half file, so the next load
+    starts over (the stamp used to be written first: the next load met a half-written file and failed)."""
     write_products_layout(tmp_path / "root")
     reference = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "other")
     cache = tmp_path / "cache"
     saved_save = torch.save
 
     def killed_save(obj, f, *args, **kwargs):
-        Path(f).write_bytes(b"half a file")
+        f.write(b"half a file")
         raise KeyboardInterrupt  # the process dies here
 
     monkeypatch.setattr(torch, "save", killed_save)
     with pytest.raises(KeyboardInterrupt):
         load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
     processed = cache / "ogb" / "local" / "ogbn_products" / "processed"
-    assert any(processed.iterdir()) and not (processed / "ttgnn-source.txt").exists()
+    assert not any(processed.iterdir())  # no half file, no stamp
     monkeypatch.setattr(torch, "save", saved_save)
     again = load_dataset("ogbn-products", root=tmp_path / "root", cache_dir=cache)
     assert np.array_equal(again.edge_index, reference.edge_index) and torch.equal(again.labels, reference.labels)
@@ -393,12 +393,18 @@ def test_ogb_saves_into_a_new_folder_with_its_arguments_and_is_left_as_found(tmp
     from ttgnn.data import _ogb_guards
 
     saved = []
-    monkeypatch.setattr(torch, "save", lambda obj, f, *args, **kwargs: saved.append((obj, f, args, kwargs)))
+
+    def save(obj, f, *args, **kwargs):
+        saved.append((obj, args, kwargs))
+        f.write(b"saved")
+
+    monkeypatch.setattr(torch, "save", save)
     path = tmp_path / "ogbn_x" / "processed" / "data_processed"
     with _ogb_guards():
         assert ogb_dataset.decide_download("any url") is True  # never asks
         torch.save({"graph": 1}, str(path), 4, pickle_protocol=4)  # ogb passes the pickle protocol
-    assert path.parent.is_dir() and saved == [({"graph": 1}, str(path), (4,), {"pickle_protocol": 4})]
+    assert saved == [({"graph": 1}, (4,), {"pickle_protocol": 4})]
+    assert path.read_bytes() == b"saved" and sorted(path.parent.iterdir()) == [path]  # through a temporary
     assert ogb_dataset.decide_download is ogb.utils.url.decide_download  # ogb's own, put back
     assert torch.save is not saved and torch.load is torch.serialization.load
 

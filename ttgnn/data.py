@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from .checkpoint import _gist
-from .fileio import exclusive_lock
+from .fileio import atomic_write, exclusive_lock
 
 __all__ = [
     "NodeDataset",
@@ -728,9 +728,11 @@ def _ogb_guards():
 
     def save_into_new_folder(obj, f, *args, **kwargs):
         # ogb 1.3.6 saves to <dataset>/processed/ without creating it, and a downloaded dataset
-        # has none (torch then fails: "Parent directory ... does not exist").
+        # has none (torch then fails: "Parent directory ... does not exist"); written atomically, so a
+        # process killed while saving leaves no half file for the next one to read
         if isinstance(f, (str, os.PathLike)):
-            Path(f).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(f, lambda fh: saved_save(obj, fh, *args, **kwargs))
+            return None
         return saved_save(obj, f, *args, **kwargs)
 
     ogb_dataset.decide_download = lambda url: True
