@@ -18,13 +18,15 @@ from ttgnn.cli import report_errors
 
 
 def load_runs(folders) -> list:
-    """Summaries of all finished runs (``metrics.json`` with at least one epoch) under ``folders``."""
+    """Summaries of all finished runs under ``folders`` (:func:`summary.complete`: a run that stopped
+    before its last epoch is left out, and so is the full-table stage of a ``--from-full`` run)."""
+    from summary import complete
+
     runs = []
     for folder in folders:
         for path in sorted(Path(folder).rglob("metrics.json")):
-            metrics = json.loads(path.read_text())
-            if metrics.get("epochs"):
-                runs.append(metrics)
+            if path.parent.name != "full-table" and complete(path):
+                runs.append(json.loads(path.read_text()))
     return runs
 
 
@@ -45,8 +47,30 @@ def _point_key(m: dict) -> tuple:
     return (m["embedding"], m.get("rank"), m["settings"].get("dropout"), _series(m))
 
 
+#: Settings the seeds of one point may differ in.
+PER_RUN_SETTINGS = ("seed", "output_dir", "num_threads", "root", "cache_dir", "progress", "resume", "overwrite")
+
+
+def _check_one_configuration(panel, point, members: list) -> None:
+    """Raise ``ValueError`` unless ``members``, averaged into one point, are one configuration's runs,
+    each seed once (runs of other settings under the folders were averaged in, seeds counted twice)."""
+    seeds = [m["settings"].get("seed") for m in members]
+    twice = sorted({s for s in seeds if seeds.count(s) > 1})
+    if twice:
+        raise ValueError(f"{_title(panel)}, {point}: seed(s) {twice} found more than once among the folders")
+    first = members[0]["settings"]
+    for m in members[1:]:
+        differ = sorted(key for key in first.keys() | m["settings"].keys()
+                        if key not in PER_RUN_SETTINGS and first.get(key) != m["settings"].get(key))
+        if differ:
+            named = ", ".join(f"{key}: {first.get(key)!r} and {m['settings'].get(key)!r}" for key in differ[:3])
+            raise ValueError(f"{_title(panel)}, {point}: runs of other settings would be averaged into one point "
+                             f"({named}); give the folders of one configuration")
+
+
 def aggregate(runs) -> dict:
-    """``{panel: {point: {"compression", "acc_mean", "acc_std", "time_mean", "seeds"}}}``."""
+    """``{panel: {point: {"compression", "acc_mean", "acc_std", "time_mean", "seeds"}}}``; ``ValueError``
+    where a point would average runs of other settings or a seed twice."""
     groups = defaultdict(lambda: defaultdict(list))
     for m in runs:
         groups[_panel_key(m)][_point_key(m)].append(m)
@@ -54,6 +78,7 @@ def aggregate(runs) -> dict:
     for panel, points in groups.items():
         table[panel] = {}
         for point, members in points.items():
+            _check_one_configuration(panel, point, members)
             accs = [m["test_acc"] for m in members]
             table[panel][point] = {
                 "compression": members[0]["compression_ratio"],

@@ -128,13 +128,16 @@ def one_run(args, dataset: str, seed: int, data) -> dict:
     return done
 
 
-def report(dataset: str, runs: list) -> None:
+def report(dataset: str, runs: list, missing: list = ()) -> None:
+    """The table of ``runs`` (finished seeds) of ``dataset``; ``missing``: the seeds asked for without one."""
     tt = [r["tt"] for r in runs]
     full = [r["full"] for r in runs]
     start = [t["from_full"] for t in tt]
     is_tt = tt[0]["embedding"] == "tt"
     who = "TT" if is_tt else "the distilled table"
-    print(f"\n{dataset}: {len(runs)} seeds, {who} {tt[0]['compression_ratio']:.0f}x "
+    seeds = ", ".join(str(t["settings"]["seed"]) for t in tt)
+    absent = f"; not finished or refused: seeds {', '.join(map(str, missing))}" if missing else ""
+    print(f"\n{dataset}: {len(runs)} seeds ({seeds}{absent}), {who} {tt[0]['compression_ratio']:.0f}x "
           f"({tt[0]['embedding_parameters']:,} parameters), its best epochs {[t['best_epoch'] for t in tt]}")
     print("| input | valid | test | C&S test |\n|---|---:|---:|---:|")
     student = "TT from the full table" if is_tt else "full table distilled from itself"
@@ -174,8 +177,11 @@ def main() -> int:
         results = list(pool.map(lambda job: one_run(args, *job, graphs[job[0]]), jobs))
     for dataset in args.datasets:
         runs = [r for (d, _), r in zip(jobs, results) if d == dataset and r]
+        missing = [seed for (d, seed), r in zip(jobs, results) if d == dataset and not r]
         if runs:
-            report(dataset, runs)
+            report(dataset, runs, missing)
+        elif args.report:
+            print(f"\n{dataset}: no finished run under {Path(args.out) / dataset}")
     return 0 if args.report or all(results) else 1
 
 

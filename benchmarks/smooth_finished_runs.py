@@ -5,7 +5,8 @@ default also reports the accuracy after Correct and Smooth. This loads each run'
 ``best_model.pt`` (:func:`ttgnn.inference.load_run` rebuilds the model from the settings stored
 with it), checks that it gives the test accuracy the run recorded, then applies Correct and Smooth as ``ttgnn train`` does
 (:func:`ttgnn.evaluation.correct_and_smooth_metrics`) and prints the accuracies per run and the
-mean ± std per configuration (the runs' parent folder)::
+mean ± std per configuration (the runs' parent folder); runs that did not reach their last epoch
+are named and left out::
 
     python benchmarks/smooth_finished_runs.py --root $TTGNN_DATA runs/sweep-gat-spread10/cora/*/seed*
 """
@@ -55,12 +56,15 @@ def main() -> int:
     args = parser.parse_args()
 
     import torch
-    from summary import mean_std  # (benchmarks/summary.py; not needed by smooth_run)
+    from summary import complete, mean_std  # (benchmarks/summary.py; not needed by smooth_run)
 
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING)
-    datasets, groups = {}, defaultdict(list)
+    datasets, groups, unfinished = {}, defaultdict(list), []
     for folder in args.runs:
+        if (folder / "metrics.json").exists() and not complete(folder / "metrics.json"):  # stopped early
+            unfinished.append(str(folder))
+            continue
         row = smooth_run(folder, args.root, datasets)
         groups[folder.parent].append(row)
         print(f"{folder}: valid {row['valid']:.4f} test {row['test']:.4f} | C&S valid {row['cs_valid']:.4f} "
@@ -68,6 +72,8 @@ def main() -> int:
     for group, rows in groups.items():
         print(f"{group} ({len(rows)} runs): " + "  ".join(
             f"{key} {mean_std([r[key] for r in rows])}" for key in ("valid", "test", "cs_valid", "cs_test")))
+    if unfinished:
+        print(f"not counted, not finished: {', '.join(unfinished)}")
     return 0
 
 

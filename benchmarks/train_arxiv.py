@@ -29,7 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from summary import mean_std, paired  # (benchmarks/summary.py)
+from summary import (complete, finished, full_table_metrics, mean_std, paired, read_metrics,  # benchmarks/summary.py
+                     run_epochs_of, seed_folders)
 
 from ttgnn.cli import report_errors
 
@@ -260,40 +261,67 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
     return out / name / f"seed{seed}"
 
 
-def full_table_metrics(run_dir: Path) -> Path:
-    """The metrics file of the full table's stage of the ``--from-full`` run in ``run_dir`` (ttgnn, and
-    so torch, is imported only here: the script's other paths, e.g. ``--table-only``, do without it)."""
-    from ttgnn.train import FULL_TABLE_DIR
-
-    return run_dir / FULL_TABLE_DIR / "metrics.json"
+#: Settings a configuration's runs may differ in: where and how fast they ran, their seed and length.
+NOT_COMPARED = ("seed", "epochs", "output_dir", "num_threads", "root", "cache_dir", "progress", "resume",
+                "overwrite")
 
 
-def finished(path: Path, epochs: int) -> bool:
-    """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs (with ``--from-full``:
-    the full table's run of ``epochs`` epochs and all the fine-tuning epochs after it)."""
-    if not path.exists():
-        return False
-    metrics = json.loads(path.read_text())
-    if metrics.get("from_full"):
-        return (len(metrics["epochs"]) >= metrics["settings"]["finetune_epochs"]
-                and finished(full_table_metrics(path.parent), epochs))
-    return len(metrics["epochs"]) >= epochs
+def other_settings(name: str, metrics: dict) -> list:
+    """The settings on which the run ``metrics`` differs from what configuration ``name``'s command gives
+    (those its command line types, as ``ttgnn train`` parses them, except values left to the graph; a
+    setting its file lacks, written before the setting existed, is not compared):
+    ``["key=run's (command: value)", ...]``."""
+    from ttgnn.checkpoint import differing_settings
+    from ttgnn.cli import build_parser, explicit_options
+
+    argv = command(name, Path("."), 1, 1)[1:]
+    parser = build_parser()
+    typed = vars(parser.parse_args(argv))
+    settings = metrics["settings"]
+    # a value left to the graph ("auto", None here) is settled by the run: what it recorded is its own
+    keys = sorted(key for key in explicit_options(parser, argv) & settings.keys() - set(NOT_COMPARED)
+                  if typed[key] is not None)
+    return [f"{key}={settings[key]!r} (command: {typed[key]!r})" for key in differing_settings(settings, typed, keys)]
 
 
-def complete(path: Path) -> bool:
-    """Whether ``path`` holds the metrics of a run that reached its own last epoch (the ``--epochs`` it
-    was started with; with ``--from-full``, both stages)."""
-    return path.exists() and finished(path, json.loads(path.read_text())["settings"]["epochs"])
+def counted_runs(out: Path, name: str) -> tuple:
+    """``(runs, left_out)`` of configuration ``name`` under ``out``, by seed: the metrics of each run that
+    reached its own last epoch (:func:`~summary.complete`), was run with the seed its folder names and with
+    the configuration's settings (:func:`other_settings`); ``left_out`` names each other folder and why."""
+    runs, left_out = [], []
+    for seed, folder in seed_folders(out / name):
+        path = folder / "metrics.json"
+        label = f"{name}/{folder.name}"
+        if not complete(path):
+            left_out.append(f"{label} (not finished)")
+            continue
+        metrics = read_metrics(path)
+        if metrics["settings"].get("seed") != seed:
+            left_out.append(f"{label} (it ran seed {metrics['settings'].get('seed')})")
+            continue
+        differ = other_settings(name, metrics)
+        if differ:
+            left_out.append(f"{label} (other settings: {', '.join(differ)})")
+            continue
+        runs.append(metrics)
+    return runs, left_out
 
 
 def finished_runs(out: Path, name: str):
-    """The metrics of each finished run (:func:`complete`) of configuration ``name`` under ``out``, by seed folder."""
-    return (json.loads(path.read_text()) for path in filter(complete, sorted((out / name).glob("seed*/metrics.json"))))
+    """The metrics of each run of configuration ``name`` under ``out`` that counts (:func:`counted_runs`)."""
+    return iter(counted_runs(out, name)[0])
 
 
 def recorded_settings(out: Path, name: str):
-    """The settings of the first finished run of configuration ``name`` under ``out``, or None."""
-    return next((metrics["settings"] for metrics in finished_runs(out, name)), None)
+    """The settings of the first counted run of configuration ``name`` under ``out``, or None (with
+    ``--from-full``, ``epochs`` is its full table's, the command's ``--epochs``)."""
+    runs = counted_runs(out, name)[0]
+    if not runs:
+        return None
+    settings = dict(runs[0]["settings"])
+    if runs[0].get("from_full"):
+        settings["epochs"] = run_epochs_of(run_dir(out, name, settings["seed"]) / "metrics.json")
+    return settings
 
 
 def _best_of(metrics: dict, records: list, prefix: str = "") -> dict:
@@ -301,7 +329,8 @@ def _best_of(metrics: dict, records: list, prefix: str = "") -> dict:
     by ``<prefix>valid_acc`` (the first of equals, as training picks), with its ``<prefix>test_acc``.
     Correct and Smooth, computed on the run's own best model, is kept only when that is the model picked."""
     best = max(records, key=lambda r: r[prefix + "valid_acc"])
-    same = not prefix and best["epoch"] == metrics["best_epoch"]
+    smoothed = (metrics.get("correct_smooth") or {}).get("epoch", metrics["best_epoch"])  # the model C&S ran on
+    same = not prefix and best["epoch"] == smoothed
     return dict(metrics, epochs=records, best_valid_acc=best[prefix + "valid_acc"], test_acc=best[prefix + "test_acc"],
                 best_epoch=best["epoch"], correct_smooth=metrics.get("correct_smooth") if same else None)
 
@@ -320,6 +349,9 @@ def first_epochs(metrics: dict, epochs: int) -> dict:
     with another schedule raises ``ValueError``. Correct and Smooth, computed on the run's own best
     epoch, is kept only when that epoch is among the first ``epochs``' best."""
     schedule = metrics["settings"].get("lr_schedule", "constant")
+    if metrics.get("from_full"):  # its best may be epoch 0, the compressed start, which no record holds
+        raise ValueError(f"seed {metrics['settings']['seed']}: a --from-full run; its epochs are the TT stage's, "
+                         "after a full table's run, and not a run of fewer epochs")
     if schedule != "constant":
         raise ValueError(f"seed {metrics['settings']['seed']}: a {schedule} learning-rate schedule over "
                          f"{len(metrics['epochs'])} epochs; its first {epochs} are not a run of {epochs}")
@@ -541,6 +573,8 @@ def main(argv=None) -> int:
         return 0
     out = Path(args.out)
     names = args.only or list(CONFIGS)
+    if args.table_only and not any(seed_folders(out / name) for name in names):
+        raise ValueError(f"no runs of {', '.join(names)} under {out}" + ("" if out.is_dir() else " (no such folder)"))
     script = Path(sys.executable).with_name("ttgnn")  # the venv's entry point, also when not on PATH
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
     running, failed = [], []
@@ -548,7 +582,9 @@ def main(argv=None) -> int:
         for seed in range(args.first_seed, args.seeds):
             metrics = run_dir(out, name, seed) / "metrics.json"
             epochs = run_epochs(name, args.epochs, args.ablation_epochs)
-            if args.table_only or (finished(metrics, epochs) and not args.rerun):
+            # (a finished run of other settings is resumed: ttgnn train refuses it, naming the setting)
+            if args.table_only or (finished(metrics, epochs) and not args.rerun
+                                   and not other_settings(name, read_metrics(metrics))):
                 continue
             cmd = command(name, out, epochs, args.num_threads, seed, args.root, args.device)
             # an interrupted run continues exactly where it stopped; --rerun replaces it
@@ -565,17 +601,13 @@ def main(argv=None) -> int:
         lines, unfinished = [], []
         for name in (n for n in names if CONFIGS[n][1] == group):
             # Only runs that reached their own last epoch count; one still running (or stopped) is named.
-            runs = []
-            for path in sorted((out / name).glob("seed*/metrics.json")):
-                if complete(path):
-                    runs.append(json.loads(path.read_text()))
-                else:
-                    unfinished.append(f"{name}/{path.parent.name}")
+            runs, left_out = counted_runs(out, name)
+            unfinished += left_out
             if runs:
                 lines.append(row(name, runs))
             if runs and all("raw_valid_acc" in r["epochs"][0] for r in runs):
                 lines.append(row(name, [as_trained(r) for r in runs], label=f"{name} (weights as trained)"))
-            teachers = [json.loads(p.read_text()) for r, p in
+            teachers = [read_metrics(p) for r, p in
                         ((r, full_table_metrics(out / name / f"seed{r['settings']['seed']}"))
                          for r in runs if r.get("from_full")) if p.exists()]
             if teachers:  # --from-full: the full table each TT run started from, seed by seed
@@ -591,7 +623,7 @@ def main(argv=None) -> int:
                                  "nothing pinned)"}[group]
             print(f"\n{title} (mean ± std over seeds):\n{header}\n" + "\n".join(lines))
         if unfinished:
-            print(f"not counted, not finished: {', '.join(unfinished)}")
+            print(f"not counted: {', '.join(unfinished)}")
     if args.paired:
         try:
             print("\n" + paired_report(out, *args.paired, *(args.paired_epochs or ())))

@@ -40,16 +40,17 @@ def test_exit_race_counts_aborted_ranks_per_mode(tmp_path):
     assert table[3] == "| kept | 1 | 0 | 0 |"
 
 
-def _run(embedding, rank, test_acc, init="ortho", vectors=None):
+def _run(embedding, rank, test_acc, init="ortho", vectors=None, seed=0):
     return {"dataset": "cora", "model": "sage", "label_input": False, "embedding": embedding, "rank": rank,
             "test_acc": test_acc, "compression_ratio": 100.0 if rank else 1.0, "epoch_time": 0.1,
-            "settings": {"dropout": 0.2, "init": init, "spectral_vectors": vectors, "dim": 128}}
+            "settings": {"dropout": 0.2, "init": init, "spectral_vectors": vectors, "dim": 128, "seed": seed,
+                         "epochs": 1}}
 
 
 def test_results_plot_keeps_initialisations_apart_and_averages_seeds(load_script):
     plot = load_script("benchmarks/plot_results.py")
-    runs = [_run("tt", 4, 0.5), _run("tt", 4, 0.7), _run("tt", 4, 0.9, "spectral", 8), _run("full", None, 0.6),
-            _run("full", None, 0.8, "spectral")]
+    runs = [_run("tt", 4, 0.5), _run("tt", 4, 0.7, seed=1), _run("tt", 4, 0.9, "spectral", 8),
+            _run("full", None, 0.6), _run("full", None, 0.8, "spectral")]
     (panel,) = plot.aggregate(runs).values()
     assert set(panel) == {("tt", 4, 0.2, "default init"), ("tt", 4, 0.2, "spectral init (8 vectors)"),
                           ("full", None, 0.2, "default init"), ("full", None, 0.2, "spectral init (128 vectors)")}
@@ -57,17 +58,29 @@ def test_results_plot_keeps_initialisations_apart_and_averages_seeds(load_script
     assert two_seeds["seeds"] == 2 and two_seeds["acc_mean"] == pytest.approx(0.6)
     assert two_seeds["acc_std"] == pytest.approx(0.1414, abs=1e-4)
     assert panel[("tt", 4, 0.2, "spectral init (8 vectors)")]["acc_std"] == 0.0
+    # runs of other settings in one point, or a seed twice, were averaged together
+    other = _run("tt", 4, 0.9, seed=2)
+    other["settings"]["lr_schedule"] = "cosine"
+    with pytest.raises(ValueError, match=r"runs of other settings would be averaged into one point \(lr_schedule: "
+                                         r"None and 'cosine'\)"):
+        plot.aggregate(runs + [other])
+    with pytest.raises(ValueError, match=r"seed\(s\) \[0\] found more than once"):
+        plot.aggregate(runs + [_run("tt", 4, 0.9)])
 
 
 def test_results_plot_writes_both_figures_under_the_suffix(tmp_path, monkeypatch, capsys, load_script):
     pytest.importorskip("matplotlib")  # the bench extra, not part of `make setup`
     plot = load_script("benchmarks/plot_results.py")
-    for i, run in enumerate([_run("tt", 4, 0.5), _run("tt", 4, 0.7), _run("full", None, 0.8)]):
+    for i, run in enumerate([_run("tt", 4, 0.5), _run("tt", 4, 0.7, seed=1), _run("full", None, 0.8)]):
         folder = tmp_path / "runs" / str(i)
         folder.mkdir(parents=True)
         (folder / "metrics.json").write_text(json.dumps(dict(run, epochs=[{"epoch": 1}])))
     (tmp_path / "runs" / "unstarted").mkdir()
     (tmp_path / "runs" / "unstarted" / "metrics.json").write_text(json.dumps(dict(_run("tt", 8, 0.1), epochs=[])))
+    stopped = _run("tt", 4, 0.99, seed=5)  # stopped after 1 of its 3 epochs: not averaged in
+    stopped["settings"]["epochs"] = 3
+    (tmp_path / "runs" / "stopped").mkdir()
+    (tmp_path / "runs" / "stopped" / "metrics.json").write_text(json.dumps(dict(stopped, epochs=[{"epoch": 1}])))
     monkeypatch.setattr(sys, "argv", ["plot_results.py", str(tmp_path / "runs"), "--out", str(tmp_path / "png"),
                                       "--suffix", "_defaults"])
     assert plot.main() == 0
@@ -305,13 +318,15 @@ def test_small_graphs_from_full_pairs_each_tt_run_with_its_full_table_run(data_r
     full_test = [runs[1]["test_acc"], runs[3]["test_acc"]]
     diff = sum(100 * (t - f) for t, f in zip(tt_test, full_test)) / 2
     assert f"TT - full, paired by seed (points, mean ± s.e.): test {diff:+.2f}" in first.stdout
-    assert f"cora: 2 seeds, TT {runs[0]['compression_ratio']:.0f}x" in first.stdout
+    assert f"cora: 2 seeds (0, 1), TT {runs[0]['compression_ratio']:.0f}x" in first.stdout
     assert runs[0]["compression_ratio"] >= 100.0  # the default rank for a table from a full one: the largest at 100x
     # finished runs are reused: nothing is trained again (this and the next two in this process: the
     # script's own start was checked above)
     script = "benchmarks/small_graphs_from_full.py"
     code, again, _ = run_main(script, *cmd[2:])
-    assert code == 0 and "cora: 2 seeds" in again and "ttgnn train" not in again
+    assert code == 0 and "cora: 2 seeds (0, 1)," in again and "ttgnn train" not in again
+    code, more, _ = run_main(script, *cmd[2:cmd.index("--seeds")], "--seeds", "3", "--report", *cmd[cmd.index("--jobs"):])
+    assert code == 0 and "cora: 2 seeds (0, 1; not finished or refused: seeds 2)," in more  # the missing one named
     assert json.loads((out / "cora" / "seed0" / "metrics.json").read_text()) == runs[0]
     # a finished run made with other settings is refused, naming the stage that differs, not reused or trained
     code, other, _ = run_main(script, *cmd[2:], "--finetune-distill", "1.0")
@@ -393,7 +408,7 @@ def test_train_arxiv_pairs_seeds_and_counts_averaged_runs_as_trained(tmp_path, l
     assert "now-gat-tt - now-gat-full, paired by seed (seeds 0;" in table
     # the table counts each run that reached its own last epoch, whatever --epochs (GAT's: 100) says
     assert "| now-gat-tt | tt | - | - | 1,118x | 1 | 0.7200 | 0.7100 |" in table
-    assert "| 2 of 2 |" in table and "not counted, not finished: now-gat-tt/seed2" in table
+    assert "| 2 of 2 |" in table and "not counted: now-gat-tt/seed2 (not finished)" in table
     assert "with Correct and Smooth: test +0.00 ± 0.00 (ahead on 0 of 1)" in table
     # the command shown is the one the finished runs ran (2 epochs, 1 thread), not GAT's default 100 epochs
     metrics = json.loads((out / "now-gat-tt" / "seed0" / "metrics.json").read_text())
@@ -566,3 +581,54 @@ def test_dropout_benchmark_times_both_dropouts_and_the_epochs(data_root, run_mai
     assert True in calls and False in calls  # ours ran, and torch's inside reference_only()
     code, _, err = run_main("benchmarks/bench_dropout.py", "--p", "1")
     assert code == 2 and "--p must lie in (0, 1), got 1.0" in err
+
+
+def test_train_arxiv_counts_only_runs_of_the_configurations_settings_and_seed(tmp_path, load_script, run_main):
+    # a run of other settings (copied or left in the folder) was pooled into the configuration's row, a folder
+    # holding another seed's run counted twice, and the best epochs were listed in the folders' name order
+    arxiv = load_script("benchmarks/train_arxiv.py")
+    out = tmp_path
+    _arxiv_run(out / "now-gat-tt" / "seed2", 2, [0.72, 0.71], [0.70, 0.70])  # best epoch 1
+    _arxiv_run(out / "now-gat-tt" / "seed10", 10, [0.70, 0.72], [0.70, 0.70])  # best epoch 2
+    _arxiv_run(out / "now-gat-tt" / "seed3", 2, [0.70], [0.70])  # seed 2's run again
+    _arxiv_run(out / "now-gat-tt" / "seed4", 4, [0.90], [0.90])
+    metrics = json.loads((out / "now-gat-tt" / "seed4" / "metrics.json").read_text())
+    metrics["settings"]["col_shape"] = [4, 4, 8]  # the command gives 8,4,4
+    (out / "now-gat-tt" / "seed4" / "metrics.json").write_text(json.dumps(metrics))
+    runs, left_out = arxiv.counted_runs(out, "now-gat-tt")
+    assert [r["settings"]["seed"] for r in runs] == [2, 10]
+    assert left_out == ["now-gat-tt/seed3 (it ran seed 2)",
+                        "now-gat-tt/seed4 (other settings: col_shape=[4, 4, 8] (command: [8, 4, 4]))"]
+    code, table, err = run_main("benchmarks/train_arxiv.py", "--out", str(out), "--table-only", "--only", "now-gat-tt")
+    assert code == 0 and "| 2 | 0.7200 ± 0.0000 | 0.7000 ± 0.0000 |" in table, err[-2000:]
+    assert "| 1/2 of 2 |" in table and "not counted: now-gat-tt/seed3 (it ran seed 2), now-gat-tt/seed4" in table
+    code, _, err = run_main("benchmarks/train_arxiv.py", "--out", str(out / "none"), "--table-only")
+    assert code == 2 and "no runs of" in err and "(no such folder)" in err
+    # --paired-epochs: a from_full run's best may be its start, epoch 0, which no record holds
+    from_full = dict(runs[0], from_full={"start_valid_acc": 0.9})
+    with pytest.raises(ValueError, match="a --from-full run; its epochs are the TT stage's"):
+        arxiv.first_epochs(from_full, 1)
+    # C&S that ran on another epoch's model than the best (no best model found) is not that epoch's
+    moved = dict(runs[1], correct_smooth={"epoch": 1, "valid_acc": 0.5, "test_acc": 0.5})
+    assert moved["best_epoch"] == 2 and arxiv.first_epochs(moved, 2)["correct_smooth"] is None
+
+
+def test_results_plot_reads_only_runs_that_reached_their_last_epoch(tmp_path, load_script):
+    # a run stopped early (and a from_full run's full-table stage) was averaged into the points
+    plot = load_script("benchmarks/plot_results.py")
+    done, stopped = _run("tt", 4, 0.5), _run("tt", 4, 0.99, seed=5)
+    stopped["settings"]["epochs"] = 3
+    for name, run in (("done", done), ("stopped", stopped), ("done/full-table", done)):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "metrics.json").write_text(json.dumps(dict(run, epochs=[{"epoch": 1}])))
+    assert [m["test_acc"] for m in plot.load_runs([tmp_path])] == [0.5]
+
+
+def test_smooth_finished_runs_names_and_skips_a_run_stopped_early(tmp_path, run_main):
+    # a run stopped at epoch 1 of 3 was smoothed and averaged with finished ones
+    stopped = _run("tt", 4, 0.5)
+    stopped["settings"]["epochs"] = 3
+    (tmp_path / "cfg" / "seed0").mkdir(parents=True)
+    (tmp_path / "cfg" / "seed0" / "metrics.json").write_text(json.dumps(dict(stopped, epochs=[{"epoch": 1}])))
+    code, out, err = run_main("benchmarks/smooth_finished_runs.py", str(tmp_path / "cfg" / "seed0"))
+    assert code == 0 and out.strip() == f"not counted, not finished: {tmp_path / 'cfg' / 'seed0'}", err[-2000:]
