@@ -609,3 +609,38 @@ def test_repr_of_a_compressed_table_reinitialised_names_its_init_again():
     emb = TTNodeEmbedding.from_pretrained(torch.randn(60, 8, generator=torch.Generator().manual_seed(0)), 2)
     emb.reset_parameters()
     assert "init='gaussian'" in repr(emb) and "from_pretrained" not in repr(emb)
+
+
+def test_a_float16_table_is_compressed_without_an_inf_core():
+    # TT-SVD leaves the table's norm in the last core: entries near 5,000 (float16 holds up to 65,504) made it
+    # inf, and the "exact at full rank" table was inf, silently
+    torch.manual_seed(0)
+    table = (5000 + 100 * torch.randn(1000, 8)).half()
+    emb = TTNodeEmbedding.from_pretrained(table, ranks=100)
+    assert all(bool(torch.isfinite(core).all()) for core in emb.cores)
+    assert emb.svd_relative_error < 1e-3  # float16 rounding of the cores
+    torch.testing.assert_close(emb.full_weight().float(), table.float(), rtol=2e-3, atol=0.0)
+    same32 = TTNodeEmbedding.from_pretrained(table.float(), ranks=100)  # where it fits, the cores are as before
+    assert float(same32.cores[-1].abs().max()) > 1e4
+
+
+def test_from_pretrained_draws_nothing_from_the_global_generator_and_a_load_forgets_its_error():
+    table = torch.randn(100, 8)
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    emb = TTNodeEmbedding.from_pretrained(table, ranks=4)
+    assert torch.equal(torch.rand(3), expected)  # as after nn.Embedding.from_pretrained
+    assert "from_pretrained" in repr(emb)
+    emb.load_state_dict(TTNodeEmbedding(100, 8, ranks=4).state_dict())  # other cores: the error is not theirs
+    assert not hasattr(emb, "svd_relative_error") and "from_pretrained" not in repr(emb)
+
+
+def test_a_node_order_is_not_loaded_into_a_meta_module_where_it_would_be_lost():
+    # copied into a meta buffer, it was gone; to_empty() then left garbage rows that lookups read
+    source = TTNodeEmbedding(1000, 16, ranks=4, node_order=torch.randperm(1000))
+    meta = TTNodeEmbedding(1000, 16, ranks=4, device="meta")
+    with pytest.raises(ValueError, match="a node order cannot be loaded into a TTNodeEmbedding on the meta device"):
+        meta.load_state_dict(source.state_dict())
+    meta.load_state_dict(source.state_dict(), assign=True)  # takes the tensors themselves: kept
+    assert torch.equal(meta.node_order, source.node_order)

@@ -6,6 +6,7 @@ import torch
 
 from messages import logged
 from ttgnn import TTNodeEmbedding
+import ttgnn.init as tt_init
 from ttgnn.init import gaussian_core_std, orthogonal_, tt_svd
 from ttgnn.shapes import TTShape
 
@@ -419,3 +420,15 @@ def test_a_numpy_array_of_one_number_and_an_int_past_floats_range_as_a_scale():
     assert check_scale("std", np.array(0.5)) == 0.5 and check_scale("std", np.array([2])) == 2.0
     with pytest.raises(ValueError, match="std must be a finite number > 0"):
         check_scale("std", 10**400)
+
+
+@pytest.mark.parametrize("fill", [tt_init.gaussian_, tt_init.orthogonal_])
+def test_the_public_initialisers_check_the_cores_they_are_given(fill):
+    # an empty list or a lone tensor ended in an IndexError; cores whose ranks do not chain were filled
+    with pytest.raises(ValueError, match="cores is empty"):
+        fill([])
+    with pytest.raises(TypeError, match="cores must be a sequence of tensors"):
+        fill(torch.zeros(4, 1, 2, 1))
+    with pytest.raises(ValueError, match=r"core 1 has shape \(4, 3, 2, 1\); its rank dimension 1 must be 2"):
+        fill([torch.zeros(4, 1, 2, 2), torch.zeros(4, 3, 2, 1)])
+    fill([torch.zeros(4, 1, 2, 2), torch.zeros(4, 2, 2, 1)])  # a chain: filled

@@ -219,10 +219,11 @@ class TTNodeEmbedding(nn.Module):
             raise TypeError(f"weight must be a floating-point tensor (the cores take its dtype), got {weight.dtype}")
         weight = weight.detach()  # a trained table: its autograd graph is not followed into the SVD
         num_rows, dim = weight.shape
-        module = cls(
-            num_rows, dim, ranks=ranks, num_cores=num_cores, row_shape=row_shape, col_shape=col_shape,
-            node_order=node_order, dtype=weight.dtype, device=weight.device,
-        )
+        with torch.random.fork_rng(devices=[]):  # the constructor's random cores are replaced: draws no one's
+            module = cls(
+                num_rows, dim, ranks=ranks, num_cores=num_cores, row_shape=row_shape, col_shape=col_shape,
+                node_order=node_order, dtype=weight.dtype, device=weight.device,
+            )
         table = weight
         shape = module.shape
         if module.node_order is not None:
@@ -272,11 +273,18 @@ class TTNodeEmbedding(nn.Module):
         if state_dict.get(key) is not None:
             order = self._checked_order(state_dict[key])
             if self.node_order is None:
+                if self.cores[0].device.type == "meta" and not local_metadata.get("assign_to_params_buffers"):
+                    # copied into a meta buffer it would be lost, and to_empty() leaves garbage rows there
+                    raise ValueError("a node order cannot be loaded into a TTNodeEmbedding on the meta device (it "
+                                     "holds no values): load with load_state_dict(..., assign=True), or move the "
+                                     "module to a real device (to_empty) before loading")
                 self.node_order = order.to(self.cores[0].device)
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
         if rows_key in unexpected_keys:  # not a parameter or buffer: read above
             unexpected_keys.remove(rows_key)
+        if hasattr(self, "svd_relative_error"):  # the cores are the state dict's now, not from_pretrained's table
+            del self.svd_relative_error
 
     # ------------------------------------------------------------------ lookup
     def _rows_of(self, indices: torch.Tensor) -> torch.Tensor:

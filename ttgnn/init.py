@@ -103,6 +103,7 @@ def gaussian_(
             drawn there and copied to the cores).
     """
     std = check_scale("std", std)
+    _check_cores(cores, "gaussian_")
     ranks = [c.shape[1] for c in cores] + [cores[-1].shape[3]]
     sigma = gaussian_core_std(ranks, std)
     check_representable(std, (std, sigma), cores[0].dtype)
@@ -112,6 +113,23 @@ def gaussian_(
         else:
             sample = torch.empty(core.shape, dtype=core.dtype, device=generator.device)
             core.copy_(sample.normal_(0.0, sigma, generator=generator))
+
+
+def _check_cores(cores, op: str) -> None:
+    """``TypeError`` / ``ValueError`` unless ``cores`` is a sequence of TT cores that chain (as a lookup
+    takes them: :func:`ttgnn.ops.check_lookup_inputs`): an empty list or one tensor failed with an
+    ``IndexError``, and cores whose ranks do not chain were filled without a word."""
+    from .ops import check_lookup_inputs  # local: ops is the lower layer
+
+    if isinstance(cores, torch.Tensor) or not all(isinstance(core, torch.Tensor) for core in cores):
+        raise TypeError(f"{op}: cores must be a sequence of tensors (TTNodeEmbedding.cores), got "
+                        f"{type(cores).__name__}")
+    if len(cores) == 0:
+        raise ValueError(f"{op}: cores is empty: a TT has at least one core")
+    try:
+        check_lookup_inputs(list(cores), torch.empty(0, dtype=torch.long, device=cores[0].device), op)
+    except RuntimeError as err:
+        raise ValueError(str(err)) from None
 
 
 def _random_orthonormal(rows: int, cols: int, generator, dtype, device) -> torch.Tensor:
@@ -152,6 +170,7 @@ def orthogonal_(
             whenever ``prod(n) < D``).
     """
     gain = check_scale("gain", gain)
+    _check_cores(cores, "orthogonal_")
     # The table's entries are about gain / sqrt(rows); the last core's, at most gain / sqrt(n_K).
     check_representable(gain, (gain / math.sqrt(math.prod(c.shape[0] for c in cores)),
                                        gain / math.sqrt(cores[-1].shape[0])), cores[0].dtype)
@@ -238,4 +257,23 @@ def tt_svd(weight: torch.Tensor, shape: TTShape) -> tuple[list[torch.Tensor], fl
     approx = tt_lookup_reference(cores, torch.arange(shape.num_rows, device=weight.device))
     norm = torch.linalg.norm(dense[: shape.num_rows])
     error = torch.linalg.norm(approx - dense[: shape.num_rows]) / norm if norm > 0 else torch.tensor(0.0)
-    return [c.to(weight.dtype) for c in cores], float(error)
+    return _in_dtype(cores, weight.dtype), float(error)
+
+
+def _in_dtype(cores: list[torch.Tensor], dtype: torch.dtype) -> list[torch.Tensor]:
+    """The float64 cores of :func:`tt_svd` in ``dtype``. TT-SVD leaves the table's whole norm in the last
+    core (the others are orthonormal), which can pass a narrow dtype's range although every table entry
+    fits (float16: a table of entries near 5,000 gave an inf core): there the cores are rebalanced first,
+    each scaled to the geometric mean of their norms (the product, so the table, unchanged)."""
+    limit = torch.finfo(dtype).max / 100  # entries of products reach several times a core's: a margin
+    if max(float(c.abs().max()) for c in cores) > limit:
+        norms = [float(torch.linalg.norm(c)) for c in cores]
+        if all(n > 0 for n in norms):
+            mean = math.exp(sum(math.log(n) for n in norms) / len(norms))
+            cores = [c * (mean / n) for c, n in zip(cores, norms)]
+        largest = max(float(c.abs().max()) for c in cores)
+        if largest > limit:
+            raise ValueError(f"the TT cores of this table cannot be held in {dtype}: their entries reach "
+                             f"{largest:.3g} even with the norm spread over the cores (at most {limit:.3g} is taken); "
+                             "compress the table in float32, or scale it down first")
+    return [c.to(dtype) for c in cores]
