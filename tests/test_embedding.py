@@ -644,3 +644,16 @@ def test_a_node_order_is_not_loaded_into_a_meta_module_where_it_would_be_lost():
         meta.load_state_dict(source.state_dict())
     meta.load_state_dict(source.state_dict(), assign=True)  # takes the tensors themselves: kept
     assert torch.equal(meta.node_order, source.node_order)
+
+
+def test_functional_call_takes_the_parameters_and_buffers_as_documented():
+    # the state dict's row-count entry is no parameter or buffer: functional_call refuses the state dict
+    # (docs/embedding.md), and takes the parameters and buffers
+    emb = TTNodeEmbedding(100, 8, ranks=4, node_order=torch.randperm(100))
+    rows = torch.tensor([3, 7, 99])
+    doubled = {name: 2 * p.detach() if p.is_floating_point() else p
+               for name, p in {**dict(emb.named_parameters()), **dict(emb.named_buffers())}.items()}
+    out = torch.func.functional_call(emb, doubled, (rows,))
+    torch.testing.assert_close(out, emb(rows) * 2 ** len(emb.cores))
+    with pytest.raises((TypeError, RuntimeError)):
+        torch.func.functional_call(emb, emb.state_dict(), (rows,))
