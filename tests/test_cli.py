@@ -1200,3 +1200,32 @@ def test_partition_refuses_an_empty_output_and_upgrade_names_a_device_for_what_i
     if os.path.exists("/dev/null"):
         assert main(["upgrade-checkpoint", "/dev/null"]) == 2
         assert "/dev/null is not a regular file" in capsys.readouterr().err
+
+
+def test_a_scripts_help_shows_the_rank_and_shapes_it_trains_with(capsys):
+    # the help of a script fixing rank 16 (or arxiv's shapes) still said "default: 8, or 4 ..." and "automatic"
+    from ttgnn.cli import script_parser
+    from ttgnn.config import TrainConfig
+
+    fixed = script_parser("a script", TrainConfig(rank=16, row_shape=[55, 55, 56], col_shape=[8, 4, 4]))
+    text = " ".join(fixed.format_help().split())
+    assert "TT rank (default: 16)" in text
+    assert "TT row shape, e.g. 55,55,56 (default: 55,55,56)" in text and "(default: 8,4,4)" in text
+    auto = " ".join(script_parser("another", TrainConfig()).format_help().split())
+    assert "TT rank (default: 8, or 4 where" in auto and "TT column shape, e.g. 8,4,4 (default: automatic)" in auto
+
+
+def test_partition_lines_up_every_method_under_its_header(graph_root, capsys):
+    # hierarchical-kaminpar is 21 characters: its figures sat one column right of their headers
+    assert main(["partition", "--dataset", "tiny", "--root", str(graph_root), "--row-shape", "7,7,7", "--no-cache",
+                 "--method", "hierarchical-kaminpar", "random"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()[1:4]
+    ends = [match.end() for match in re.finditer(r"\S+(?: \S+)*", header)]  # right-aligned columns
+    for row in rows:
+        assert [match.end() for match in re.finditer(r"\S+", row)] == ends, (header, row)
+
+
+def test_plan_refuses_a_mean_degree_no_simple_graph_of_that_size_has(capsys):
+    assert main(["plan", "--nodes", "1000", "--avg-degree", "5000"]) == 2
+    assert capsys.readouterr().err.strip() == ("ttgnn plan: error: avg_degree must be at most 999 (num_nodes - 1: "
+                                               "each node has at most every other as a neighbour), got 5000")

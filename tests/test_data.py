@@ -953,6 +953,20 @@ def test_an_empty_cache_directory_is_refused_not_the_working_folder():
             default_cache_dir(empty)
 
 
+def test_an_empty_dataset_root_is_refused_not_the_working_folder(tmp_path, monkeypatch):
+    # --root "$UNSET" read a same-named folder in the working directory (another graph, silently)
+    from ttgnn.data import resolve_root
+
+    write_raw_dataset(tmp_path / "cora", num_nodes=4, edges=[[0, 1]], labels=[0, 1, 0, 1],
+                      split={"train": [0, 1], "valid": [2], "test": [3]})
+    monkeypatch.chdir(tmp_path)
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match="the dataset root is empty"):
+            resolve_root(empty)
+        with pytest.raises(ValueError, match="the dataset root is empty"):
+            load_dataset("cora", root=empty, cache_dir=tmp_path / "cache")
+
+
 def test_blank_lines_after_the_last_label_are_not_nodes(tmp_path):
     folder = write_raw_dataset(tmp_path / "g", num_nodes=4, edges=[[0, 1], [1, 2]], labels=[0, 1, 0, 1, "", ""],
                                split={"train": [0, 1], "valid": [2], "test": [3]})

@@ -265,3 +265,18 @@ def test_a_target_that_cannot_be_replaced_is_named_not_the_temporary(tmp_path):
         atomic_write(target, lambda fh: fh.write(b"x"))
     assert err.value.filename == str(target)
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+def test_a_link_is_checked_where_its_target_would_be_written(tmp_path):
+    # the check looked at the link's folder: a link into a file's "folder" passed it, and the command failed
+    # after all its work, naming the target's folder or a temporary that never existed
+    (tmp_path / "a-file").write_text("x")
+    link = tmp_path / "out.npy"
+    link.symlink_to(tmp_path / "a-file" / "x.npy")
+    with pytest.raises(ValueError) as err:
+        check_output_file(link, "--output")
+    assert str(err.value) == (f"cannot write --output {link} (a link to {tmp_path / 'a-file' / 'x.npy'}): "
+                              f"{tmp_path / 'a-file'} is a file, not a folder")
+    fine = tmp_path / "fine.npy"
+    fine.symlink_to(tmp_path / "new" / "x.npy")  # a folder atomic_write makes: accepted
+    assert check_output_file(fine, "--output") == fine

@@ -442,3 +442,13 @@ def test_cli_predict_notes_a_run_that_stopped_early(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         "note: the run stopped after epoch 2 of 5 (interrupted); its best model so far is used: `ttgnn train` with "
         "the run's command plus --resume finishes it")
+
+
+def test_an_empty_cache_dir_or_root_is_refused_by_predict_as_elsewhere(tmp_path, capsys):
+    # predict read --cache-dir "" as "not given" and went on with the run's recorded cache
+    root, out = _train_tiny(tmp_path)
+    capsys.readouterr()
+    assert main(["predict", str(out), "--root", str(root), "--cache-dir", ""]) == 2
+    assert "the cache directory is empty" in capsys.readouterr().err
+    assert main(["predict", str(out), "--root", "", "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert "the dataset root is empty" in capsys.readouterr().err

@@ -203,15 +203,18 @@ def add_train_arguments(parser: argparse.ArgumentParser, defaults: Optional[Trai
                    help="input table: tt (TT cores), full (nn.Embedding), features (the dataset's node features)")
     p.add_argument("--dim", type=int, default=d.dim, help="embedding dimension")
     few = f"{100 * LABEL_INPUT_MIN_TRAIN_FRACTION:.0f}%%"
-    p.add_argument("--rank", type=int, default=d.rank, help=f"TT rank (default: {AUTO_RANK}, or {AUTO_RANK_FEW_LABELS} "
-                   f"where training nodes are under {few} of the graph; either lowered to keep at least "
-                   f"{AUTO_MIN_COMPRESSION:.0f}x compression)")
+    # a script's own TrainConfig may fix the rank and shapes: its help then says so, not the automatic rule
+    p.add_argument("--rank", type=int, default=d.rank, help="TT rank (default: "
+                   + (f"{d.rank})" if d.rank is not None else f"{AUTO_RANK}, or {AUTO_RANK_FEW_LABELS} where training "
+                      f"nodes are under {few} of the graph; either lowered to keep at least "
+                      f"{AUTO_MIN_COMPRESSION:.0f}x compression)"))
     p.add_argument("--num-cores", type=int, default=d.num_cores, help="TT cores, 2-8 (default: from the number "
                    "of nodes: 3 up to about 1.7e7, then 4)")
-    p.add_argument("--row-shape", type=_int_list, default=d.row_shape, help="TT row shape, e.g. 55,55,56 "
-                   "(default: automatic)")
-    p.add_argument("--col-shape", type=_int_list, default=d.col_shape, help="TT column shape, e.g. 8,4,4 "
-                   "(default: automatic)")
+    for option, shape, what, example in (("--row-shape", d.row_shape, "row", "55,55,56"),
+                                         ("--col-shape", d.col_shape, "column", "8,4,4")):
+        fixed = ",".join(map(str, shape)) if shape is not None else "automatic"
+        p.add_argument(option, type=_int_list, default=shape, help=f"TT {what} shape, e.g. {example} "
+                       f"(default: {fixed})")
     p.add_argument("--order", choices=ORDERS, default=d.order, help="node order for the TT rows")
     p.add_argument("--compression", type=float, default=d.compression, help="pick the largest TT rank with at "
                    "least this compression (instead of --rank)")
@@ -580,17 +583,18 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     prefix_keys = [f"shared_prefix_{level}" for level in range(1, len(row_shape))]
     header = "".join(f"{'shared ' + str(level) + ' digit' + ('s' if level > 1 else ''):>18}"
                      for level in range(1, len(row_shape)))
-    print(f"{'method':>20}{header}{'seconds':>10}{'total s':>10}")
+    width = max(20, *(len(method) + 1 for method in args.method))  # hierarchical-kaminpar is 21 characters
+    print(f"{'method':>{width}}{header}{'seconds':>10}{'total s':>10}")
     for method in args.method:
         started = time.perf_counter()
         order = hierarchical_order(dataset.csr(), row_shape, method=method, seed=args.seed,
                                    cache_dir=cache_dir, progress=args.progress)
         total = time.perf_counter() - started
         figures = "".join(f"{order.quality[key]:>18.4f}" for key in prefix_keys)
-        print(f"{method:>20}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")
+        print(f"{method:>{width}}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")
         if method in outputs:
             write_node_column(outputs[method], order.perm, "tt_row")
-            print(f"{'':>20}perm (node id -> TT row) written to {outputs[method]}")
+            print(f"{'':>{width}}perm (node id -> TT row) written to {outputs[method]}")
     return 0
 
 

@@ -62,8 +62,16 @@ SPLIT_NAMES = ("train", "valid", "test")
 
 
 def resolve_root(root: Optional[Union[str, os.PathLike]] = None) -> Path:
-    """The datasets root: ``root`` if given, else ``$TTGNN_DATA``, else ``./dataset``."""
+    """The datasets root: ``root`` if given, else ``$TTGNN_DATA``, else ``./dataset``.
+
+    Raises:
+        ValueError: ``root`` is empty (``Path("")`` is the working folder: an unset shell variable in
+            ``--root "$VAR"`` would have read a same-named folder there).
+    """
     if root is not None:
+        if not os.fspath(root).strip():
+            raise ValueError("the dataset root is empty (\"\"): give a folder path, or none for the default "
+                             "($TTGNN_DATA, else ./dataset)")
         return Path(root)
     env = os.environ.get("TTGNN_DATA")
     return Path(env) if env else Path("dataset")

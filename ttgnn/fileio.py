@@ -68,18 +68,20 @@ def check_output_file(path: PathLike, option: str = "path") -> Path:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{option} {path} is a folder; give a file name")
-    _write_target(path, option)
-    above = path.parent
+    # a link is written through: the folder that must take the file is its target's
+    target = _write_target(path, option)
+    shown = path if target == path else f"{path} (a link to {target})"
+    above = target.parent
     while not above.exists() and above != above.parent:
         above = above.parent
     if not above.is_dir():
-        raise ValueError(f"cannot write {option} {path}: {above} is a file, not a folder")
+        raise ValueError(f"cannot write {option} {shown}: {above} is a file, not a folder")
     if not os.access(above, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write {option} {path}: folder {above} is not writable")
+        raise ValueError(f"cannot write {option} {shown}: folder {above} is not writable")
     try:  # os.access says yes to root everywhere (/proc too): a file made and removed says it for sure
         fd, probe = tempfile.mkstemp(dir=above, prefix=".ttgnn-probe.", suffix=".tmp")
     except OSError as err:
-        raise ValueError(f"cannot write {option} {path}: no file can be made in folder {above} "
+        raise ValueError(f"cannot write {option} {shown}: no file can be made in folder {above} "
                          f"({err.strerror})") from None
     os.close(fd)
     os.unlink(probe)

@@ -190,6 +190,9 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         raise ValueError(f"mode must be 'minibatch' or 'full', got {mode!r}")
     if not (isinstance(avg_degree, numbers.Real) and math.isfinite(avg_degree) and avg_degree >= 0):
         raise ValueError(f"avg_degree must be a finite number >= 0, got {avg_degree!r}")
+    if avg_degree > num_nodes - 1:  # a graph without self-loops or duplicate edges
+        raise ValueError(f"avg_degree must be at most {num_nodes - 1:,} (num_nodes - 1: each node has at most "
+                         f"every other as a neighbour), got {avg_degree:g}")
     fanouts = list(fanouts) if fanouts is not None else [10] * num_layers
     if len(fanouts) != num_layers:
         raise ValueError(f"need {num_layers} fan-outs >= 1 (one per layer), got {fanouts}")
