@@ -3,9 +3,13 @@
 Reads every ``metrics.json`` under the given folders (as written by ``ttgnn train``,
 ``benchmarks/compression_sweep.py`` and ``benchmarks/train_arxiv.py``), groups the runs by
 dataset, model and label input, and averages over seeds (error bars: one standard deviation).
-Needs matplotlib (``pip install matplotlib``, the ``bench`` extra).
+Only runs that reached their last epoch count; a point (table, rank, dropout, init) must hold one
+configuration's runs, each seed once, else the script stops naming the settings that differ: give
+it the folders of one sweep (a ``compression_sweep.py --out``), not a ``train_arxiv.py --out`` that
+holds several configurations of one table and rank. Needs matplotlib (``pip install matplotlib``,
+the ``bench`` extra).
 
-    python benchmarks/plot_results.py runs/sweep runs/arxiv-bench --out docs [--suffix _defaults]
+    python benchmarks/plot_results.py runs/sweep --out docs [--suffix _defaults]
 """
 import argparse
 import json

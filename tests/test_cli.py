@@ -1229,3 +1229,4 @@ def test_plan_refuses_a_mean_degree_no_simple_graph_of_that_size_has(capsys):
     assert main(["plan", "--nodes", "1000", "--avg-degree", "5000"]) == 2
     assert capsys.readouterr().err.strip() == ("ttgnn plan: error: avg_degree must be at most 999 (num_nodes - 1: "
                                                "each node has at most every other as a neighbour), got 5000")
+    assert main(["plan", "--nodes", "8", "--json"]) == 0  # the default degree (10), not typed: capped at 7

@@ -218,6 +218,8 @@ def test_ctrl_c_while_a_resume_sets_up_or_in_from_fulls_second_stage_names_the_c
         with pytest.raises(TrainingInterrupted) as caught:
             train(config, planted)
     assert calls == ["full", "full", "tt"] and (caught.value.checkpoint, caught.value.epoch) == (full_table, 2)
+    # left to the graph (from_full None, as from the command line, until the data has loaded): the same
+    assert ttrain._resume_point(dataclasses.replace(config, from_full=None, resume=True), False) == (full_table, 2)
     with monkeypatch.context() as patch:
         patch.setattr(ttrain, "all_logits", ctrl_c)
         with pytest.raises(TrainingInterrupted) as caught:

@@ -749,7 +749,6 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         raise ValueError("give --nodes N (with --avg-degree and --classes) or --dataset NAME")
     else:
         classes = DEFAULT_CLASSES if classes is None else classes
-        avg_degree = DEFAULT_AVG_DEGREE if avg_degree is None else avg_degree
     results = {}  # every plan first: a bad value is refused before anything is printed
     for world_size in dict.fromkeys(args.world_size):  # each once, in the order given
         results[world_size] = plan(nodes, args.dim, args.rank, model=args.model, num_layers=len(args.fanouts),
@@ -798,7 +797,7 @@ def _add_plan_parser(sub) -> None:
                    help="the optimiser whose state is counted (Adam: two values per parameter)")
     p.add_argument("--world-size", type=int, nargs="+", default=[1], help="one or more numbers of GPUs/machines")
     p.add_argument("--avg-degree", type=float, default=None,
-                   help=f"mean degree of the symmetric graph (default: {DEFAULT_AVG_DEGREE:g})")
+                   help=f"mean degree of the symmetric graph (default: {DEFAULT_AVG_DEGREE:g}, at most --nodes - 1)")
     p.add_argument("--mode", choices=MODES, default="minibatch", help="full-graph training or sampled mini-batches")
     p.add_argument("--eval-fanouts", type=_int_list, default=None,
                    help="sampled evaluation's fan-outs, as `ttgnn train` (default: as training chooses)")

@@ -147,7 +147,7 @@ DEFAULT_AVG_DEGREE = 10.0
 def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage", num_layers: int = 3,
          hidden: int = 256, heads: int = 4, num_classes: int = DEFAULT_CLASSES,
          fanouts: Optional[Sequence[int]] = None, batch_size: int = 1024, optimizer: str = "adam",
-         world_size: int = 1, avg_degree: float = DEFAULT_AVG_DEGREE,
+         world_size: int = 1, avg_degree: Optional[float] = None,
          mode: str = "minibatch", num_cores: Optional[int] = None, row_shape=None, col_shape=None,
          device_memory: Optional[float] = None, eval_fanouts: Optional[Sequence[int]] = None,
          eval_batch_size: int = 8192) -> dict:
@@ -158,8 +158,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         model (str): ``"sage"`` or ``"gat"``. num_layers, hidden, heads, num_classes (int): the GNN.
         fanouts (sequence of int, optional): neighbours sampled per layer (default ``10`` each).
         batch_size (int): seed nodes per step and rank. optimizer (str): a key of :data:`OPTIMIZERS`.
-        world_size (int): data-parallel ranks (GPUs or machines). avg_degree (float): mean degree
-            of the symmetric graph. mode (str): ``"minibatch"`` or ``"full"`` (every node every step).
+        world_size (int): data-parallel ranks (GPUs or machines). avg_degree (float, optional): mean
+            degree of the symmetric graph (default: :data:`DEFAULT_AVG_DEGREE`, at most ``num_nodes - 1``). mode (str): ``"minibatch"`` or ``"full"`` (every node every step).
         num_cores, row_shape, col_shape: TT shape overrides (:meth:`ttgnn.shapes.TTShape.build`).
         device_memory (float, optional): bytes available per rank; sets each plan's ``fits``.
         eval_fanouts (sequence of int, optional): sampled evaluation's fan-outs, as ``ttgnn train
@@ -188,6 +188,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if mode not in ("minibatch", "full"):
         raise ValueError(f"mode must be 'minibatch' or 'full', got {mode!r}")
+    if avg_degree is None:  # the default, capped for tiny graphs (a node has at most num_nodes - 1 neighbours)
+        avg_degree = min(DEFAULT_AVG_DEGREE, num_nodes - 1)
     if not (isinstance(avg_degree, numbers.Real) and math.isfinite(avg_degree) and avg_degree >= 0):
         raise ValueError(f"avg_degree must be a finite number >= 0, got {avg_degree!r}")
     if avg_degree > num_nodes - 1:  # a graph without self-loops or duplicate edges

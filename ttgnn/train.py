@@ -1022,7 +1022,7 @@ def _resume_point(config: TrainConfig, full_table_done: bool) -> tuple[Optional[
         return None, 0
     out = Path(config.output_dir)
     candidates = [out / CHECKPOINT_NAME] if config.resume else []
-    if config.from_full and (full_table_done or config.resume):
+    if config.from_full is not False and (full_table_done or config.resume):  # None: the graph's rule decides
         candidates.append(out / FULL_TABLE_DIR / CHECKPOINT_NAME)
     for path in candidates:
         if path.is_file():
