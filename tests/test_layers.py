@@ -417,3 +417,26 @@ def test_a_graph_of_several_edge_types_is_refused_by_name():
     with pytest.raises(ValueError, match=r"^expected a graph with one edge type, got \[\('a', 'to', 'b'\), "
                                          r"\('b', 'to', 'a'\)\]$"):
         SparseGraph.from_dgl(hetero)
+
+
+def test_sage_in_float64_equals_dgl_to_float64_rounding():
+    # the mean's 1/in-degree was kept in float32 and cast: a float64 layer was 1e-8 from DGL's
+    torch.manual_seed(0)
+    graph = random_graph(70, 400, isolated=(2,))
+    dgl_conv = SAGEConv(8, 8, "mean").double()
+    ours = TensorSAGEConv(8, 8).double()
+    ours.load_state_dict(dgl_conv.state_dict())
+    h = torch.randn(graph.num_src_nodes(), 8, dtype=torch.float64)
+    torch.testing.assert_close(ours(SparseGraph.from_dgl(graph), h), dgl_conv(graph, h), rtol=1e-13, atol=1e-13)
+
+
+def test_layer_wise_inference_of_a_float64_model():
+    # its output buffer was float32 whatever the model's dtype: index_put refused the float64 rows
+    from ttgnn.models import GraphSAGE
+
+    graph = random_graph(30, 120, isolated=(3,))
+    torch.manual_seed(0)
+    model = GraphSAGE(6, 8, 3, num_layers=2).double().eval()
+    h = torch.randn(30, 6, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(model.inference(graph, h, batch_size=7), model(graph, h), rtol=1e-12, atol=1e-12)

@@ -175,6 +175,14 @@ class SparseGraph:
                        t_perm=kept_before[self.t_perm[keep_t]], mean_weight=(1.0 / degree)[dst])
         return SparseGraph(indptr, self.indices[keep], self.num_src, _derived=derived)
 
+    def mean_weight_in(self, dtype: torch.dtype) -> torch.Tensor:
+        """:attr:`mean_weight` in ``dtype``: the stored float32 one, else ``1 / in-degree`` computed in
+        ``dtype`` (a float32 weight cast to float64 left the mean float32-accurate, 1e-8 from DGL's)."""
+        if dtype == self.mean_weight.dtype:
+            return self.mean_weight
+        degree = (self.indptr[1:] - self.indptr[:-1]).clamp(min=1).to(dtype)
+        return (1.0 / degree)[self.dst]
+
     def csr(self, values: torch.Tensor) -> torch.Tensor:
         """``(num_dst, num_src)`` sparse CSR matrix with ``values`` ``(E,)`` on the edges."""
         return _csr(self.indptr, self.indices, values, (self.num_dst, self.num_src))
@@ -307,7 +315,7 @@ def aggregate(graph: SparseGraph, weight: Optional[torch.Tensor], x: torch.Tenso
     flat = x.dim() == 2
     x3 = x.unsqueeze(1) if flat else x
     if weight is None:
-        weight = graph.mean_weight.to(x.dtype).unsqueeze(1).expand(-1, x3.shape[1])
+        weight = graph.mean_weight_in(x.dtype).unsqueeze(1).expand(-1, x3.shape[1])
     if weight.shape != (graph.num_edges, x3.shape[1]):
         raise ValueError(f"weight must be (E, H) = ({graph.num_edges}, {x3.shape[1]}), got {tuple(weight.shape)}")
     # torch.compile traces the gather form whole (it cannot tell whether a torch.func transform is active,

@@ -379,7 +379,7 @@ class GNN(nn.Module):
         nodes = torch.arange(graph.num_nodes(), dtype=graph.idtype)
         for index in range(self.num_layers):
             width = self.num_classes if index == self.num_layers - 1 else self.hidden
-            out = torch.empty(graph.num_nodes(), width, device=device)
+            out = torch.empty(graph.num_nodes(), width, device=device, dtype=h.dtype)  # a float64 model's too
             loader = dgl.dataloading.DataLoader(graph, nodes, sampler, batch_size=batch_size,
                                                 shuffle=False, drop_last=False, num_workers=0)
             batches = tqdm(loader_batches(loader), total=len(loader), disable=not progress, leave=False,
