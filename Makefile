@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.ttgnn-installed
-SOURCES := pyproject.toml setup.py ttgnn/_build.py requirements.txt $(wildcard kernels/*.cpp kernels/*.h kernels/*/*.cpp kernels/*/*.cu kernels/*/*.h)
+SOURCES := pyproject.toml setup.py ttgnn/_build.py requirements.txt $(wildcard kernels/*.cpp kernels/*.h kernels/*/*.cpp kernels/*/*.cu \
+           kernels/*/*.cuh kernels/*/*.h)
 
 .PHONY: setup test demo dist check-packaging clean
 

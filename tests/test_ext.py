@@ -885,3 +885,15 @@ def test_the_backends_are_logged_once_with_the_library_and_the_devices_it_serves
         f"TT lookup: compiled kernels (cache, /cache/ttgnn_C.so) for no device; {reference}"]
     assert logged_now(_ext.ExtensionInfo("unavailable", error="no C++ compiler"), {}) == [
         "TT lookup: compiled kernels unavailable (no C++ compiler); using the pure-PyTorch reference"]
+
+
+def test_a_kernel_cache_that_cannot_be_written_leaves_the_reference_not_a_failed_import(fresh_ext, monkeypatch,
+                                                                                     tmp_path):
+    # TTGNN_CACHE a file (or a read-only $HOME): `import ttgnn` raised NotADirectoryError from the cache's mkdir
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("TTGNN_CACHE", str(tmp_path / "a-file"))
+    info, caught = _load_collecting_warnings()
+    assert info.origin == "unavailable"
+    assert info.error.startswith(f"cannot write the kernel cache {tmp_path / 'a-file'}")
+    assert info.error.endswith("; set TTGNN_CACHE to a writable folder")
+    assert len(caught) == 1 and fresh_ext.compiles == []

@@ -233,7 +233,8 @@ def _build_environment(cuda: bool, cxx: Optional[str] = None) -> Iterator[None]:
     with contextlib.suppress(ImportError):
         import ninja  # the PyPI package
 
-        extra.append(str(ninja.BIN_DIR))
+        if ninja.BIN_DIR:  # empty in some layouts: "" on PATH would be the working folder
+            extra.append(str(ninja.BIN_DIR))
     os.environ["PATH"] = os.pathsep.join(extra + [saved["PATH"] or os.defpath])
     if cuda:
         os.environ["TORCH_CUDA_ARCH_LIST"] = _build.cuda_arch_list()
@@ -329,8 +330,13 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
     cached = _from_cache(build_dir, tag, digest, notes)
     if cached is not None:
         return cached
-    build_dir.mkdir(parents=True, exist_ok=True)
-    with _build_lock(build_dir):
+    with contextlib.ExitStack() as stack:
+        try:  # a cache that cannot be written (read-only $HOME, TTGNN_CACHE a file) means no kernels, not no ttgnn
+            build_dir.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(_build_lock(build_dir))
+        except OSError as err:
+            return ExtensionInfo("unavailable", error=f"cannot write the kernel cache {build_dir} "
+                                 f"({err.strerror or err}); set TTGNN_CACHE to a writable folder", notes=notes)
         cached = _from_cache(build_dir, tag, digest, notes)  # built by the process we waited for
         if cached is not None:
             return cached
