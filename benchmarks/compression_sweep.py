@@ -30,6 +30,7 @@ from typing import Optional
 from summary import mean_std  # (benchmarks/summary.py)
 from ttgnn.choices import LOSSES
 from ttgnn.cli import report_errors
+from ttgnn.config import TrainConfig
 
 # Small-graph settings (two layers, no normalisation, dropout and weight decay as in the
 # Planetoid literature, a small initial table); every run uses them, only the input differs.
@@ -43,7 +44,7 @@ SETTINGS = {"small": SMALL, "cli": []}
 # compresses it: benchmarks/small_graphs_from_full.py), as every table of this sweep was measured.
 COMMON = ["--mode", "full", "--no-progress", "--no-correct-smooth", "--no-from-full"]
 # Settings that do not change what a run computes: left out when a finished run is matched.
-NOT_COMPARED = ("root", "cache_dir", "num_threads", "output_dir", "resume", "overwrite", "progress")
+NOT_COMPARED = TrainConfig.PLACE_KEYS
 # The TT table's own settings: not compared for the full table (whose runs recorded the default rank).
 TT_ONLY = ("rank", "num_cores", "row_shape", "col_shape", "compression", "max_params")
 
@@ -57,7 +58,6 @@ def finished_run(folder: Path, config, skip: tuple = ()) -> Optional[dict]:
     counts as :data:`~ttgnn.config.TrainConfig.RESUME_ABSENT` has it, else as different. Settings
     named in ``skip`` are not compared either."""
     from ttgnn.checkpoint import differing_settings
-    from ttgnn.config import TrainConfig
 
     path = folder / "metrics.json"
     if not path.exists():

@@ -51,8 +51,8 @@ def _point_key(m: dict) -> tuple:
     return (m["embedding"], m.get("rank"), m["settings"].get("dropout"), _series(m))
 
 
-#: Settings the seeds of one point may differ in.
-PER_RUN_SETTINGS = ("seed", "output_dir", "num_threads", "root", "cache_dir", "progress", "resume", "overwrite")
+#: Settings the seeds of one point may differ in (and TrainConfig.PLACE_KEYS).
+PER_RUN_SETTINGS = ("seed",)
 
 
 def _check_one_configuration(panel, point, members: list) -> None:
@@ -62,10 +62,13 @@ def _check_one_configuration(panel, point, members: list) -> None:
     twice = sorted({s for s in seeds if seeds.count(s) > 1})
     if twice:
         raise ValueError(f"{_title(panel)}, {point}: seed(s) {twice} found more than once among the folders")
+    from ttgnn.checkpoint import differing_settings
+    from ttgnn.config import TrainConfig
+
     first = members[0]["settings"]
     for m in members[1:]:
-        differ = sorted(key for key in first.keys() | m["settings"].keys()
-                        if key not in PER_RUN_SETTINGS and first.get(key) != m["settings"].get(key))
+        keys = sorted((first.keys() | m["settings"].keys()) - set(PER_RUN_SETTINGS + TrainConfig.PLACE_KEYS))
+        differ = differing_settings(first, m["settings"], keys, missing_differs=True)
         if differ:
             named = ", ".join(f"{key}: {first.get(key)!r} and {m['settings'].get(key)!r}" for key in differ[:3])
             raise ValueError(f"{_title(panel)}, {point}: runs of other settings would be averaged into one point "

@@ -52,22 +52,27 @@ def finished(path: Path, epochs: int) -> bool:
     """Whether ``path`` holds the metrics of a run of at least ``epochs`` epochs (with ``--from-full``:
     the full table's run of ``epochs`` epochs and all the fine-tuning epochs after it)."""
     path = Path(path)
-    if not path.exists():
-        return False
-    metrics = read_metrics(path)
+    return path.exists() and _finished(read_metrics(path), path.parent, epochs)
+
+
+def _finished(metrics: dict, folder: Path, epochs: int) -> bool:
+    """:func:`finished` of the run in ``folder``, whose ``metrics`` are read already."""
     if metrics.get("from_full"):
         return (len(metrics["epochs"]) >= metrics["settings"]["finetune_epochs"]
-                and finished(full_table_metrics(path.parent), epochs))
+                and finished(full_table_metrics(folder), epochs))
     return len(metrics["epochs"]) >= epochs
 
 
 def run_epochs_of(path: Path) -> int:
     """The ``--epochs`` the run at ``path`` was started with (with ``--from-full``: its full table's, as the
     TT stage records its fine-tuning epochs under ``epochs``)."""
-    metrics = read_metrics(path)
-    if metrics.get("from_full"):
-        full = full_table_metrics(Path(path).parent)
-        return read_metrics(full)["settings"]["epochs"] if full.exists() else metrics["settings"]["epochs"]
+    return _run_epochs(read_metrics(path), Path(path).parent)
+
+
+def _run_epochs(metrics: dict, folder: Path) -> int:
+    full = full_table_metrics(folder) if metrics.get("from_full") else None
+    if full is not None and full.exists():
+        return read_metrics(full)["settings"]["epochs"]
     return metrics["settings"]["epochs"]
 
 
@@ -75,7 +80,10 @@ def complete(path: Path) -> bool:
     """Whether ``path`` holds the metrics of a run that reached its own last epoch (the ``--epochs`` it
     was started with; with ``--from-full``, both stages)."""
     path = Path(path)
-    return path.exists() and finished(path, run_epochs_of(path))
+    if not path.exists():
+        return False
+    metrics = read_metrics(path)  # once
+    return _finished(metrics, path.parent, _run_epochs(metrics, path.parent))
 
 
 def seed_folders(folder: Path) -> list:

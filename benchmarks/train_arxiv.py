@@ -23,6 +23,7 @@ the same model's after Correct and Smooth (``ttgnn.smoothing``; training labels 
 :func:`pooled_runs` for what counts).
 """
 import argparse
+import functools
 import json
 import shlex
 import subprocess
@@ -262,8 +263,7 @@ def run_dir(out: Path, name: str, seed: int) -> Path:
 
 
 #: Settings a configuration's runs may differ in: where and how fast they ran, their seed and length.
-NOT_COMPARED = ("seed", "epochs", "output_dir", "num_threads", "root", "cache_dir", "progress", "resume",
-                "overwrite")
+NOT_COMPARED = ("seed", "epochs")  # and TrainConfig.PLACE_KEYS
 
 
 def other_settings(name: str, metrics: dict) -> list:
@@ -272,16 +272,26 @@ def other_settings(name: str, metrics: dict) -> list:
     setting its file lacks, written before the setting existed, is not compared):
     ``["key=run's (command: value)", ...]``."""
     from ttgnn.checkpoint import differing_settings
+
+    typed = _typed_settings(name)
+    settings = metrics["settings"]
+    keys = sorted(typed.keys() & settings.keys())
+    return [f"{key}={settings[key]!r} (command: {typed[key]!r})" for key in differing_settings(settings, typed, keys)]
+
+
+@functools.lru_cache(maxsize=None)
+def _typed_settings(name: str) -> dict:
+    """The settings configuration ``name``'s command line types, as ``ttgnn train`` parses them, less
+    those :func:`other_settings` does not compare: a value left to the graph ("auto", None here) is
+    settled by each run, and what it recorded is its own. Parsed once per configuration."""
     from ttgnn.cli import build_parser, explicit_options
+    from ttgnn.config import TrainConfig
 
     argv = command(name, Path("."), 1, 1)[1:]
     parser = build_parser()
     typed = vars(parser.parse_args(argv))
-    settings = metrics["settings"]
-    # a value left to the graph ("auto", None here) is settled by the run: what it recorded is its own
-    keys = sorted(key for key in explicit_options(parser, argv) & settings.keys() - set(NOT_COMPARED)
-                  if typed[key] is not None)
-    return [f"{key}={settings[key]!r} (command: {typed[key]!r})" for key in differing_settings(settings, typed, keys)]
+    skipped = set(NOT_COMPARED + TrainConfig.PLACE_KEYS)
+    return {key: typed[key] for key in explicit_options(parser, argv) - skipped if typed[key] is not None}
 
 
 def counted_runs(out: Path, name: str) -> tuple:

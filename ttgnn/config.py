@@ -306,6 +306,9 @@ class TrainConfig:
             if isinstance(value, os.PathLike):
                 setattr(self, key, os.fspath(value))
 
+    #: Settings that say where and how a run ran, not what it computes: runs that differ only in them are
+    #: the same configuration (the seeds of a benchmark row, the processes of a data-parallel job).
+    PLACE_KEYS = ("root", "cache_dir", "output_dir", "num_threads", "progress", "resume", "overwrite")
     #: Settings a resumed run must share with the run that wrote the checkpoint.
     RESUME_KEYS = ("dataset", "model", "embedding", "rank", "order", "seed", "mode", "hidden", "num_layers",
                    "label_input", "label_reuse", "label_spread", "loss", "from_full", "weight_average")

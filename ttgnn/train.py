@@ -859,8 +859,7 @@ def summarize(metrics: dict) -> dict:
 # ---------------------------------------------------------------------- the run
 #: Settings each process of a data-parallel job may have its own of: where it reads and caches, its threads
 #: and bars, and what rank 0 alone decides or does (the run folder, evaluation batches, Correct and Smooth).
-PER_PROCESS_SETTINGS = ("root", "cache_dir", "num_threads", "progress", "output_dir", "resume", "overwrite",
-                        "eval_batch_size", "correct_smooth")
+PER_PROCESS_SETTINGS = TrainConfig.PLACE_KEYS + ("eval_batch_size", "correct_smooth")
 
 
 def _job_settings(config: TrainConfig) -> dict:
