@@ -186,6 +186,22 @@ def test_an_error_inside_the_context_leaves_without_a_barrier(peer, caplog):
     assert not caplog.records  # no barrier was tried against a peer that has left
 
 
+def test_a_setup_after_a_failed_rendezvous_meets_its_peer(peer):
+    # torch numbers the default group before its rendezvous; a failed attempt left the number at 1, and
+    # the next setup in this process waited for the keys of group "1" while its peer wrote group "0"
+    port = free_port()
+    with pytest.raises(ConnectionError, match="could not join"):
+        tdist.setup("cpu", timeout=datetime.timedelta(seconds=1),
+                    environ={"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    finish = peer("error")
+    ctx = tdist.setup("cpu", timeout=TIMEOUT)
+    try:
+        assert ctx.info.rank == 1 and dist.get_world_size() == 2
+    finally:
+        tdist.teardown(wait=False)
+    assert "peer done" in finish()
+
+
 def test_an_elastic_restart_joins_under_its_attempts_store_prefix(peer):
     finish = peer("agent_store", TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_RESTART_COUNT="3")
     with tdist.distributed("cpu", timeout=TIMEOUT) as ctx:

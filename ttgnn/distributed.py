@@ -252,6 +252,16 @@ def _pick_device(device: Union[str, torch.device], info: DistInfo) -> torch.devi
     return torch.device("cuda", info.local_rank)
 
 
+def _forget_failed_group() -> None:
+    """Undo what a failed ``init_process_group`` left behind. torch (2.13) numbers the default group
+    before its rendezvous and resets the number only when a group is destroyed: after a failed
+    attempt, a second one in the same process names its group "1" while its fresh peers name theirs
+    "0", and it waits for keys nobody writes until its timeout."""
+    world = getattr(dist.distributed_c10d, "_world", None)
+    if world is not None and hasattr(world, "group_count"):
+        world.group_count = 0
+
+
 def setup(device: Union[str, torch.device] = "auto", backend: Optional[str] = None,
           timeout: Optional[datetime.timedelta] = None,
           environ: Optional[Mapping[str, str]] = None) -> DistContext:
@@ -304,6 +314,9 @@ def setup(device: Union[str, torch.device] = "auto", backend: Optional[str] = No
         first = next((line.strip() for line in str(err).splitlines() if line.strip()), type(err).__name__)
         raise ConnectionError(f"rank {info.rank} of {info.world_size} could not join the job at "
                               f"{info.master_addr}:{info.master_port} (MASTER_ADDR:MASTER_PORT): {first}") from None
+    finally:
+        if not dist.is_initialized():
+            _forget_failed_group()
     log.info("rank %d/%d (node %d, local rank %d) on %s, backend %s, restart %d",
              info.rank, info.world_size, info.node_rank, info.local_rank, dev, backend, info.restart_count)
     return DistContext(info, backend, dev)
