@@ -108,6 +108,8 @@ def test_sdist_carries_the_kernels_partition_and_build_recipe(dists):
     assert {"setup.py", "pyproject.toml", "README.md", "LICENSE", "ttgnn/_build.py",
             "ttgnn/_ext.py", "ttgnn/build_kernels.py", "partition/__init__.py"} <= names
     assert not [n for n in names if n.endswith((".so", ".o")) or n.endswith(_build.RECORD_NAME)]
+    # setuptools adds tests/test*.py by default, without the helpers they import: none shipped
+    assert not [n for n in names if n.startswith("tests")]
 
 
 def test_wheel_without_torch_at_build_time_is_pure_and_complete(dists):
