@@ -195,6 +195,24 @@ def test_empty_file_is_named_as_empty(tmp_path, file):
         load_dataset(str(folder))
 
 
+@pytest.mark.parametrize("file", ["raw/edge.csv.gz", "raw/node-label.csv.gz"])
+def test_an_unreadable_file_is_named_as_unreadable_not_corrupted(tmp_path, monkeypatch, file):
+    import builtins
+
+    folder = write_raw_dataset(tmp_path / "g")
+    denied, real_open = folder / file, builtins.open
+
+    def fake_open(path, *args, **kwargs):  # chmod does not stop root, who runs these tests in CI
+        if str(path) == str(denied):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    with pytest.raises(PermissionError) as err:
+        load_dataset(str(folder))
+    assert err.value.filename == str(denied)
+
+
 @pytest.mark.parametrize("file,rows,message", [
     ("raw/num-edge-list.csv.gz", [5], r"edge.csv.gz holds 360 edges, but .*num-edge-list.csv.gz says 5 \(a truncated"),
     ("raw/num-edge-list.csv.gz", [180, 180], r"num-edge-list.csv.gz: 2 values, expected one"),

@@ -317,6 +317,8 @@ def _check_file(path: Path) -> None:
         with gzip.open(path, "rb") as fh:
             while fh.read(1 << 22):
                 pass
+    except PermissionError:
+        raise  # unreadable, not damaged: the CLI names the file and the cause
     except (OSError, EOFError, zlib.error) as err:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
 
@@ -374,6 +376,8 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
                 raise pd.errors.EmptyDataError("no data")
     except pd.errors.EmptyDataError:  # pandas says "No columns to parse from file"
         raise ValueError(f"corrupted dataset file {path}: it holds no lines (empty or blank)") from None
+    except PermissionError:
+        raise  # unreadable, not damaged
     except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError) as err:
         raise ValueError(f"corrupted dataset file {path}: {err}") from None
     if dtype is None:
