@@ -8,6 +8,7 @@ once it reached its own last epoch) is printed as Markdown from the metrics file
     python benchmarks/train_arxiv.py --root $TTGNN_DATA                            # everything, seed 0
     python benchmarks/train_arxiv.py --only sage-tt sage-full --seeds 5            # some rows, 5 seeds
     python benchmarks/train_arxiv.py --table-only                                  # print the table
+    python benchmarks/train_arxiv.py --table-only --seeds 5                        # ... of seeds 0-4 alone
     python benchmarks/train_arxiv.py --only sage-tt --seeds 5 --first-seed 4       # seed 4 alone
     python benchmarks/train_arxiv.py --timing                                      # TT vs full epoch time
     python benchmarks/train_arxiv.py --device cuda --jobs 6 --only sage-tt --seeds 10   # six runs at a time on one GPU
@@ -294,12 +295,15 @@ def _typed_settings(name: str) -> dict:
     return {key: typed[key] for key in explicit_options(parser, argv) - skipped if typed[key] is not None}
 
 
-def counted_runs(out: Path, name: str) -> tuple:
+def counted_runs(out: Path, name: str, seeds: range = None) -> tuple:
     """``(runs, left_out)`` of configuration ``name`` under ``out``, by seed: the metrics of each run that
     reached its own last epoch (:func:`~summary.complete`), was run with the seed its folder names and with
-    the configuration's settings (:func:`other_settings`); ``left_out`` names each other folder and why."""
+    the configuration's settings (:func:`other_settings`); ``left_out`` names each other folder and why.
+    ``seeds``: only these seeds' folders are looked at (default: every one)."""
     runs, left_out = [], []
     for seed, folder in seed_folders(out / name):
+        if seeds is not None and seed not in seeds:
+            continue
         path = folder / "metrics.json"
         label = f"{name}/{folder.name}"
         if not complete(path):
@@ -317,15 +321,15 @@ def counted_runs(out: Path, name: str) -> tuple:
     return runs, left_out
 
 
-def finished_runs(out: Path, name: str):
+def finished_runs(out: Path, name: str, seeds: range = None):
     """The metrics of each run of configuration ``name`` under ``out`` that counts (:func:`counted_runs`)."""
-    return iter(counted_runs(out, name)[0])
+    return iter(counted_runs(out, name, seeds)[0])
 
 
-def recorded_settings(out: Path, name: str):
+def recorded_settings(out: Path, name: str, seeds: range = None):
     """The settings of the first counted run of configuration ``name`` under ``out``, or None (with
     ``--from-full``, ``epochs`` is its full table's, the command's ``--epochs``)."""
-    runs = counted_runs(out, name)[0]
+    runs = counted_runs(out, name, seeds)[0]
     if not runs:
         return None
     settings = dict(runs[0]["settings"])
@@ -368,16 +372,16 @@ def first_epochs(metrics: dict, epochs: int) -> dict:
     return _best_of(metrics, metrics["epochs"][:epochs])
 
 
-def pooled_runs(out: Path, names: str, epochs: int = None) -> dict:
+def pooled_runs(out: Path, names: str, epochs: int = None, seeds: range = None) -> dict:
     """Seed -> metrics of the finished runs of the configurations in ``names`` (comma-separated; where
     two have the same seed, the earlier one's run counts). A run counts once it reached its own last
     epoch (the ``--epochs`` it was started with); with ``epochs``, once it also has that many, and by
     its first ``epochs`` (:func:`first_epochs`). A ``--weight-average`` run counts by its weights as
     trained (:func:`as_trained`): averaging does not change training, so these are exactly the run
-    without it (tests/test_averaging.py)."""
+    without it (tests/test_averaging.py). ``seeds``: only these (default: every seed found)."""
     pool = {}
     for name in names.split(","):
-        for metrics in finished_runs(out, name):
+        for metrics in finished_runs(out, name, seeds):
             if epochs:
                 if len(metrics["epochs"]) < epochs:
                     continue
@@ -388,12 +392,12 @@ def pooled_runs(out: Path, names: str, epochs: int = None) -> dict:
     return pool
 
 
-def paired_report(out: Path, a: str, b: str, epochs: int = None, epochs_b: int = None) -> str:
+def paired_report(out: Path, a: str, b: str, epochs: int = None, epochs_b: int = None, seeds: range = None) -> str:
     """``a`` - ``b`` (each as :func:`pooled_runs` takes it: ``a`` with ``epochs``, ``b`` with
-    ``epochs_b``, by default the same) over the seeds both have: each side's mean ± std and the
-    difference seed by seed, in points, mean ± standard error."""
+    ``epochs_b``, by default the same) over the seeds both have (of ``seeds``, default every one): each
+    side's mean ± std and the difference seed by seed, in points, mean ± standard error."""
     epochs_b = epochs if epochs_b is None else epochs_b
-    runs_a, runs_b = pooled_runs(out, a, epochs), pooled_runs(out, b, epochs_b)
+    runs_a, runs_b = pooled_runs(out, a, epochs, seeds), pooled_runs(out, b, epochs_b, seeds)
     seeds = sorted(runs_a.keys() & runs_b.keys())
     if epochs_b == epochs:
         within = f" within their first {epochs} epochs" if epochs else ""
@@ -532,10 +536,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ablation-epochs", type=int, default=30, help="epochs of the node-order ablation")
     parser.add_argument("--only", nargs="+", choices=sorted(CONFIGS), default=None)
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 of every configuration")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds 0..K-1 of every configuration (default 1); given, the table and --paired count "
+                             "these seeds alone (default: every finished seed found)")
     parser.add_argument("--first-seed", type=int, default=0,
-                        help="run seeds from this one on (the earlier ones ran elsewhere); the table counts "
-                             "every finished seed found")
+                        help="run seeds from this one on (the earlier ones ran elsewhere; the table counts them)")
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
     parser.add_argument("--timing", action="store_true", help="only the TT-vs-full epoch-time comparison")
@@ -560,8 +565,11 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     """``argv`` (default: the command line) parsed and checked; a bad value exits 2 with one line."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not 0 <= args.first_seed < args.seeds:
-        parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
+    if args.seeds is not None and args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if not 0 <= args.first_seed < (args.seeds or 1):
+        parser.error(f"--first-seed must be in 0..{(args.seeds or 1) - 1} (--seeds {args.seeds or 1}), "
+                     f"got {args.first_seed}")
     if args.paired_epochs is not None and (len(args.paired_epochs) > 2 or min(args.paired_epochs) < 1
                                            or not args.paired):
         parser.error(f"--paired-epochs needs --paired and one or two counts >= 1, got "
@@ -583,13 +591,17 @@ def main(argv=None) -> int:
         return 0
     out = Path(args.out)
     names = args.only or list(CONFIGS)
-    if args.table_only and not any(seed_folders(out / name) for name in names):
-        raise ValueError(f"no runs of {', '.join(names)} under {out}" + ("" if out.is_dir() else " (no such folder)"))
+    counted = None if args.seeds is None else range(args.seeds)  # the seeds the tables count
+    if args.table_only and not any(counted is None or seed in counted
+                                   for name in names for seed, _ in seed_folders(out / name)):
+        which = "" if counted is None else "seed 0 of " if args.seeds == 1 else f"seeds 0-{args.seeds - 1} of "
+        raise ValueError(f"no runs of {which}{', '.join(names)} under {out}"
+                         + ("" if out.is_dir() else " (no such folder)"))
     script = Path(sys.executable).with_name("ttgnn")  # the venv's entry point, also when not on PATH
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
     running, failed = [], []
     for name in names:
-        for seed in range(args.first_seed, args.seeds):
+        for seed in range(args.first_seed, args.seeds or 1):
             metrics = run_dir(out, name, seed) / "metrics.json"
             epochs = run_epochs(name, args.epochs, args.ablation_epochs)
             # (a finished run of other settings is resumed: ttgnn train refuses it, naming the setting)
@@ -611,7 +623,7 @@ def main(argv=None) -> int:
         lines, unfinished = [], []
         for name in (n for n in names if CONFIGS[n][1] == group):
             # Only runs that reached their own last epoch count; one still running (or stopped) is named.
-            runs, left_out = counted_runs(out, name)
+            runs, left_out = counted_runs(out, name, counted)
             unfinished += left_out
             if runs:
                 lines.append(row(name, runs))
@@ -636,7 +648,7 @@ def main(argv=None) -> int:
             print(f"not counted: {', '.join(unfinished)}")
     if args.paired:
         try:
-            print("\n" + paired_report(out, *args.paired, *(args.paired_epochs or ())))
+            print("\n" + paired_report(out, *args.paired, *(args.paired_epochs or (None,)), seeds=counted))
         except ValueError as err:  # --paired-epochs on a run whose learning rate was not constant
             print(f"error: --paired-epochs {' '.join(map(str, args.paired_epochs))}: {err}", file=sys.stderr)
             return 2
@@ -645,7 +657,7 @@ def main(argv=None) -> int:
     print("\ncommands (seed 0; epochs and threads as the finished runs here ran):" if args.table_only else "\ncommands:")
     for name in names:
         epochs, threads = run_epochs(name, args.epochs, args.ablation_epochs), args.num_threads
-        ran = recorded_settings(out, name) if args.table_only else None
+        ran = recorded_settings(out, name, counted) if args.table_only else None
         if ran:
             epochs, threads = ran["epochs"], ran.get("num_threads", threads)
         print(f"{name}: " + shlex.join(command(name, out, epochs, threads, 0, args.root, args.device)))
