@@ -14,6 +14,7 @@ contiguous slice of one CSR array.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -63,6 +64,7 @@ class NodeOrder:
         quality (dict): ``shared_prefix_l`` (fraction of edges whose endpoints share their first
             ``l`` digits, for ``l = 1 .. K-1``), ``seconds`` (time to compute the order),
             ``num_nodes`` and ``num_edges`` (undirected, after symmetrisation).
+        from_cache (bool): read from the cache (``seconds`` is then the time it took when computed).
     """
 
     perm: np.ndarray
@@ -72,6 +74,7 @@ class NodeOrder:
     method: str
     seed: int
     quality: dict = field(default_factory=dict)
+    from_cache: bool = False
 
     @property
     def num_nodes(self) -> int:
@@ -353,7 +356,7 @@ def hierarchical_order(
         if cached is not None:
             perm, quality = cached
             log.info("loaded the %s order from %s", method, cache_path)
-            return order_from_perm(perm, shape, method, seed, quality)
+            return dataclasses.replace(order_from_perm(perm, shape, method, seed, quality), from_cache=True)
 
     started = time.perf_counter()
     perm = _compute_perm(csr, shape, method, seed, progress, num_threads, coarsen_entries)

@@ -823,6 +823,27 @@ def test_partition_heads_its_figures_with_the_shared_digits(graph_root, capsys):
     assert out[2].split()[0] == "random" and len(out[2].split()) == 5
 
 
+@pytest.mark.parametrize("shape", ["2708", "2,2,2,2,2,2,2,2,11"])
+def test_partition_takes_the_row_shapes_a_tt_table_can_have(shape, capsys):
+    # one factor (or nine) made an order no TT table can use, printed with no digit columns
+    assert main(["partition", "--dataset", "unused", "--row-shape", shape]) == 2
+    assert f"--row-shape [{shape.replace(',', ', ')}] has {shape.count(',') + 1} factor(s), one per core; a TT table " \
+           "has 2 to 8 cores" in capsys.readouterr().err
+
+
+def test_partition_marks_an_order_read_from_the_cache(graph_root, tmp_path, capsys):
+    # a cached order's "seconds" are those it took when computed: the row says where it came from
+    cmd = ["partition", "--dataset", "tiny", "--root", str(graph_root), "--row-shape", "7,7,7",
+           "--cache-dir", str(tmp_path), "--method", "hierarchical-metis"]
+    assert main(cmd) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert "(cached)" not in first[2] and not any(line.startswith("(cached:") for line in first)
+    assert main(cmd) == 0
+    second = capsys.readouterr().out.splitlines()
+    assert second[2].endswith("  (cached)") and second[2].split()[1:4] == first[2].split()[1:4]
+    assert second[-1].startswith("(cached: an order read from the cache; its seconds are those it took")
+
+
 def test_the_run_summary_has_its_optional_lines():
     from ttgnn.cli import format_summary
 

@@ -117,7 +117,7 @@ def _add_data_location(parser: argparse.ArgumentParser, root: Optional[str] = No
     parser.add_argument("--root", default=root, help="datasets root, the only place searched when given "
                         "(default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--cache-dir", default=cache_dir, help="cache for ogb files and node orders "
-                        "(default: ~/.cache/ttgnn)")
+                        "(default: $TTGNN_CACHE, else ~/.cache/ttgnn)")
 
 
 def _format_bytes(num: float) -> str:
@@ -548,7 +548,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
     from .fileio import check_output_file, write_node_column
     from .partition import hierarchical_order
     from .partition.checks import check_row_shape
-    from .shapes import MAX_CORES, MIN_CORES, auto_num_cores, factor_rows
+    from .shapes import MAX_CORES, MIN_CORES, auto_num_cores, cores_of_shape, factor_rows
 
     # refused before the graph loads
     if not 0 <= args.seed < 2**31:
@@ -559,6 +559,8 @@ def _cmd_partition(args: argparse.Namespace) -> int:
         if args.row_shape is not None and len(args.row_shape) != args.num_cores:
             raise ValueError(f"--num-cores {args.num_cores} but --row-shape {','.join(map(str, args.row_shape))} has "
                              f"{len(args.row_shape)} factor(s), one per core; give one of them, or make them agree")
+    if args.row_shape is not None:  # an order for a TT table: 2-8 factors, as ttgnn train takes
+        cores_of_shape("--row-shape", args.row_shape, None)
     outputs = {}
     if args.output is not None and not args.output.strip():  # "" was no output at all, silently
         raise ValueError("--output is empty: give a file name (.npy, .csv or .csv.gz), or leave the option out")
@@ -585,16 +587,22 @@ def _cmd_partition(args: argparse.Namespace) -> int:
                      for level in range(1, len(row_shape)))
     width = max(20, *(len(method) + 1 for method in args.method))  # hierarchical-kaminpar is 21 characters
     print(f"{'method':>{width}}{header}{'seconds':>10}{'total s':>10}")
+    cached = False
     for method in args.method:
         started = time.perf_counter()
         order = hierarchical_order(dataset.csr(), row_shape, method=method, seed=args.seed,
                                    cache_dir=cache_dir, progress=args.progress)
         total = time.perf_counter() - started
         figures = "".join(f"{order.quality[key]:>18.4f}" for key in prefix_keys)
-        print(f"{method:>{width}}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}")
+        mark = "  (cached)" if order.from_cache else ""
+        cached |= order.from_cache
+        print(f"{method:>{width}}{figures}{order.quality['seconds']:>10.2f}{total:>10.2f}{mark}")
         if method in outputs:
             write_node_column(outputs[method], order.perm, "tt_row")
             print(f"{'':>{width}}perm (node id -> TT row) written to {outputs[method]}")
+    if cached:
+        print("(cached: an order read from the cache; its seconds are those it took when computed, total s this "
+              "run's; --no-cache computes it again)")
     return 0
 
 
