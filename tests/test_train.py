@@ -115,6 +115,21 @@ def test_resume_matches_uninterrupted(tmp_path, planted, monkeypatch, model, mod
             assert torch.equal(value, b["weight_average"]["state"][key]), key
 
 
+def test_train_gives_back_the_callers_thread_count(tmp_path, planted):
+    # num_threads is the run's: a notebook calling train() kept the run's count for everything after it
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        train(_tiny_config(tmp_path / "ok", epochs=1, mode="full", num_threads=1), planted)
+        assert torch.get_num_threads() == 2
+        with pytest.raises(ValueError, match="has no training nodes"):  # a run that fails in setup, too
+            empty = dataclasses.replace(planted, split={**planted.split, "train": planted.split["train"][:0]})
+            train(_tiny_config(tmp_path / "bad", epochs=1, mode="full", num_threads=1), empty)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_best_model_and_correct_smooth(tmp_path, planted):
     m = train(_tiny_config(tmp_path, epochs=6, mode="full", lr=0.02, emb_lr=0.05), planted)
     best = load_checkpoint(tmp_path / BEST_MODEL_NAME)

@@ -235,7 +235,8 @@ class TrainConfig:
             validation than 1 on Cora and CiteSeer (docs/results.md). (default: ``5.0``)
         correct_smooth (bool): after training, apply Correct and Smooth (:mod:`ttgnn.smoothing`)
             to the best model's predictions and report its accuracies (``metrics["correct_smooth"]``).
-        seed (int): random seed. num_threads (int, optional): torch threads.
+        seed (int): random seed. num_threads (int, optional): torch threads of the run (``train`` gives
+            the caller's count back when it returns).
         output_dir (str, optional): checkpoints and ``metrics.json`` go here; one run per folder.
         resume (bool): continue from ``output_dir/checkpoint.pt`` when present.
         overwrite (bool): replace a run already in ``output_dir`` (without it, such a folder is

@@ -950,6 +950,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
                          f"world_size={world_size}")
     with contextlib.ExitStack() as stack:
+        stack.callback(torch.set_num_threads, torch.get_num_threads())  # num_threads is the run's, not the caller's
         teacher = None
         try:
             # an --overwrite deletes the folder's old run only once the new one has been set up (below)
