@@ -108,11 +108,13 @@ def test_old_checkpoint_with_numpy_state_is_refused_then_upgraded(tmp_path):
     path = tmp_path / CHECKPOINT_NAME
     old = _state(version=1, rng={"numpy": np.random.get_state(), "python": (3, tuple(range(5)), None)})
     torch.save(old, path)
+    path.chmod(0o440)  # rewritten in place: its permissions stay (it came out 0644, the umask's)
     with pytest.raises(ValueError, match="ttgnn upgrade-checkpoint"):
         load_checkpoint(path)
     assert upgrade_checkpoint(path) is True
     state = load_checkpoint(path)
     assert state["version"] == 2 and "rng" not in state and torch.equal(state["model"]["w"], torch.ones(2))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o440
 
 
 def test_a_current_checkpoint_is_left_as_it_is_without_unpickling(tmp_path, monkeypatch, capsys):

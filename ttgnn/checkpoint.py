@@ -23,6 +23,7 @@ import logging
 import os
 import pickle
 import socket
+import stat
 from pathlib import Path
 from typing import Optional, Union
 
@@ -232,7 +233,7 @@ def upgrade_checkpoint(path: PathLike) -> bool:
         raise ValueError(f"{path} is not a ttgnn checkpoint")
     state.pop("rng", None)  # per-epoch seeding makes the saved random states unnecessary
     state["version"] = CHECKPOINT_VERSION
-    atomic_torch_save(state, path)
+    atomic_torch_save(state, path, mode=stat.S_IMODE(path.stat().st_mode))  # a read-only file stays read-only
     load_checkpoint(path)  # the result must load without unpickling
     return True
 

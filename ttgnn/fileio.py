@@ -18,7 +18,7 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Union
+from typing import IO, Any, Callable, Iterator, Optional, Union
 
 __all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "check_output_file", "current_umask",
            "exclusive_lock", "fsync_dir", "write_cache_file", "write_node_column", "NODE_COLUMN_SUFFIXES"]
@@ -101,12 +101,14 @@ def _write_target(path: Path, option: str = "path") -> Path:
     return target
 
 
-def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
+def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None], mode: Optional[int] = None) -> Path:
     """Write ``path`` atomically: ``write(fh)`` fills a temporary binary file, which then replaces it.
 
     Args:
         path (str or PathLike): the target file; its folder is created when missing.
         write (callable): called once with the open temporary file (binary mode).
+        mode (int, optional): the new file's permission bits. (default: ``0o666`` less the umask,
+            as a file :func:`open` creates)
 
     Returns:
         ``path``. On any exception the temporary file is removed, the target is left as it
@@ -126,7 +128,7 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None]) -> Path:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())
+        os.chmod(tmp, 0o666 & ~current_umask() if mode is None else mode)
         try:
             os.replace(tmp, path)
         except OSError as err:  # it names the temporary first, which is about to be removed: name the target
@@ -207,10 +209,10 @@ def atomic_write_json(obj: Any, path: PathLike) -> Path:
     return atomic_write(path, lambda fh: fh.write(data))
 
 
-def atomic_torch_save(obj: Any, path: PathLike) -> Path:
-    """:func:`torch.save` ``obj`` to ``path`` atomically. A failed write (a full disk) raises the
-    ``OSError`` naming ``path``, as :func:`atomic_write` does: torch's zip writer reports it as a
-    ``RuntimeError`` ("unexpected pos ...") raised while handling the ``OSError``."""
+def atomic_torch_save(obj: Any, path: PathLike, mode: Optional[int] = None) -> Path:
+    """:func:`torch.save` ``obj`` to ``path`` atomically (``mode``: as :func:`atomic_write`). A failed
+    write (a full disk) raises the ``OSError`` naming ``path``, as :func:`atomic_write` does: torch's zip
+    writer reports it as a ``RuntimeError`` ("unexpected pos ...") raised while handling the ``OSError``."""
     import torch
 
     def write(fh: IO[bytes]) -> None:
@@ -222,7 +224,7 @@ def atomic_torch_save(obj: Any, path: PathLike) -> Path:
                 raise cause from None
             raise
 
-    return atomic_write(path, write)
+    return atomic_write(path, write, mode)
 
 
 @contextlib.contextmanager
