@@ -1,5 +1,6 @@
 """Tests of ttgnn.data: raw-layout and binary-layout loading, symmetrisation, errors, synthetic graphs
 (the OGB loader: test_data_ogb.py)."""
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -195,11 +196,18 @@ def test_empty_file_is_named_as_empty(tmp_path, file):
         load_dataset(str(folder))
 
 
-@pytest.mark.parametrize("file", ["raw/edge.csv.gz", "raw/node-label.csv.gz"])
-def test_an_unreadable_file_is_named_as_unreadable_not_corrupted(tmp_path, monkeypatch, file):
+@pytest.mark.parametrize("layout,file", [("csv", "raw/edge.csv.gz"), ("csv", "raw/node-label.csv.gz"),
+                                         ("papers", "raw/data.npz"), ("papers", "raw/node-label.npz")])
+def test_an_unreadable_file_is_named_as_unreadable_not_corrupted(tmp_path, monkeypatch, layout, file):
     import builtins
 
-    folder = write_raw_dataset(tmp_path / "g")
+    if layout == "csv":
+        folder = write_raw_dataset(tmp_path / "g")
+        load = functools.partial(load_dataset, str(folder))
+    else:  # ogbn-papers100M's binary layout
+        folder = tmp_path / "ogbn_papers100M"
+        write_papers_layout(folder)
+        load = functools.partial(load_dataset, "ogbn-papers100M", root=tmp_path, cache_dir=tmp_path / "cache")
     denied, real_open = folder / file, builtins.open
 
     def fake_open(path, *args, **kwargs):  # chmod does not stop root, who runs these tests in CI
@@ -209,7 +217,7 @@ def test_an_unreadable_file_is_named_as_unreadable_not_corrupted(tmp_path, monke
 
     monkeypatch.setattr(builtins, "open", fake_open)
     with pytest.raises(PermissionError) as err:
-        load_dataset(str(folder))
+        load()
     assert err.value.filename == str(denied)
 
 

@@ -697,6 +697,8 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
         with np.load(label_path, allow_pickle=False) as archive:
             label_values = np.asarray(archive["node_label"])
         chunks, num_edges = _npz_edge_chunks(data_path)
+    except PermissionError:
+        raise  # unreadable, not damaged
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, zlib.error) as err:
         if isinstance(err, ValueError) and "corrupted" in str(err):
             raise
@@ -713,6 +715,8 @@ def _load_npz_folder(folder: Path, name: str) -> NodeDataset:
 
     try:
         csr = csr_from_edge_chunks(checked, num_nodes)
+    except PermissionError:
+        raise
     except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as err:  # read as it streams: damage shows here
         raise ValueError(f"corrupted dataset file {data_path}: {err}") from None
     labels = _labels_from(label_values, label_path, num_nodes)
