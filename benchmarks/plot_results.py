@@ -25,11 +25,12 @@ def load_runs(folders) -> list:
     """Summaries of all finished runs under ``folders`` (:func:`summary.complete`: a run that stopped
     before its last epoch is left out, and so is the full-table stage of a ``--from-full`` run)."""
     from summary import complete
+    from ttgnn.train import FULL_TABLE_DIR
 
     runs = []
     for folder in folders:
         for path in sorted(Path(folder).rglob("metrics.json")):
-            if path.parent.name != "full-table" and complete(path):
+            if path.parent.name != FULL_TABLE_DIR and complete(path):
                 runs.append(json.loads(path.read_text()))
     return runs
 

@@ -567,9 +567,10 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seeds is not None and args.seeds < 1:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    if not 0 <= args.first_seed < (args.seeds or 1):
-        parser.error(f"--first-seed must be in 0..{(args.seeds or 1) - 1} (--seeds {args.seeds or 1}), "
-                     f"got {args.first_seed}")
+    args.counted = None if args.seeds is None else range(args.seeds)  # the seeds the tables count (None: all)
+    args.seeds = args.seeds or 1
+    if not 0 <= args.first_seed < args.seeds:
+        parser.error(f"--first-seed must be in 0..{args.seeds - 1} (--seeds {args.seeds}), got {args.first_seed}")
     if args.paired_epochs is not None and (len(args.paired_epochs) > 2 or min(args.paired_epochs) < 1
                                            or not args.paired):
         parser.error(f"--paired-epochs needs --paired and one or two counts >= 1, got "
@@ -591,7 +592,7 @@ def main(argv=None) -> int:
         return 0
     out = Path(args.out)
     names = args.only or list(CONFIGS)
-    counted = None if args.seeds is None else range(args.seeds)  # the seeds the tables count
+    counted = args.counted
     if args.table_only and not any(counted is None or seed in counted
                                    for name in names for seed, _ in seed_folders(out / name)):
         which = "" if counted is None else "seed 0 of " if args.seeds == 1 else f"seeds 0-{args.seeds - 1} of "
@@ -601,7 +602,7 @@ def main(argv=None) -> int:
     runner = [str(script)] if script.exists() else [sys.executable, "-m", "ttgnn.cli"]
     running, failed = [], []
     for name in names:
-        for seed in range(args.first_seed, args.seeds or 1):
+        for seed in range(args.first_seed, args.seeds):
             metrics = run_dir(out, name, seed) / "metrics.json"
             epochs = run_epochs(name, args.epochs, args.ablation_epochs)
             # (a finished run of other settings is resumed: ttgnn train refuses it, naming the setting)

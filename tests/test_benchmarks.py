@@ -326,7 +326,8 @@ def test_small_graphs_from_full_pairs_each_tt_run_with_its_full_table_run(data_r
     script = "benchmarks/small_graphs_from_full.py"
     code, again, _ = run_main(script, *cmd[2:])
     assert code == 0 and "cora: 2 seeds (0, 1)," in again and "ttgnn train" not in again
-    code, more, _ = run_main(script, *cmd[2:cmd.index("--seeds")], "--seeds", "3", "--report", *cmd[cmd.index("--jobs"):])
+    code, more, _ = run_main(script, *cmd[2:cmd.index("--seeds")], "--seeds", "3", "--report",
+                             *cmd[cmd.index("--jobs"):])
     assert code == 0 and "cora: 2 seeds (0, 1; not finished or refused: seeds 2)," in more  # the missing one named
     assert json.loads((out / "cora" / "seed0" / "metrics.json").read_text()) == runs[0]
     # a finished run made with other settings is refused, naming the stage that differs, not reused or trained

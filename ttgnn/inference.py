@@ -114,7 +114,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     if dataset is None:
         where = root if root is not None else config.root
         try:
-            dataset = load_dataset(config.dataset, root=where, cache_dir=cache_dir if cache_dir is not None else config.cache_dir)
+            cache = cache_dir if cache_dir is not None else config.cache_dir
+            dataset = load_dataset(config.dataset, root=where, cache_dir=cache)
         except (FileNotFoundError, NotADirectoryError) as err:
             raise type(err)(f"{err}; the run in {folder} trained on {config.dataset!r}: give its root, or "
                             "the NodeDataset itself for a graph built in Python") from None

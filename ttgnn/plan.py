@@ -159,7 +159,8 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         fanouts (sequence of int, optional): neighbours sampled per layer (default ``10`` each).
         batch_size (int): seed nodes per step and rank. optimizer (str): a key of :data:`OPTIMIZERS`.
         world_size (int): data-parallel ranks (GPUs or machines). avg_degree (float, optional): mean
-            degree of the symmetric graph (default: :data:`DEFAULT_AVG_DEGREE`, at most ``num_nodes - 1``). mode (str): ``"minibatch"`` or ``"full"`` (every node every step).
+            degree of the symmetric graph (default: :data:`DEFAULT_AVG_DEGREE`, at most
+            ``num_nodes - 1``). mode (str): ``"minibatch"`` or ``"full"`` (every node every step).
         num_cores, row_shape, col_shape: TT shape overrides (:meth:`ttgnn.shapes.TTShape.build`).
         device_memory (float, optional): bytes available per rank; sets each plan's ``fits``.
         eval_fanouts (sequence of int, optional): sampled evaluation's fan-outs, as ``ttgnn train
