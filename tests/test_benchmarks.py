@@ -186,10 +186,12 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(l
             if "cosine" in suffixes:
                 bare += ["--lr-schedule", "cosine"]
             bare += [arg for s in suffixes if s.startswith("col") for arg in ("--col-shape", ",".join(s[len("col"):]))]
+            bare += [arg for s in suffixes if s.startswith("dropout") for arg in ("--dropout", s[len("dropout"):])]
+            bare += [arg for s in suffixes if s.startswith("scale") for arg in ("--init-scale", s[len("scale"):])]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
                           "spectral_vectors", "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank",
-                          "row_shape", "col_shape", "weight_average", "embedding", "lr_schedule"):
+                          "row_shape", "col_shape", "weight_average", "embedding", "lr_schedule", "init_scale"):
                 assert getattr(config, field) == getattr(expected, field), (name, field)
             assert config.label_spread is None and config.label_reuse is None, name
             assert config.loss == ("ce" if "ce" in suffixes else None), name
