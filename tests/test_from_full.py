@@ -82,6 +82,15 @@ def test_a_resume_its_checkpoint_refuses_fails_before_the_full_table_trains(tmp_
     with pytest.raises(ValueError, match=r"was written with from_full=False, this run has from_full=True"):
         train(_config(out, resume=True), planted)
     assert not (out / FULL_TABLE_DIR).exists()  # the full table's 3 epochs were trained, then thrown away
+    # with the rank left to the run, from_full changes it too: the refusal names from_full, not the rank
+    out = tmp_path / "auto-rank"
+    from ttgnn.data import planted_partition
+
+    graph = planted_partition(3000, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    auto = functools.partial(_config, dataset="planted-3000", rank=None, dim=128, epochs=1, finetune_epochs=1)
+    assert train(auto(out, from_full=False), graph)["rank"] != train(auto(tmp_path / "tt-stage"), graph)["rank"]
+    with pytest.raises(ValueError, match=r"was written with from_full=False, this run has from_full=True"):
+        train(auto(out, resume=True), graph)
     # a from_full run resumes as before
     first = train(_config(tmp_path / "both"), planted)
     assert train(_config(tmp_path / "both", resume=True), planted)["epochs"] == first["epochs"]

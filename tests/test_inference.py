@@ -2,6 +2,7 @@
 accuracies the run recorded; its predictions and its node table are written as documented."""
 import gzip
 import json
+import os
 import re
 import shutil
 
@@ -430,6 +431,30 @@ def test_a_run_that_stopped_early_is_predicted_with_a_note(tmp_path, planted, mo
     assert load_run(tmp_path / "run", planted).stopped is None
 
 
+def test_a_run_that_diverged_or_is_still_training_is_not_called_interrupted(tmp_path, planted, monkeypatch, capsys):
+    # predict told every run short of its epochs to --resume, also one whose loss became NaN (a resume
+    # diverges again: it is exact) and one another process still trains (a resume is refused: folder in use)
+    import ttgnn.train as ttrain
+    from ttgnn.checkpoint import RunFolder
+    from ttgnn.train import TrainingDiverged
+
+    real_epoch = ttrain.train_epoch
+    config = small_config(tmp_path / "run", epochs=4, correct_smooth=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(ttrain, "train_epoch", lambda run, epoch, show_progress=False:
+                      float("nan") if epoch == 3 else real_epoch(run, epoch, show_progress))
+        with pytest.raises(TrainingDiverged):
+            train(config, planted)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["diverged"] == {"epoch": 3, "loss": "nan"} and len(metrics["epochs"]) == 2
+    run = load_run(tmp_path / "run", planted)
+    assert (run.stopped, run.stop_reason) == ((2, 4), "diverged")
+    with RunFolder(tmp_path / "run", resume=True):  # another run holds the folder
+        run = load_run(tmp_path / "run", planted)
+        assert (run.stopped, run.stop_reason) == ((2, 4), "running")
+    assert RunFolder.in_use(tmp_path / "run") is False and RunFolder.in_use(tmp_path / "none") is False
+
+
 def test_cli_predict_notes_a_run_that_stopped_early(tmp_path, capsys):
     root, out = _train_tiny(tmp_path)
     command = ["predict", str(out), "--root", str(root), "--cache-dir", str(tmp_path / "cache")]
@@ -442,6 +467,19 @@ def test_cli_predict_notes_a_run_that_stopped_early(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-1] == (
         "note: the run stopped after epoch 2 of 5 (interrupted); its best model so far is used: `ttgnn train` with "
         "the run's command plus --resume finishes it")
+    from ttgnn.checkpoint import RunFolder
+
+    with RunFolder(out, resume=True):  # another process trains it still
+        assert main(command) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "note: the run is still training (epoch 2 of 5 done; its folder is locked); its best model so far is used: "
+        "predict again when it ends")
+    metrics["diverged"] = {"epoch": 3, "loss": "nan"}
+    (out / "metrics.json").write_text(json.dumps(metrics))
+    assert main(command) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "note: the run stopped after epoch 2 of 5 (diverged: its loss became NaN or inf); its best model so far is "
+        "used; a --resume would diverge again (it is exact): train again with lower learning rates")
 
 
 def test_an_empty_cache_dir_or_root_is_refused_by_predict_as_elsewhere(tmp_path, capsys):
@@ -452,3 +490,49 @@ def test_an_empty_cache_dir_or_root_is_refused_by_predict_as_elsewhere(tmp_path,
     assert "the cache directory is empty" in capsys.readouterr().err
     assert main(["predict", str(out), "--root", "", "--cache-dir", str(tmp_path / "cache")]) == 2
     assert "the dataset root is empty" in capsys.readouterr().err
+
+
+def test_a_run_on_a_relative_dataset_path_is_found_again_from_anywhere(tmp_path, monkeypatch, capsys):
+    # the run recorded "data/tiny" as typed: predict from another folder failed, and a resume with the absolute
+    # path of the same folder was refused as another dataset
+    from ttgnn.checkpoint import differing_settings
+
+    write_raw_dataset(tmp_path / "data" / "tiny", num_nodes=300, num_classes=3)
+    monkeypatch.chdir(tmp_path)
+    options = ["--num-threads", "1", "--hidden", "16", "--dim", "16", "--rank", "4", "--num-layers", "2",
+               "--no-progress", "--cache-dir", str(tmp_path / "cache"), "--output-dir", "run"]
+    assert main(["train", "--dataset", "data/tiny", "--epochs", "1", *options]) == 0
+    recorded = json.loads((tmp_path / "run" / "metrics.json").read_text())["settings"]["dataset"]
+    assert recorded == str(tmp_path / "data" / "tiny")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "run")]) == 0
+    assert "accuracy" in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--dataset", str(tmp_path / "data" / "tiny") + "/", "--epochs", "2", *options,
+                 "--resume"]) == 0
+    assert [e["epoch"] for e in json.loads((tmp_path / "run" / "metrics.json").read_text())["epochs"]] == [1, 2]
+    # a run recorded before the path was made absolute (relative to where it ran) resumes from there
+    assert differing_settings({"dataset": "data/tiny"}, {"dataset": str(tmp_path / "data" / "tiny")},
+                              ["dataset"]) == []
+    assert differing_settings({"dataset": "data/other"}, {"dataset": str(tmp_path / "data" / "tiny")},
+                              ["dataset"]) == ["dataset"]
+    # the dataset folder moved: --root names the folder that holds it now
+    shutil.move(str(tmp_path / "data"), str(tmp_path / "moved"))
+    assert main(["predict", str(tmp_path / "run")]) == 2
+    assert "give the folder that holds 'tiny'" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path / "run"), "--root", str(tmp_path / "moved")]) == 0
+    assert "accuracy" in capsys.readouterr().out
+
+
+def test_a_dataset_path_is_recorded_absolute_and_a_name_as_given():
+    from pathlib import Path
+
+    from ttgnn.config import TrainConfig
+
+    assert TrainConfig(dataset="graphs/planted").dataset == os.path.abspath("graphs/planted")
+    assert TrainConfig(dataset=Path("planted")).dataset == os.path.abspath("planted")  # a PathLike is a path
+    for name in ("cora", "cora/", "ogbn-arxiv"):
+        assert TrainConfig(dataset=name).dataset == name

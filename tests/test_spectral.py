@@ -148,9 +148,22 @@ def test_bad_k(graph, disconnected):
         leading_eigenvectors(indptr, indices, n, 0)
     with pytest.raises(ValueError, match=r"k must be in \[1, 299\) .* less the 1 trivial eigenvectors skipped"):
         leading_eigenvectors(indptr, indices, n, 299)
+    with pytest.raises(ValueError, match=r"k must be in \[1, 299\) .* less the 1 trivial eigenvectors skipped"):
+        leading_eigenvectors(indptr, indices, n, 300)  # one message, with the limit that holds (was [1, 300) first)
     indptr, indices, n = disconnected
     with pytest.raises(ValueError, match=r"k must be in \[1, 210\) for a graph of 213 nodes less the 3 trivial"):
         leading_eigenvectors(indptr, indices, n, 210)
+
+
+def test_a_table_asking_more_eigenvectors_than_the_graph_has_names_vectors_and_the_limit(disconnected):
+    # the train command showed eigsh's "k must be in [1, 213) ..." for --dim 256, then another limit for fewer
+    indptr, indices, n = disconnected
+    with pytest.raises(ValueError, match=r"^vectors=None \(dim=256 of them\): a graph of 213 nodes has at most 209 "
+                                         r"eigenvectors to give past its trivial ones; give fewer vectors$"):
+        spectral_table(indptr, indices, n, 256)
+    with pytest.raises(ValueError, match=r"^vectors=210: a graph of 213 nodes has at most 209 eigenvectors"):
+        spectral_table(indptr, indices, n, 256, vectors=210)
+    assert spectral_table(indptr, indices, n, 256, vectors=209).shape == (213, 256)
 
 
 def test_available_memory_is_positive_and_a_table_too_large_is_refused_up_front(monkeypatch):

@@ -9,6 +9,7 @@ import functools
 import json
 import logging
 import math
+import os
 import re
 import resource
 import signal
@@ -918,7 +919,9 @@ def test_a_run_given_a_dataset_keeps_a_folder_path_that_ends_in_its_name(tmp_pat
     caplog.set_level(logging.WARNING, logger="ttgnn")
     train(_config(tmp_path, dataset="graphs/planted-400", epochs=1), planted)
     assert "config.dataset" not in _messages(caplog)
-    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["settings"]["dataset"] == "graphs/planted-400"
+    # (made absolute: the run is found again from any directory)
+    assert ttrain.load_checkpoint(tmp_path / BEST_MODEL_NAME)["settings"]["dataset"] == os.path.abspath(
+        "graphs/planted-400")
 
 
 def test_a_loss_that_turns_nan_stops_the_run_and_keeps_the_epoch_before(tmp_path, planted):

@@ -29,6 +29,7 @@ from typing import Optional, Union
 
 import torch
 
+from .config import is_dataset_path
 from .fileio import atomic_torch_save, atomic_write, fsync_dir
 
 __all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "JOB_NAME", "CHECKPOINT_VERSION",
@@ -170,13 +171,17 @@ def differing_settings(saved: dict, wanted: dict, keys, absent: Optional[dict] =
     """
     saved = dict(absent or {}, **saved)
     return [key for key in keys
-            if (key in saved and _plain(saved[key]) != _plain(wanted.get(key)))
+            if (key in saved and _plain(saved[key], key) != _plain(wanted.get(key), key))
             or (key not in saved and missing_differs)]
 
 
-def _plain(value):
+def _plain(value, key: Optional[str] = None):
     """``value`` with tuples as lists: a setting read back from JSON, or given as a tuple in Python
-    and as a list on the command line, is the same setting."""
+    and as a list on the command line, is the same setting. A ``dataset`` folder path is made absolute
+    (:class:`~ttgnn.config.TrainConfig` records it so; runs before 2026-12-07 recorded it as typed,
+    relative to where they ran)."""
+    if key == "dataset" and isinstance(value, str) and is_dataset_path(value):
+        return os.path.abspath(value)
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
@@ -273,6 +278,24 @@ class RunFolder:
 
     def existing_run_files(self) -> list[str]:
         return [name for name in RUN_FILES if (self.path / name).exists()]
+
+    @staticmethod
+    def in_use(path: PathLike) -> bool:
+        """Whether a run holds folder ``path`` now (its ``run.lock`` is locked; ``False`` when the
+        folder has no lock file or it cannot be opened). Probed with a shared lock, released at once."""
+        import fcntl
+
+        try:
+            fd = os.open(Path(path) / LOCK_NAME, os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as err:
+            return err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
+        finally:
+            os.close(fd)  # closing the descriptor releases a lock it took
+        return False
 
     def __enter__(self) -> "RunFolder":
         import fcntl

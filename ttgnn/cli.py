@@ -691,8 +691,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         how = " after Correct and Smooth" if args.correct_smooth else ""
         print(f"{head}; accuracy{how}: {scores}")
     if run.stopped is not None:
-        print(f"note: the run stopped after epoch {run.stopped[0]} of {run.stopped[1]} (interrupted); its best model "
-              "so far is used: `ttgnn train` with the run's command plus --resume finishes it")
+        last, planned = run.stopped
+        print({"interrupted": f"note: the run stopped after epoch {last} of {planned} (interrupted); its best model "
+                              "so far is used: `ttgnn train` with the run's command plus --resume finishes it",
+               "diverged": f"note: the run stopped after epoch {last} of {planned} (diverged: its loss became NaN or "
+                           "inf); its best model so far is used; a --resume would diverge again (it is exact): train "
+                           "again with lower learning rates",
+               "running": f"note: the run is still training (epoch {last} of {planned} done; its folder is locked); "
+                          "its best model so far is used: predict again when it ends"}[run.stop_reason])
     if args.output is not None:
         write_predictions(args.output, classes, None if args.correct_smooth else probs)
         print(f"predicted classes of {classes.numel():,} nodes: {args.output}")

@@ -9,12 +9,12 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 from .choices import (EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS,
                       check_choice)
 
-__all__ = ["TrainConfig", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
+__all__ = ["TrainConfig", "is_dataset_path", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
            "AUTO_FROM_FULL_MAX_NODES", "from_full_for",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
@@ -301,6 +301,10 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        # A dataset folder is recorded by its absolute path: the run is found again (predicted, resumed) from any
+        # directory, and resuming with another spelling of the same folder is the same run.
+        if isinstance(self.dataset, (str, os.PathLike)) and is_dataset_path(self.dataset):
+            self.dataset = os.path.abspath(self.dataset)
         # paths given as pathlib.Path: kept as the strings the recorded settings (JSON) and resume checks hold
         for key in ("dataset", "root", "cache_dir", "output_dir"):
             value = getattr(self, key)
@@ -443,6 +447,16 @@ class TrainConfig:
     def settings(self) -> dict:
         """The settings as a plain dict (JSON- and checkpoint-safe)."""
         return dataclasses.asdict(self)
+
+
+def is_dataset_path(dataset: Union[str, os.PathLike]) -> bool:
+    """Whether ``dataset`` names a folder by its path (a ``PathLike``, or a string with a path
+    separator before its trailing ones) rather than a dataset by its name (``"cora"``, ``"cora/"``,
+    ``"ogbn-arxiv"``: looked up under the dataset root)."""
+    if isinstance(dataset, os.PathLike):
+        return True
+    text = dataset.rstrip(os.sep + (os.altsep or "")) or dataset  # "/" is a path
+    return os.sep in text or (os.altsep is not None and os.altsep in text)
 
 
 def check_int(name: str, value, minimum: int) -> None:

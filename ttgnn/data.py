@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from .checkpoint import _gist
+from .config import is_dataset_path
 from .fileio import atomic_write, exclusive_lock
 
 __all__ = [
@@ -1012,7 +1013,7 @@ def load_dataset(
         guess = _did_you_mean(text, OGB_NAMES, skip=len("ogbn-"))
         raise ValueError(f"unknown OGB dataset {text!r}{guess} (supported: {', '.join(OGB_NAMES)})")
     # A bare name is looked up under the root only; a path (with a separator) is used as given.
-    is_path = isinstance(name, os.PathLike) or os.sep in text or (os.altsep is not None and os.altsep in text)
+    is_path = is_dataset_path(name)
     folder = Path(text) if is_path else root_path / text
     if not folder.is_dir():
         if is_path:

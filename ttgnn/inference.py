@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
@@ -26,8 +27,8 @@ from typing import Optional, Union
 import numpy as np
 import torch
 
-from .checkpoint import BEST_MODEL_NAME, METRICS_NAME, load_checkpoint
-from .config import TrainConfig, check_int
+from .checkpoint import BEST_MODEL_NAME, METRICS_NAME, RunFolder, load_checkpoint
+from .config import TrainConfig, check_int, is_dataset_path
 from .data import NodeDataset, load_dataset
 from .fileio import NODE_COLUMN_SUFFIXES, atomic_write, write_node_column
 
@@ -55,8 +56,11 @@ class FinishedRun:
         graph: the graph as the model's layers take it.
         best (bool): the weights are the best validation epoch's (``best_model.pt``).
         stopped (tuple of int, optional): ``(last epoch trained, epochs planned)`` when the run's
-            ``metrics.json`` shows it stopped early (interrupted; ``--resume`` continues it),
-            else ``None``.
+            ``metrics.json`` shows it stopped early, else ``None``.
+        stop_reason (str, optional): why, when ``stopped``: ``"interrupted"`` (``--resume``
+            continues it), ``"diverged"`` (its loss became NaN or inf: a resume, being exact, would
+            diverge again) or ``"running"`` (another process still trains it: its folder's lock is
+            held).
     """
 
     model: torch.nn.Module
@@ -66,16 +70,22 @@ class FinishedRun:
     graph: object
     best: bool = True
     stopped: Optional[tuple] = None
+    stop_reason: Optional[str] = None
 
 
-def _stopped_early(folder: Path) -> Optional[tuple]:
-    """``(last epoch, planned epochs)`` from ``folder``'s ``metrics.json`` when the run ended early."""
+def _stopped_early(folder: Path) -> tuple[Optional[tuple], Optional[str]]:
+    """``((last epoch, planned epochs), why)`` from ``folder``'s ``metrics.json`` when the run ended
+    early (``why`` as :attr:`FinishedRun.stop_reason`), else ``(None, None)``."""
     try:
         metrics = json.loads((folder / METRICS_NAME).read_text())
         last, planned = int(metrics["epochs"][-1]["epoch"]), int(metrics["settings"]["epochs"])
     except (OSError, ValueError, KeyError, IndexError, TypeError):  # none, or not one ttgnn wrote: no note
-        return None
-    return (last, planned) if last < planned else None
+        return None, None
+    if last >= planned:
+        return None, None
+    if RunFolder.in_use(folder):
+        return (last, planned), "running"
+    return (last, planned), "diverged" if isinstance(metrics.get("diverged"), dict) else "interrupted"
 
 
 def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: Optional[PathLike] = None,
@@ -87,8 +97,9 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
             file: the latter holds the last epoch's weights).
         dataset (NodeDataset, optional): the graph it was trained on; needed for a graph built in
             Python (``planted_partition``...). (default: loaded by the run's dataset name)
-        root, cache_dir (str, optional): as for :func:`ttgnn.data.load_dataset`. (default: the
-            run's own, else ``$TTGNN_DATA`` and ``~/.cache/ttgnn``)
+        root, cache_dir (str, optional): as for :func:`ttgnn.data.load_dataset`; a run that trained
+            on a dataset folder given by its path reads the folder of that name under ``root``
+            (it moved). (default: the run's own, else ``$TTGNN_DATA`` and ``~/.cache/ttgnn``)
 
     Raises:
         FileNotFoundError: ``folder`` holds no ``best_model.pt`` (no epoch finished yet).
@@ -113,11 +124,16 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     config = TrainConfig(**{key: value for key, value in settings.items() if key in fields})
     if dataset is None:
         where = root if root is not None else config.root
+        name = config.dataset
+        if root is not None and is_dataset_path(name):  # a dataset folder moved: the root given now holds it
+            name = os.path.join(root, Path(name).name)
         try:
             cache = cache_dir if cache_dir is not None else config.cache_dir
-            dataset = load_dataset(config.dataset, root=where, cache_dir=cache)
+            dataset = load_dataset(name, root=where, cache_dir=cache)
         except (FileNotFoundError, NotADirectoryError) as err:
-            raise type(err)(f"{err}; the run in {folder} trained on {config.dataset!r}: give its root, or "
+            holder = (f"the folder that holds {Path(config.dataset).name!r}" if is_dataset_path(config.dataset)
+                      else "its root")
+            raise type(err)(f"{err}; the run in {folder} trained on {config.dataset!r}: give {holder}, or "
                             "the NodeDataset itself for a graph built in Python") from None
     # The node order and a spectral table are in the weights: build without computing either. A run
     # recorded before ttgnn refused a core count that contradicts its shape (2026-11-30) was built with the
@@ -148,7 +164,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     best = "optimizer" not in state  # a checkpoint.pt holds the optimizer, best_model.pt does not
     log.info("loaded %s of %s (epoch %d): %s + %s on %s", "the best model" if best else
              "the last checkpoint (not the best model)", folder, epoch, config.model, config.embedding, dataset.name)
-    return FinishedRun(model, config, dataset, epoch, graph, best=best, stopped=_stopped_early(folder))
+    stopped, why = _stopped_early(folder)
+    return FinishedRun(model, config, dataset, epoch, graph, best=best, stopped=stopped, stop_reason=why)
 
 
 def _check_finite_weights(weights, path: Path, chunk: int = 1 << 24) -> None:

@@ -78,6 +78,15 @@ def trivial_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     return labels, root_degree / norms[labels], count
 
 
+class TooManyEigenvectors(ValueError):
+    """``k`` is more eigenvectors than the graph has to give (``limit``: the most it can, after the
+    trivial ones skipped); a ``ValueError``."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, k: int, *, seed: int = 0,
                          tol: float = 1e-6, skip_trivial: bool = True,
                          cache_dir: Optional[Union[str, Path]] = None) -> np.ndarray:
@@ -101,7 +110,7 @@ def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
-    if not 1 <= k < num_nodes:
+    if not 1 <= k:  # the upper limit is checked below, once the trivial eigenvectors are counted
         raise ValueError(f"k must be in [1, {num_nodes}) for a graph of {num_nodes} nodes, got {k}")
     key = {"format_version": _FORMAT_VERSION, "graph": _graph_hash(indptr, indices), "k": int(k),
            "tol": float(tol), "seed": int(seed), "skip_trivial": bool(skip_trivial)}
@@ -117,8 +126,9 @@ def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     labels, trivial, num_trivial = (trivial_eigenvectors(indptr, indices, num_nodes) if skip_trivial
                                     else (None, None, 0))
     if not k < num_nodes - num_trivial:
-        raise ValueError(f"k must be in [1, {num_nodes - num_trivial}) for a graph of {num_nodes} nodes less the "
-                         f"{num_trivial} trivial eigenvectors skipped, got {k}")
+        skipped = f" less the {num_trivial} trivial eigenvectors skipped" if skip_trivial else ""
+        raise TooManyEigenvectors(f"k must be in [1, {num_nodes - num_trivial}) for a graph of {num_nodes} "
+                                  f"nodes{skipped}, got {k}", num_nodes - num_trivial - 1)
     adjacency = normalized_adjacency_scipy(indptr, indices, num_nodes)
     if skip_trivial:
         num_labels = int(labels.max()) + 1 if num_nodes else 0
@@ -212,8 +222,13 @@ def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim:
     k = dim if vectors is None else vectors
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
         raise ValueError(f"vectors must be an integer in [1, dim={dim}], got {vectors!r}")
-    eigenvectors = leading_eigenvectors(indptr, indices, num_nodes, k, seed=seed, skip_trivial=skip_trivial,
-                                        cache_dir=cache_dir)
+    try:
+        eigenvectors = leading_eigenvectors(indptr, indices, num_nodes, k, seed=seed, skip_trivial=skip_trivial,
+                                            cache_dir=cache_dir)
+    except TooManyEigenvectors as err:  # named as the caller gave the count: vectors, or dim without it
+        given = f"vectors={k}" if vectors is not None else f"vectors=None (dim={dim} of them)"
+        raise ValueError(f"{given}: a graph of {num_nodes:,} nodes has at most {err.limit:,} eigenvectors to give"
+                         f"{' past its trivial ones' if skip_trivial else ''}; give fewer vectors") from None
     signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(k)])
     signs[signs == 0] = 1.0
     table = np.zeros((num_nodes, dim), dtype=np.float32)

@@ -976,8 +976,12 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 if config.resume and checkpoint is not None and checkpoint.exists():
                     # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
                     # before the full table trains, not after
-                    check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(),
-                                    checkpoint, TrainConfig.RESUME_ABSENT, FINETUNE_SETTINGS)
+                    # the rank last, as restore_run checks it: a changed from_full is named as itself, not as
+                    # the rank its rule derives
+                    state, keys = load_checkpoint(checkpoint), settled.resume_keys()
+                    for part in ([k for k in keys if k != "rank"], [k for k in keys if k == "rank"]):
+                        check_resumable(state, settled.settings(), part, checkpoint, TrainConfig.RESUME_ABSENT,
+                                        FINETUNE_SETTINGS)
                     _check_full_table_epochs(config, checkpoint)
                 teacher = _train_full_table(config, dataset, device, replacing=folder)
                 config = finetune
@@ -1213,6 +1217,11 @@ def _epochs(run: RunState) -> None:
         # the epoch before rank 0 evaluates and saves.
         loss = train_epoch(run, epoch, show_progress=show)
         if not math.isfinite(loss):  # the same on every rank: the loss is averaged over them
+            if run.is_main and run.out_dir is not None and run.saved_epoch:
+                # metrics.json says why the run ended early (`ttgnn predict` tells it from an interruption);
+                # a resumed run's next epoch writes the file again, without this entry
+                atomic_write_json(dict(summarize(run.metrics), diverged={"epoch": epoch, "loss": str(loss)}),
+                                  run.path(METRICS_NAME))
             raise TrainingDiverged(epoch, loss, run)
         if run.average is not None:
             run.average.update(run.model)
