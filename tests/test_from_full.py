@@ -76,6 +76,23 @@ def test_an_overwritten_run_trains_the_full_table_again(tmp_path, planted):
     assert {path: path.read_bytes() for path in kept} == kept
 
 
+def test_overwriting_a_from_full_run_without_it_removes_its_full_table_stage(tmp_path, planted):
+    # the old first stage stayed in full-table/, where predict and the plots would take it for this run's
+    out = tmp_path / "run"
+    train(_config(out), planted)
+    (out / FULL_TABLE_DIR / "notes.txt").write_text("mine")
+    train(_config(out, overwrite=True, from_full=False, epochs=1), planted)
+    assert sorted(p.name for p in (out / FULL_TABLE_DIR).iterdir()) == ["notes.txt"]  # the user's file stays
+    (out / FULL_TABLE_DIR / "notes.txt").unlink()
+    train(_config(tmp_path / "again"), planted)
+    train(_config(tmp_path / "again", overwrite=True, from_full=False, epochs=1), planted)
+    assert not (tmp_path / "again" / FULL_TABLE_DIR).exists()
+    assert json.loads((tmp_path / "again" / "metrics.json").read_text())["settings"]["from_full"] is False
+    # a from_full overwrite trains its full table again, in the same place
+    train(_config(out, overwrite=True), planted)
+    assert len(_full_metrics(out)["epochs"]) == 3
+
+
 def test_a_resume_its_checkpoint_refuses_fails_before_the_full_table_trains(tmp_path, planted):
     out = tmp_path / "run"
     train(_config(out, from_full=False, epochs=2), planted)

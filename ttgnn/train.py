@@ -44,7 +44,7 @@ import torch
 
 from . import distributed as tdist
 from .averaging import WeightAverage
-from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, METRICS_NAME, STAGED_BEST_NAME, RunFolder,
+from .checkpoint import (BEST_MODEL_NAME, CHECKPOINT_NAME, LOCK_NAME, METRICS_NAME, STAGED_BEST_NAME, RunFolder,
                          check_resumable, commit_staged_best, differing_settings, load_checkpoint, save_best_model,
                          save_checkpoint, settle_staged_best)
 from .choices import LR_SCHEDULES, ORDERS, check_choice
@@ -987,6 +987,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 config = finetune
             run = setup_run(config, dataset, process_rank, world_size, device)
             if folder is not None:
+                if teacher is None:  # the run it overwrites may have been a from_full one: its first stage goes too
+                    _replace_stale_stage(folder, Path(config.output_dir) / FULL_TABLE_DIR)
                 folder.replace_existing()
                 folder.record_job()
             if teacher is not None:
@@ -1108,6 +1110,20 @@ def settle_from_full(config: TrainConfig, dataset: NodeDataset, world_size: int 
     num_train = int(dataset.split["train"].numel())
     return dataclasses.replace(config, from_full=from_full_for(None, config.embedding, config.mode, dataset.num_nodes,
                                                                num_train, world_size))
+
+
+def _replace_stale_stage(folder: RunFolder, stage: Path) -> None:
+    """When ``folder`` overwrites its run (:meth:`~ttgnn.checkpoint.RunFolder.replace_existing` is due)
+    with one that has no full-table stage, delete the stage folder ``stage`` of a ``from_full`` run it
+    replaces: its run files and lock, and the folder once nothing else is left in it (a stale first
+    stage would be predicted, or plotted, as this run's)."""
+    if not folder.overwrite or folder.resume or not stage.is_dir():
+        return
+    with RunFolder(stage, overwrite=True) as old:
+        old.replace_existing()
+    (stage / LOCK_NAME).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # files of the user's own stay, and so does the folder
+        stage.rmdir()
 
 
 def full_table_config(config: TrainConfig) -> TrainConfig:
