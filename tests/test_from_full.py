@@ -322,3 +322,17 @@ def test_finetune_settings_a_run_leaves_unread_are_named(tmp_path, caplog):
         train(_config(tmp_path / "b", from_full=None, epochs=1, finetune_epochs=TrainConfig().finetune_epochs),
               many)  # the defaults: nothing said
     assert not [r for r in caplog.records if "ignored" in r.getMessage()]
+
+
+def test_a_tt_stage_that_diverges_in_its_first_epoch_is_predicted_from_its_start_with_a_note(tmp_path, planted,
+                                                                                               monkeypatch):
+    import ttgnn.train as ttrain
+    from ttgnn.inference import load_run
+
+    real_epoch = ttrain.train_epoch
+    monkeypatch.setattr(ttrain, "train_epoch", lambda run, epoch, show_progress=False: float("nan")
+                        if run.config.embedding == "tt" else real_epoch(run, epoch, show_progress))
+    with pytest.raises(ttrain.TrainingDiverged):
+        train(_config(tmp_path / "run"), planted)
+    run = load_run(tmp_path / "run", planted)
+    assert (run.epoch, run.stopped, run.stop_reason) == (0, (0, 2), "diverged")

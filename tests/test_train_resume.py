@@ -217,3 +217,20 @@ def test_a_run_killed_between_its_best_model_and_its_checkpoint_resumes_exactly(
     resumed_epoch, resumed_best = _weights(tmp_path / BEST_MODEL_NAME)
     _, whole_best = _weights(whole_dir / BEST_MODEL_NAME)
     assert resumed_epoch == best and all(torch.equal(whole_best[k], resumed_best[k]) for k in whole_best)
+
+
+def test_a_job_of_several_processes_resumes_a_dataset_folder_that_lies_elsewhere_on_each_machine(tmp_path,
+                                                                                                    monkeypatch):
+    # a dataset path is recorded absolute (rank 0's): a rank whose working directory differs made the same
+    # relative --dataset another absolute path, and refused the checkpoint rank 0 sent it
+    from ttgnn.checkpoint import differing_settings
+    from ttgnn.train import _resume_settings
+
+    monkeypatch.chdir(tmp_path)
+    config = small_config(None, dataset="graphs/planted-400")
+    state = {"settings": dict(config.settings(), dataset="/elsewhere/graphs/planted-400")}
+    keys = config.resume_keys()
+    assert differing_settings(state["settings"], _resume_settings(config, state, 2), keys) == []
+    assert differing_settings(state["settings"], _resume_settings(config, state, 1), keys) == ["dataset"]
+    state["settings"]["dataset"] = "/elsewhere/graphs/other-400"  # another folder's name: another dataset
+    assert differing_settings(state["settings"], _resume_settings(config, state, 2), keys) == ["dataset"]

@@ -24,6 +24,7 @@ import os
 import pickle
 import socket
 import stat
+import time
 from pathlib import Path
 from typing import Optional, Union
 
@@ -243,6 +244,10 @@ def upgrade_checkpoint(path: PathLike) -> bool:
     return True
 
 
+#: Tries at a run folder's lock, 20 ms apart, before it counts as held by another run.
+_LOCK_ATTEMPTS = 10
+
+
 class RunFolder:
     """Exclusive use of a run folder for the lifetime of a run (a context manager).
 
@@ -309,12 +314,19 @@ class RunFolder:
             raise ValueError(f"cannot create output folder {self.path}: {err.strerror or err}") from None
         lock = self.path / LOCK_NAME
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
+        for attempt in range(_LOCK_ATTEMPTS):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as err:
+                if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    os.close(fd)
+                    raise
+            # held: by a run, or for an instant by a probe of in_use (`ttgnn predict`), which must not refuse this run
+            if attempt + 1 < _LOCK_ATTEMPTS:
+                time.sleep(0.02)
+        else:
             os.close(fd)
-            if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise
             holder = lock.read_text().strip() or "another process"
             raise ValueError(f"output folder {self.path} is in use by {holder} (lock {lock}); "
                              f"wait for that run or choose another --output-dir") from None

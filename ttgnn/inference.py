@@ -78,7 +78,8 @@ def _stopped_early(folder: Path) -> tuple[Optional[tuple], Optional[str]]:
     early (``why`` as :attr:`FinishedRun.stop_reason`), else ``(None, None)``."""
     try:
         metrics = json.loads((folder / METRICS_NAME).read_text())
-        last, planned = int(metrics["epochs"][-1]["epoch"]), int(metrics["settings"]["epochs"])
+        epochs = metrics["epochs"]  # none: a from_full run that diverged in its first epoch (its start: epoch 0)
+        last, planned = int(epochs[-1]["epoch"]) if epochs else 0, int(metrics["settings"]["epochs"])
     except (OSError, ValueError, KeyError, IndexError, TypeError):  # none, or not one ttgnn wrote: no note
         return None, None
     if last >= planned:

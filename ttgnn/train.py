@@ -529,7 +529,7 @@ def restore_run(run: RunState) -> None:
         return
     # The settings first, then the table's shapes, then the rank: a changed --row-shape is named as such,
     # not as the rank the run derives from it, and a changed dataset or embedding as itself.
-    keys, settings = run.config.resume_keys(), run.config.settings()
+    keys, settings = run.config.resume_keys(), _resume_settings(run.config, state, run.world_size)
     shown = FINETUNE_SETTINGS if run.config.from_full else None
     check_resumable(state, settings, [k for k in keys if k != "rank"], ckpt_path, TrainConfig.RESUME_ABSENT, shown)
     _check_same_table(state, run.metrics, ckpt_path)
@@ -576,6 +576,17 @@ def restore_run(run: RunState) -> None:
     if run.is_main:
         log.info("resumed from %s at epoch %d", ckpt_path, run.start_epoch)
         run.best_state = _read_best_state(run, ckpt_path)
+
+
+def _resume_settings(config: TrainConfig, state: dict, world_size: int) -> dict:
+    """``config``'s settings as a resume compares them with checkpoint ``state``'s. In a job of several
+    processes a dataset folder may lie elsewhere on each machine (:func:`_job_settings`), so there the
+    recorded folder counts as this process's when the two have the same name."""
+    settings = config.settings()
+    saved = state.get("settings", {}).get("dataset")
+    if world_size > 1 and isinstance(saved, str) and Path(saved).name == Path(str(config.dataset)).name:
+        settings["dataset"] = saved
+    return settings
 
 
 def _check_same_table(state: dict, metrics: dict, ckpt_path: Path) -> None:
@@ -1233,9 +1244,10 @@ def _epochs(run: RunState) -> None:
         # the epoch before rank 0 evaluates and saves.
         loss = train_epoch(run, epoch, show_progress=show)
         if not math.isfinite(loss):  # the same on every rank: the loss is averaged over them
-            if run.is_main and run.out_dir is not None and run.saved_epoch:
-                # metrics.json says why the run ended early (`ttgnn predict` tells it from an interruption);
-                # a resumed run's next epoch writes the file again, without this entry
+            if run.is_main and run.out_dir is not None and (run.saved_epoch or run.path(BEST_MODEL_NAME).is_file()):
+                # metrics.json says why the run ended early (`ttgnn predict` tells it from an interruption;
+                # a from_full run has a best model, its compressed start, before its first epoch); a resumed
+                # run's next epoch writes the file again, without this entry
                 atomic_write_json(dict(summarize(run.metrics), diverged={"epoch": epoch, "loss": str(loss)}),
                                   run.path(METRICS_NAME))
             raise TrainingDiverged(epoch, loss, run)
