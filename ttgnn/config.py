@@ -14,7 +14,8 @@ from typing import Optional, Union
 from .choices import (EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS,
                       check_choice)
 
-__all__ = ["TrainConfig", "is_dataset_path", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS", "AUTO_SPECTRAL_MAX_NODES",
+__all__ = ["TrainConfig", "is_dataset_path", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS",
+           "AUTO_SPECTRAL_MAX_NODES",
            "AUTO_FROM_FULL_MAX_NODES", "from_full_for",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
            "auto_rank", "check_eval_fanouts", "check_label_inputs_with_sampled_eval", "eval_fanouts_for", "init_for",
