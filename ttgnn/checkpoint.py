@@ -30,7 +30,7 @@ from typing import Optional, Union
 
 import torch
 
-from .config import is_dataset_path
+from .config import recorded_dataset
 from .fileio import atomic_torch_save, atomic_write, fsync_dir
 
 __all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "JOB_NAME", "CHECKPOINT_VERSION",
@@ -181,8 +181,8 @@ def _plain(value, key: Optional[str] = None):
     and as a list on the command line, is the same setting. A ``dataset`` folder path is made absolute
     (:class:`~ttgnn.config.TrainConfig` records it so; runs before 2026-12-07 recorded it as typed,
     relative to where they ran)."""
-    if key == "dataset" and isinstance(value, str) and is_dataset_path(value):
-        return os.path.abspath(value)
+    if key == "dataset" and isinstance(value, str):
+        return recorded_dataset(value)
     return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 

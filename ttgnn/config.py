@@ -14,7 +14,7 @@ from typing import Optional, Union
 from .choices import (EMBEDDINGS, GNN_BACKENDS, INITS, LOSSES, LR_SCHEDULES, MODEL_CHOICES, MODES, NORMS, ORDERS,
                       check_choice)
 
-__all__ = ["TrainConfig", "is_dataset_path", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS",
+__all__ = ["TrainConfig", "is_dataset_path", "recorded_dataset", "LABEL_INPUT_MIN_TRAIN_FRACTION", "AUTO_SPECTRAL_VECTORS",
            "AUTO_SPECTRAL_MAX_NODES",
            "AUTO_FROM_FULL_MAX_NODES", "from_full_for",
            "SAMPLED_EVAL_MIN_NODES", "AUTO_RANK", "AUTO_RANK_FEW_LABELS", "AUTO_MIN_COMPRESSION", "preferred_rank",
@@ -304,8 +304,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         # A dataset folder is recorded by its absolute path: the run is found again (predicted, resumed) from any
         # directory, and resuming with another spelling of the same folder is the same run.
-        if isinstance(self.dataset, (str, os.PathLike)) and is_dataset_path(self.dataset):
-            self.dataset = os.path.abspath(self.dataset)
+        if isinstance(self.dataset, (str, os.PathLike)):
+            self.dataset = recorded_dataset(self.dataset)
         # paths given as pathlib.Path: kept as the strings the recorded settings (JSON) and resume checks hold
         for key in ("dataset", "root", "cache_dir", "output_dir"):
             value = getattr(self, key)
@@ -335,8 +335,10 @@ class TrainConfig:
         ``epochs`` (the schedule spans them). ``epochs`` may otherwise grow, or shrink down to the
         checkpoint's epoch (:func:`~ttgnn.train.restore_run` refuses less), and settings
         that do not change what is computed (threads, device, paths, progress, evaluation) may differ.
+        ``rank`` comes last: a rule derives it from other settings (``from_full``, the budget), so a
+        refusal names the setting that changed, not the rank it changed.
         """
-        keys = self.RESUME_KEYS
+        keys = tuple(key for key in self.RESUME_KEYS if key != "rank")
         if self.from_full:  # the TT stage's rate and distillation weight (named before the lr they set)
             keys += ("finetune_lr", "finetune_distill")
         keys += self.RESUME_TRAINING_KEYS
@@ -344,7 +346,7 @@ class TrainConfig:
             keys += ("fanouts", "batch_size")
         if self.lr_schedule != "constant":
             keys += ("epochs",)
-        return keys
+        return keys + ("rank",)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range setting."""
@@ -458,6 +460,12 @@ def is_dataset_path(dataset: Union[str, os.PathLike]) -> bool:
         return True
     text = dataset.rstrip(os.sep + (os.altsep or "")) or dataset  # "/" is a path
     return os.sep in text or (os.altsep is not None and os.altsep in text)
+
+
+def recorded_dataset(dataset: Union[str, os.PathLike]) -> Union[str, os.PathLike]:
+    """``dataset`` as a run records it: a folder path (:func:`is_dataset_path`) made absolute, a name
+    as it is."""
+    return os.path.abspath(dataset) if is_dataset_path(dataset) else dataset
 
 
 def check_int(name: str, value, minimum: int) -> None:

@@ -987,12 +987,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 if config.resume and checkpoint is not None and checkpoint.exists():
                     # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
                     # before the full table trains, not after
-                    # the rank last, as restore_run checks it: a changed from_full is named as itself, not as
-                    # the rank its rule derives
-                    state, keys = load_checkpoint(checkpoint), settled.resume_keys()
-                    for part in ([k for k in keys if k != "rank"], [k for k in keys if k == "rank"]):
-                        check_resumable(state, settled.settings(), part, checkpoint, TrainConfig.RESUME_ABSENT,
-                                        FINETUNE_SETTINGS)
+                    check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(),
+                                    checkpoint, TrainConfig.RESUME_ABSENT, FINETUNE_SETTINGS)
                     _check_full_table_epochs(config, checkpoint)
                 teacher = _train_full_table(config, dataset, device, replacing=folder)
                 config = finetune
