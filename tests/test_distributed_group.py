@@ -64,6 +64,11 @@ PEER = textwrap.dedent("""
         ddp(torch.full((4, 3), 2.0)).sum().backward()
     if scenario in ("collectives", "agent_store"):
         dist.barrier()  # the test's teardown
+    if scenario == "join":
+        # Leaving right after its own side of the rendezvous could close the connections while the
+        # test's side is still being set up (gloo's connectFullMesh then fails with "Connection closed
+        # by peer"); the test's one barrier says that it has joined.
+        dist.barrier()
     dist.destroy_process_group()
     print("peer done", flush=True)
     # Out without the interpreter's shutdown: plain collectives leave gloo's worker thread to free their
@@ -101,9 +106,11 @@ def peer(monkeypatch):
 
     yield start
     for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        if proc.returncode is None:  # the test did not wait for it (it failed first): show what the peer said
+            if proc.poll() is None:
+                proc.kill()
+            out, _ = proc.communicate()
+            print(f"peer (exit code {proc.returncode}) printed:\n{out}")
     if dist.is_initialized():  # a failed test must not leave its group to the next one
         dist.destroy_process_group()
 
@@ -176,10 +183,11 @@ def test_rank_1_of_a_gloo_group_sums_broadcasts_and_averages_gradients(peer, cap
 
 
 def test_an_error_inside_the_context_leaves_without_a_barrier(peer, caplog):
-    finish = peer("error")
+    finish = peer("join")
     caplog.set_level(logging.WARNING, logger="ttgnn.distributed")
     with pytest.raises(RuntimeError, match="boom"):
         with tdist.distributed("cpu", timeout=TIMEOUT):
+            dist.barrier()  # the peer's; after it the peer leaves
             raise RuntimeError("boom")
     assert not dist.is_initialized()
     assert "peer done" in finish()
@@ -193,10 +201,11 @@ def test_a_setup_after_a_failed_rendezvous_meets_its_peer(peer):
     with pytest.raises(ConnectionError, match="could not join"):
         tdist.setup("cpu", timeout=datetime.timedelta(seconds=1),
                     environ={"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    finish = peer("error")
+    finish = peer("join")
     ctx = tdist.setup("cpu", timeout=TIMEOUT)
     try:
         assert ctx.info.rank == 1 and dist.get_world_size() == 2
+        dist.barrier()
     finally:
         tdist.teardown(wait=False)
     assert "peer done" in finish()
