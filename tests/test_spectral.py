@@ -158,12 +158,28 @@ def test_bad_k(graph, disconnected):
 def test_a_table_asking_more_eigenvectors_than_the_graph_has_names_vectors_and_the_limit(disconnected):
     # the train command showed eigsh's "k must be in [1, 213) ..." for --dim 256, then another limit for fewer
     indptr, indices, n = disconnected
-    with pytest.raises(ValueError, match=r"^vectors=None \(dim=256 of them\): a graph of 213 nodes has at most 209 "
-                                         r"eigenvectors to give past its trivial ones; give fewer vectors$"):
+    past = r"eigenvectors to give past its trivial ones \(one per connected component\)"
+    with pytest.raises(ValueError, match=rf"^vectors=None \(dim=256 of them\): a graph of 213 nodes has at most 209 "
+                                         rf"{past}; give vectors=209 or fewer$"):
         spectral_table(indptr, indices, n, 256)
     with pytest.raises(ValueError, match=r"^vectors=210: a graph of 213 nodes has at most 209 eigenvectors"):
         spectral_table(indptr, indices, n, 256, vectors=210)
     assert spectral_table(indptr, indices, n, 256, vectors=209).shape == (213, 256)
+    ones = np.isclose(np.linalg.eigvalsh(normalized_adjacency_scipy(indptr, indices, n).toarray()), 1.0).sum()
+    assert ones == 3 and spectral.eigenvector_limit(indptr, indices, n) == n - ones - 1 == 209
+    # named as the caller names them: the train command's settings
+    with pytest.raises(spectral.TooManyEigenvectors, match=r"^spectral_vectors=210: .*; give spectral_vectors=209 or"):
+        spectral_table(indptr, indices, n, 256, vectors=210, names=("spectral_vectors", "dim"))
+    with pytest.raises(ValueError, match=r"^spectral_vectors must be an integer in \[1, dim=256\], got 300$"):
+        spectral_table(indptr, indices, n, 256, vectors=300, names=("spectral_vectors", "dim"))
+
+
+def test_a_graph_with_no_eigenvectors_past_its_trivial_ones_says_so():
+    indptr, indices = np.array([0, 1, 2]), np.array([1, 0])  # one edge: its one eigenvector is trivial
+    assert spectral.eigenvector_limit(indptr, indices, 2) == 0
+    with pytest.raises(ValueError, match=r"^vectors=1: a graph of 2 nodes has no eigenvectors to give past its "
+                                         r"trivial ones \(one per connected component\); use another init$"):
+        spectral_table(indptr, indices, 2, 4, vectors=1)
 
 
 def test_available_memory_is_positive_and_a_table_too_large_is_refused_up_front(monkeypatch):

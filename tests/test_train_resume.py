@@ -234,3 +234,23 @@ def test_a_job_of_several_processes_resumes_a_dataset_folder_that_lies_elsewhere
     assert differing_settings(state["settings"], _resume_settings(config, state, 1), keys) == ["dataset"]
     state["settings"]["dataset"] = "/elsewhere/graphs/other-400"  # another folder's name: another dataset
     assert differing_settings(state["settings"], _resume_settings(config, state, 2), keys) == ["dataset"]
+
+
+def test_a_run_resumes_under_the_other_spelling_of_its_dataset_folder(tmp_path, monkeypatch):
+    # "--dataset cora" (a name under the root) and "--dataset ROOT/cora" (its path) read one folder; a resume
+    # under the other spelling was refused as another dataset
+    from raw_layout import write_raw_dataset
+
+    root = tmp_path / "data"
+    write_raw_dataset(root / "ring")
+    write_raw_dataset(root / "other", seed=1)
+    monkeypatch.setenv("TTGNN_DATA", str(root))
+    config = functools.partial(small_config, epochs=1, mode="full", label_input=False, from_full=False, seed=0)
+    train(config(tmp_path / "by-name", dataset="ring"))
+    train(config(tmp_path / "by-name", dataset=str(root / "ring"), epochs=2, resume=True))
+    assert load_checkpoint(tmp_path / "by-name" / CHECKPOINT_NAME)["epoch"] == 2
+    train(config(tmp_path / "by-path", dataset=str(root / "ring"), root=str(root)))
+    train(config(tmp_path / "by-path", dataset="ring", root=str(root), epochs=2, resume=True))
+    assert load_checkpoint(tmp_path / "by-path" / CHECKPOINT_NAME)["epoch"] == 2
+    with pytest.raises(ValueError, match=r"was written with dataset='.*ring', this run has dataset='other'"):
+        train(config(tmp_path / "by-path", dataset="other", epochs=3, resume=True))

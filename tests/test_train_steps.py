@@ -14,6 +14,7 @@ import re
 import resource
 import signal
 
+import numpy as np
 import pytest
 import torch
 
@@ -21,6 +22,7 @@ import ttgnn.distributed as tdist
 import ttgnn.spectral as spectral
 import ttgnn.train as ttrain
 from ttgnn.checkpoint import BEST_MODEL_NAME, CHECKPOINT_NAME, save_checkpoint
+from ttgnn.data import NodeDataset
 from ttgnn.partition import hierarchical_order
 from ttgnn.shapes import TTShape
 from ttgnn.spectral import spectral_table
@@ -378,6 +380,33 @@ def test_the_auto_init_of_a_narrow_table_takes_at_most_its_width_in_eigenvectors
     narrow.validate()  # the settled count is one the table can hold
     wide = ttrain.settle_by_graph(_config(None, init="auto", dim=16, col_shape=None), few)
     assert (wide.init, wide.spectral_vectors) == ("spectral", 8)
+
+
+def _pairs(num_pairs: int) -> NodeDataset:
+    """``2 * num_pairs`` nodes joined in pairs, one training node: few labels, so the automatic init is
+    spectral, on a graph with ``num_pairs - 1`` eigenvectors past its trivial ones."""
+    n = 2 * num_pairs
+    edges = np.stack([np.arange(0, n, 2), np.arange(1, n, 2)])
+    split = {"train": torch.tensor([0]), "valid": torch.arange(1, num_pairs), "test": torch.arange(num_pairs, n)}
+    return NodeDataset(name="pairs", num_nodes=n, edge_index=edges, labels=torch.arange(n) % 2, split=split,
+                       num_classes=2)
+
+
+def test_the_auto_init_takes_at_most_the_eigenvectors_the_graph_has(tmp_path, caplog):
+    # the automatic 8 on a graph with 5 to give failed in eigsh's limit check, with a setting never given
+    caplog.set_level(logging.INFO, logger="ttgnn.train")
+    pairs = _pairs(6)
+    settled = ttrain.settle_by_graph(_config(None, init="auto", col_shape=None), pairs)
+    assert (settled.init, settled.spectral_vectors) == ("spectral", 5)
+    assert "table init: 5 eigenvectors, not 8: all that a graph of 12 nodes has to give past its trivial ones " \
+           "(one per connected component)" in _messages(caplog)
+    assert ttrain.settle_by_graph(_config(None, init="auto", col_shape=None), _pairs(9)).spectral_vectors == 8
+    train(_config(tmp_path / "auto", init="auto", col_shape=None, epochs=1), pairs)  # trains
+    # a count given is not changed: it is refused by the setting's name
+    with pytest.raises(ValueError, match=r"^spectral_vectors=6: a graph of 12 nodes has at most 5 eigenvectors to "
+                                         r"give past its trivial ones \(one per connected component\); give "
+                                         r"spectral_vectors=5 or fewer$"):
+        train(_config(tmp_path / "given", init="auto", spectral_vectors=6, col_shape=None, epochs=1), pairs)
 
 
 def test_the_loss_left_to_the_rule_is_settled_by_the_model_the_mode_and_the_labels(tmp_path, planted, caplog):

@@ -50,6 +50,7 @@ __all__ = [
     "NodeDataset",
     "OGB_NAMES",
     "load_dataset",
+    "dataset_folder",
     "resolve_root",
     "default_cache_dir",
     "planted_partition",
@@ -964,6 +965,25 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
                        features, evaluator_name=name, split_files=files)
 
 
+def _dataset_text(name: Union[str, os.PathLike]) -> str:
+    """``name`` as :func:`load_dataset` reads it: ``"cora/"``, as shell completion writes it, is the
+    name ``"cora"``, not ``./cora``."""
+    text = os.fspath(name)
+    seps = os.sep + (os.altsep or "")
+    if not isinstance(name, os.PathLike) and text.rstrip(seps) and not any(sep in text.rstrip(seps) for sep in seps):
+        text = text.rstrip(seps)
+    return text
+
+
+def dataset_folder(name: Union[str, os.PathLike], root: Optional[Union[str, os.PathLike]] = None) -> Optional[Path]:
+    """The folder :func:`load_dataset` reads for ``name`` and ``root``: a path as given, a name under the
+    datasets root (:func:`resolve_root`); ``None`` for the OGB names, which ``ogb`` reads."""
+    text = _dataset_text(name)
+    if text in OGB_NAMES:
+        return None
+    return Path(text) if is_dataset_path(name) else resolve_root(root) / text
+
+
 def load_dataset(
     name: Union[str, os.PathLike],
     root: Optional[Union[str, os.PathLike]] = None,
@@ -999,10 +1019,7 @@ def load_dataset(
     cache = default_cache_dir(cache_dir)
     if cache.exists() and not cache.is_dir():
         raise ValueError(f"cache directory {cache} exists and is not a folder")
-    text = os.fspath(name)
-    seps = os.sep + (os.altsep or "")
-    if not isinstance(name, os.PathLike) and text.rstrip(seps) and not any(sep in text.rstrip(seps) for sep in seps):
-        text = text.rstrip(seps)  # "cora/", as shell completion writes it, is the name "cora", not ./cora
+    text = _dataset_text(name)
     if text in OGB_NAMES:
         binary = root_path / text.replace("-", "_")
         if (binary / "raw" / "data.npz").is_file():  # papers100M's binary layout: read lean, without ogb
@@ -1014,7 +1031,7 @@ def load_dataset(
         raise ValueError(f"unknown OGB dataset {text!r}{guess} (supported: {', '.join(OGB_NAMES)})")
     # A bare name is looked up under the root only; a path (with a separator) is used as given.
     is_path = is_dataset_path(name)
-    folder = Path(text) if is_path else root_path / text
+    folder = dataset_folder(name, root_path)
     if not folder.is_dir():
         if is_path:
             raise FileNotFoundError(f"dataset folder not found: {folder}")

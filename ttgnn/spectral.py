@@ -78,6 +78,13 @@ def trivial_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
     return labels, root_degree / norms[labels], count
 
 
+def eigenvector_limit(indptr: np.ndarray, indices: np.ndarray, num_nodes: int) -> int:
+    """The most eigenvectors :func:`leading_eigenvectors` gives for this graph past its trivial ones
+    (``skip_trivial=True``): ``N - T - 1`` with ``T`` the connected components that have an edge; 0 or
+    less where it gives none."""
+    return num_nodes - trivial_eigenvectors(indptr, indices, num_nodes)[2] - 1
+
+
 class TooManyEigenvectors(ValueError):
     """``k`` is more eigenvectors than the graph has to give (``limit``: the most it can, after the
     trivial ones skipped); a ``ValueError``."""
@@ -197,7 +204,7 @@ def check_table_fits(num_nodes: int, dim: int, bytes_per_entry: int, what: str =
 
 def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim: int, std: float = 1.0, *,
                    vectors: Optional[int] = None, seed: int = 0, skip_trivial: bool = True,
-                   cache_dir: Optional[Union[str, Path]] = None):
+                   cache_dir: Optional[Union[str, Path]] = None, names: tuple[str, str] = ("vectors", "dim")):
     """An ``(N, dim)`` float32 torch table whose first ``vectors`` columns are the leading eigenvectors.
 
     Each eigenvector has unit norm, so its entries have a root mean square of ``1/sqrt(N)``; they
@@ -208,27 +215,35 @@ def spectral_table(indptr: np.ndarray, indices: np.ndarray, num_nodes: int, dim:
     Args:
         vectors (int, optional): number of eigenvectors, ``1 <= vectors <= dim``. (default: ``dim``)
         skip_trivial (bool, optional): as :func:`leading_eigenvectors`. (default: ``True``)
+        names (tuple of str, optional): what the messages call ``vectors`` and ``dim``: the caller's
+            own names for them (:func:`ttgnn.train.train` gives ``("spectral_vectors", "dim")``).
+            (default: ``("vectors", "dim")``)
 
     Raises:
         ValueError: ``dim`` below 1, ``std`` not a finite number > 0, ``vectors`` outside
-            ``[1, dim]``, or more vectors than the graph has (:func:`leading_eigenvectors`).
+            ``[1, dim]``; :class:`TooManyEigenvectors` (a ``ValueError``): more vectors than the
+            graph has (:func:`eigenvector_limit`).
     """
     import torch
 
     from .init import check_scale
 
-    check_int("dim", dim, 1)
+    vectors_name, dim_name = names
+    check_int(dim_name, dim, 1)
     std = check_scale("std", std)
     k = dim if vectors is None else vectors
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= dim:
-        raise ValueError(f"vectors must be an integer in [1, dim={dim}], got {vectors!r}")
+        raise ValueError(f"{vectors_name} must be an integer in [1, {dim_name}={dim}], got {vectors!r}")
     try:
         eigenvectors = leading_eigenvectors(indptr, indices, num_nodes, k, seed=seed, skip_trivial=skip_trivial,
                                             cache_dir=cache_dir)
     except TooManyEigenvectors as err:  # named as the caller gave the count: vectors, or dim without it
-        given = f"vectors={k}" if vectors is not None else f"vectors=None (dim={dim} of them)"
-        raise ValueError(f"{given}: a graph of {num_nodes:,} nodes has at most {err.limit:,} eigenvectors to give"
-                         f"{' past its trivial ones' if skip_trivial else ''}; give fewer vectors") from None
+        given = f"{vectors_name}={k}" if vectors is not None else f"{vectors_name}=None ({dim_name}={dim} of them)"
+        has = f"at most {err.limit:,}" if err.limit > 0 else "no"
+        past = " past its trivial ones (one per connected component)" if skip_trivial else ""
+        advice = f"give {vectors_name}={err.limit} or fewer" if err.limit > 0 else "use another init"
+        raise TooManyEigenvectors(f"{given}: a graph of {num_nodes:,} nodes has {has} eigenvectors to give{past}; "
+                                  f"{advice}", err.limit) from None
     signs = np.sign(eigenvectors[np.abs(eigenvectors).argmax(axis=0), np.arange(k)])
     signs[signs == 0] = 1.0
     table = np.zeros((num_nodes, dim), dtype=np.float32)

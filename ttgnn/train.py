@@ -52,7 +52,7 @@ from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
                      check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, from_full_for, init_for,
                      label_input_for, label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
-from .data import NodeDataset, default_cache_dir, load_dataset
+from .data import NodeDataset, dataset_folder, default_cache_dir, load_dataset
 from .batches import device_batches
 from .evaluation import (Accuracy, all_logits, correct_and_smooth_metrics, evaluate, evaluate_sampled,
                          known_labels, model_label_inputs)
@@ -243,6 +243,8 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     init, vectors = config.init, config.spectral_vectors
     if config.embedding != "features":
         init, vectors = init_for(init, vectors, dataset.num_nodes, num_train, config.dim)
+        if init == "spectral" and config.init == "auto" and config.spectral_vectors is None:
+            vectors = _vectors_the_graph_has(dataset, vectors)
     eval_fanouts = eval_fanouts_for(config.eval_fanouts, config.mode, config.fanouts, dataset.num_nodes)
     check_label_inputs_with_sampled_eval(config.label_reuse, eval_fanouts, config.label_spread or 0)
     sparse_labels = few_labels(dataset.num_nodes, num_train)
@@ -257,6 +259,20 @@ def settle_by_graph(config: TrainConfig, dataset: NodeDataset) -> TrainConfig:
     return dataclasses.replace(config, model=model, label_input=label_input, init=init, spectral_vectors=vectors,
                                eval_fanouts=eval_fanouts, label_reuse=label_reuse, label_spread=label_spread,
                                loss=loss, rank=rank, from_full=bool(config.from_full))
+
+
+def _vectors_the_graph_has(dataset: NodeDataset, vectors: int) -> int:
+    """The automatic spectral init's eigenvector count ``vectors``, capped at what the graph has to give
+    (a graph of a few nodes, or of many components: :func:`~ttgnn.spectral.eigenvector_limit`). The
+    rule picks spectral only where fewer than a tenth of the nodes train (:func:`few_labels`): on 11
+    nodes or more, in at most half as many components, so a graph with at least 5 to give."""
+    from .spectral import eigenvector_limit
+
+    limit = eigenvector_limit(*dataset.csr(), dataset.num_nodes)
+    if limit < vectors:
+        log.info("table init: %d eigenvectors, not %d: all that a graph of %s nodes has to give past its trivial "
+                 "ones (one per connected component)", limit, vectors, f"{dataset.num_nodes:,}")
+    return min(vectors, limit)
 
 
 @contextlib.contextmanager
@@ -297,7 +313,8 @@ def _spectral_init(node_input, config: TrainConfig, dataset: NodeDataset) -> Non
     # float32 table; a TT table adds its float64 copy and the TT-SVD's working copies (about 3 more).
     check_table_fits(dataset.num_nodes, config.dim, 4 if node_input.kind == "full" else 28)
     table = spectral_table(*dataset.csr(), dataset.num_nodes, config.dim, std=config.init_scale,
-                           vectors=config.spectral_vectors, seed=config.seed, cache_dir=default_cache_dir(config.cache_dir))
+                           vectors=config.spectral_vectors, seed=config.seed,
+                           cache_dir=default_cache_dir(config.cache_dir), names=("spectral_vectors", "dim"))
     error = _load_table(node_input, table)
     if node_input.kind != "full":
         log.info("spectral init: TT-SVD of the eigenvector table, relative error %.3f", error)
@@ -579,14 +596,27 @@ def restore_run(run: RunState) -> None:
 
 
 def _resume_settings(config: TrainConfig, state: dict, world_size: int) -> dict:
-    """``config``'s settings as a resume compares them with checkpoint ``state``'s. In a job of several
-    processes a dataset folder may lie elsewhere on each machine (:func:`_job_settings`), so there the
-    recorded folder counts as this process's when the two have the same name."""
+    """``config``'s settings as a resume compares them with checkpoint ``state``'s. The recorded dataset
+    counts as this run's where both spellings read the same folder (a name under ``config.root`` and
+    that folder's path: :func:`~ttgnn.data.dataset_folder`); and in a job of several processes, where a
+    dataset folder may lie elsewhere on each machine (:func:`_job_settings`), where the two have the
+    same name. (The data itself is compared by its fingerprint.)"""
     settings = config.settings()
     saved = state.get("settings", {}).get("dataset")
-    if world_size > 1 and isinstance(saved, str) and Path(saved).name == Path(str(config.dataset)).name:
+    if not isinstance(saved, str) or saved == settings["dataset"]:
+        return settings
+    if world_size > 1 and Path(saved).name == Path(str(config.dataset)).name:
+        settings["dataset"] = saved
+    elif _same_folder(dataset_folder(saved, config.root), dataset_folder(config.dataset, config.root)):
         settings["dataset"] = saved
     return settings
+
+
+def _same_folder(first: Optional[Path], second: Optional[Path]) -> bool:
+    try:
+        return first is not None and second is not None and os.path.samefile(first, second)
+    except OSError:  # either is missing: not known to be the same
+        return False
 
 
 def _check_same_table(state: dict, metrics: dict, ckpt_path: Path) -> None:
@@ -987,8 +1017,9 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 if config.resume and checkpoint is not None and checkpoint.exists():
                     # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
                     # before the full table trains, not after
-                    check_resumable(load_checkpoint(checkpoint), settled.settings(), settled.resume_keys(),
-                                    checkpoint, TrainConfig.RESUME_ABSENT, FINETUNE_SETTINGS)
+                    state = load_checkpoint(checkpoint)
+                    check_resumable(state, _resume_settings(settled, state, 1), settled.resume_keys(), checkpoint,
+                                    TrainConfig.RESUME_ABSENT, FINETUNE_SETTINGS)
                     _check_full_table_epochs(config, checkpoint)
                 teacher = _train_full_table(config, dataset, device, replacing=folder)
                 config = finetune
