@@ -28,8 +28,9 @@ from ttgnn import distributed as tdist
 
 from network import free_port
 
-TIMEOUT = datetime.timedelta(seconds=30)
-PEER_DEADLINE_S = 90
+# The peer imports torch before its store listens: 30 s on a loaded 2-core machine, so more than that.
+TIMEOUT = datetime.timedelta(seconds=120)
+PEER_DEADLINE_S = 240
 
 
 # The peer is rank 0 of a two-rank gloo group; the test process is rank 1. Each scenario mirrors,
@@ -40,7 +41,7 @@ PEER = textwrap.dedent("""
     from torch import nn
 
     scenario = sys.argv[1]
-    timeout = datetime.timedelta(seconds=30)
+    timeout = datetime.timedelta(seconds=120)
     if scenario == "agent_store":
         store = dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), 2, is_master=True, timeout=timeout)
         store = dist.PrefixStore("ttgnn/attempt_" + os.environ["TORCHELASTIC_RESTART_COUNT"], store)
