@@ -215,11 +215,12 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     import torch
 
+    from ttgnn.data import default_cache_dir
     from ttgnn.partition import hierarchical_order
     from ttgnn.shapes import TTShape
     from ttgnn.synthetic import nested_communities
 
-    args.cache_dir = args.cache_dir or os.path.expanduser("~/.cache/ttgnn")
+    args.cache_dir = str(default_cache_dir(args.cache_dir))  # --cache-dir, else $TTGNN_CACHE, else ~/.cache/ttgnn
     memory = PhaseMemory()
     result = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "threads": torch.get_num_threads(),
               "args": vars(args)}

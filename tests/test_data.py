@@ -164,6 +164,26 @@ def test_a_dataset_built_in_python_without_training_nodes_is_for_evaluation_only
               evaluation_only)
 
 
+def test_a_dataset_without_validation_nodes_is_refused_for_training():
+    # its validation accuracy (NaN) never improved: the best model kept was epoch 1's, without a word
+    from ttgnn.train import TrainConfig, train
+
+    none = torch.tensor([], dtype=torch.long)
+    no_valid = _built(split={"train": torch.arange(5), "valid": none, "test": torch.tensor([7, 8])})
+    with pytest.raises(ValueError, match=r"^x has no validation nodes \(its validation split is empty\): a run keeps "
+                                         r"the epoch of the best validation accuracy"):
+        train(TrainConfig(dataset="x", epochs=1, dim=8, hidden=8, rank=2, order="identity", progress=False),
+              no_valid)
+
+
+def test_an_empty_edge_index_may_be_a_tensor():
+    # the check of the endpoints took a tensor's size method for a count and reduced an empty tensor
+    empty = _built(edge_index=torch.zeros((2, 0), dtype=torch.long))
+    assert empty.csr()[0].tolist() == [0] * 11
+    with pytest.raises(ValueError, match=r"^edge endpoints must lie in \[0, 10\), got \[0, 10\]$"):
+        _built(edge_index=torch.tensor([[0, 1], [2, 10]]))
+
+
 # ---------------------------------------------------------------------- bad values in raw files
 
 

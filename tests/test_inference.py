@@ -214,6 +214,28 @@ def test_cli_predict_reads_the_dataset_from_the_root_it_is_given(tmp_path, capsy
         f"the run in {out} trained on 'tiny': give its root, or the NodeDataset itself for a graph built in Python")
 
 
+def test_cli_predict_and_partition_never_write_into_the_dataset_folder(tmp_path, capsys):
+    # an --output over raw/node-label.csv.gz (or edge.csv.gz) replaced the graph's own file: it no longer loaded
+    root, out = _train_tiny(tmp_path)
+    labels = root / "tiny" / "raw" / "node-label.csv.gz"
+    before = labels.read_bytes()
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    for option in ("--output", "--embeddings"):
+        target = labels if option == "--output" else root / "tiny" / "emb.npy"
+        assert main(["predict", str(out), "--root", str(root), *cache, option, str(target)]) == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"ttgnn predict: error: {option} {target} is inside the dataset folder {root / 'tiny'}, which ttgnn "
+            "reads and never writes to: give a file elsewhere")
+    edges = root / "tiny" / "raw" / "edge.csv.gz"
+    for dataset in ("tiny", str(root / "tiny")):
+        assert main(["partition", "--dataset", dataset, "--root", str(root), *cache, "--method", "random",
+                     "--output", str(edges)]) == 2
+        assert "is inside the dataset folder" in capsys.readouterr().err
+    assert labels.read_bytes() == before and not (root / "tiny" / "emb.npy").exists()
+    assert main(["partition", "--dataset", "tiny", "--root", str(root), *cache, "--method", "random",
+                 "--output", str(root / "order.npy")]) == 0  # beside it, in the root: as asked
+
+
 def test_cli_predict_writes_predictions_and_embeddings(tmp_path, capsys):
     root, out = _train_tiny(tmp_path)
     recorded = json.loads((out / "metrics.json").read_text())

@@ -313,6 +313,14 @@ def test_tiny_keeps_the_options_given_with_it_and_names_those_it_replaces(tmp_pa
     assert (small.dataset, small.epochs, small.hidden, small.dim) == ("planted-5000", 5, 64, 32)
     assert caplog.messages == ["--tiny: --dataset not read (the smoke run sets it itself)"]
     assert small_run(config, set(), epochs=1).epochs == 1 and config.epochs == 5  # a copy
+    # the smoke run took the script's own folder: the real run after it was refused ("already holds a run"),
+    # and so was a second smoke run
+    script = TrainConfig(dataset="d", output_dir="runs/arxiv/")
+    assert (small_run(script, {"tiny"}).output_dir, small_run(script, {"tiny"}).overwrite) == ("runs/arxiv-tiny", True)
+    resumed = small_run(script, {"tiny", "resume"})
+    assert (resumed.output_dir, resumed.overwrite) == ("runs/arxiv-tiny", False)
+    assert small_run(script, {"tiny", "output_dir"}).output_dir == "runs/arxiv/"  # given: as given
+    assert small_run(TrainConfig(dataset="d"), {"tiny"}).output_dir is None
     with pytest.raises(SystemExit):
         explicit_options(argparse.ArgumentParser(), ["--nope"])
 

@@ -368,11 +368,17 @@ def small_run(config: TrainConfig, given: set, forced: Sequence[str] = (), **set
     """``config`` with a script's smoke-run ``settings`` (``--tiny``) wherever the command line did not
     give that option itself (``given``, from :func:`explicit_options`): ``--tiny --epochs 5`` trains
     5 epochs. The ``forced`` settings are set anyway (e.g. the synthetic graph's name), with a
-    warning naming the options they replace."""
+    warning naming the options they replace. Without an ``--output-dir`` the smoke run writes to the
+    script's folder plus ``-tiny`` (``runs/arxiv-tiny``), replacing the smoke run before it there
+    unless ``--resume`` or ``--overwrite`` is given, so that it never holds the real run's folder."""
     replaced = sorted(key for key in forced if key in given)
     if replaced:
         log.warning("--tiny: %s not read (the smoke run sets %s itself)",
                     ", ".join("--" + key.replace("_", "-") for key in replaced), "them" if len(replaced) > 1 else "it")
+    if config.output_dir and "output_dir" not in given:
+        settings = {"output_dir": config.output_dir.rstrip("/\\") + "-tiny", **settings}
+        if not given & {"resume", "overwrite"}:
+            settings["overwrite"] = True
     kept = {key: value for key, value in settings.items() if key in forced or key not in given}
     return layers_for_fanouts(dataclasses.replace(config, **kept), given)
 
@@ -571,6 +577,7 @@ def _cmd_partition(args: argparse.Namespace) -> int:
         for method in args.method:
             name = args.output if len(args.method) == 1 else _method_file(args.output, method)
             outputs[method] = check_output_file(name, "--output")
+            check_outside_datasets(name, "--output", args.dataset, args.root)
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, root=args.root, cache_dir=args.cache_dir)
     load_seconds = time.perf_counter() - started
@@ -656,6 +663,20 @@ def _add_upgrade_parser(sub) -> None:
     p.set_defaults(func=_cmd_upgrade_checkpoint)
 
 
+def check_outside_datasets(path: str, option: str, dataset: str, root: Optional[str]) -> None:
+    """Raise ``ValueError`` when the output file ``path`` (given as ``option``) lies in the folder the
+    dataset is read from (an OGB dataset's: its folder under the root): ttgnn never writes there (a
+    node order or predictions written over ``raw/edge.csv.gz`` made the graph unreadable)."""
+    from .data import OGB_NAMES, dataset_folder, resolve_root
+
+    folder = dataset_folder(dataset, root)
+    if folder is None and dataset in OGB_NAMES:
+        folder = resolve_root(root) / dataset.replace("-", "_")
+    if folder is not None and Path(path).resolve().is_relative_to(folder.resolve()):
+        raise ValueError(f"{option} {path} is inside the dataset folder {folder}, which ttgnn reads and never "
+                         "writes to: give a file elsewhere")
+
+
 # ---------------------------------------------------------------------- predict
 def _cmd_predict(args: argparse.Namespace) -> int:
     from .evaluation import Accuracy
@@ -675,6 +696,10 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         raise ValueError(f"--output and --embeddings name the same file, {args.output}: the table would replace "
                          f"the predictions")
     run = load_run(args.run, root=args.root, cache_dir=args.cache_dir)
+    for option, path in (("--output", args.output), ("--embeddings", args.embeddings)):
+        if path is not None:
+            check_outside_datasets(path, option, run.config.dataset,
+                                   run.config.root if args.root is None else args.root)
     head = f"{args.run}: {run.config.model} + {run.config.embedding} on {run.dataset.name}, " + (
         f"best epoch {run.epoch}" if run.best else f"epoch {run.epoch} (the checkpoint's last)")
     if run.config.eval_fanouts is not None and args.output is None and not args.correct_smooth:

@@ -177,7 +177,7 @@ class NodeDataset:
             got = (f"{type(self.features).__name__} of shape {tuple(getattr(self.features, 'shape', ()))}"
                    + (f" ({self.features.dtype})" if isinstance(self.features, torch.Tensor) else ""))
             raise ValueError(f"features must be a ({self.num_nodes}, F) floating-point tensor or None, got {got}")
-        if self.edge_index is not None and self.edge_index.size:
+        if self.edge_index is not None and self.edge_index.shape[1]:  # (2, E), an ndarray or a tensor
             lo, hi = int(self.edge_index.min()), int(self.edge_index.max())
             if lo < 0 or hi >= self.num_nodes:
                 raise ValueError(f"edge endpoints must lie in [0, {self.num_nodes}), got [{lo}, {hi}]")

@@ -478,6 +478,9 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         log.info("order %r applies to TT embeddings only; ignored for %r", config.order, config.embedding)
     if dataset.split["train"].numel() == 0:
         raise ValueError(f"{dataset.name} has no training nodes (its training split is empty)")
+    if dataset.split["valid"].numel() == 0:  # its accuracy (NaN) would never improve: the best model, epoch 1's
+        raise ValueError(f"{dataset.name} has no validation nodes (its validation split is empty): a run keeps "
+                         "the epoch of the best validation accuracy, and Correct and Smooth tunes on it")
     for key, name in (("train", "training"), ("valid", "validation"), ("test", "test")):
         # every node of a split is trained on or scored: one without a label has nothing to compare with
         unlabeled = int((dataset.labels[dataset.split[key]] < 0).sum())
