@@ -104,7 +104,11 @@ def _title(panel) -> str:
 
 
 def plot_accuracy(table: dict, path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # a benchmark extra: one line, as report_errors gives a user's error
+        raise ValueError("matplotlib is not installed: pip install matplotlib (or the bench extra: "
+                         "pip install -e '.[bench]')") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -50,7 +50,7 @@ def main() -> int:
     if args.synthetic is None and "avg_degree" in given:
         log.warning("--avg-degree %s: not read without --synthetic (it sets the synthetic graph's degree); ignored",
                     args.avg_degree)
-    if args.synthetic is not None and "dataset" in given and not args.tiny:
+    if args.synthetic is not None and "dataset" in given:  # --tiny trains on a synthetic graph too
         log.warning("--dataset %s: not read with --synthetic (the run trains on the synthetic graph); ignored",
                     args.dataset)
     if args.synthetic is not None and args.synthetic < 1000:

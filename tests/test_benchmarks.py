@@ -94,6 +94,20 @@ def test_results_plot_writes_both_figures_under_the_suffix(tmp_path, monkeypatch
     assert "tt r8" not in out  # a run with no finished epoch is not drawn
 
 
+def test_results_plot_without_matplotlib_says_so_in_one_line(tmp_path, monkeypatch, capsys, load_script):
+    # the bench extra missing: a ModuleNotFoundError traceback before
+    plot = load_script("benchmarks/plot_results.py")
+    folder = tmp_path / "runs" / "0"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(dict(_run("tt", 4, 0.5), epochs=[{"epoch": 1}])))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    monkeypatch.setattr(sys, "argv", ["plot_results.py", str(tmp_path / "runs"), "--out", str(tmp_path / "png")])
+    assert plot.report_errors("plot_results.py", plot.main, trains=False) == 2  # as its __main__ runs it
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "plot_results.py: error: matplotlib is not installed: pip install matplotlib (or the bench extra: "
+        "pip install -e '.[bench]')")
+
+
 def test_small_graph_probes_pca_tree_order_and_rotation(load_script):
     import numpy as np
     import torch

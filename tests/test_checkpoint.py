@@ -150,6 +150,13 @@ def test_upgrade_checkpoint_command_names_a_folder_and_a_missing_file(tmp_path, 
     torch.save(_state(version=1, rng={"numpy": np.random.get_state()}), tmp_path / CHECKPOINT_NAME)
     assert main(["upgrade-checkpoint", str(tmp_path / CHECKPOINT_NAME)]) == 0
     assert "converted to the current checkpoint format" in capsys.readouterr().out
+    # several files: one that cannot be read stopped the command, the ones after it left unconverted, unnamed
+    torch.save(_state(version=1, rng={"numpy": np.random.get_state()}), tmp_path / "old.pt")
+    assert main(["upgrade-checkpoint", str(tmp_path / "missing.pt"), str(tmp_path / "old.pt")]) == 2
+    out, err = capsys.readouterr()
+    assert out == f"{tmp_path / 'old.pt'}: converted to the current checkpoint format\n"
+    assert "checkpoint not found" in err and err.splitlines()[-1] == (
+        f"ttgnn upgrade-checkpoint: 1 of 2 files not converted: {tmp_path / 'missing.pt'}")
     assert load_checkpoint(tmp_path / CHECKPOINT_NAME)["version"] == 2
 
 

@@ -665,6 +665,10 @@ def test_papers100m_example_runs_its_pipeline_on_a_synthetic_graph(tmp_path, run
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["eval_fanouts"] == [5, 5, 5] and len(metrics["epochs"]) == 1
     assert metrics["settings"]["fanouts"] == [15, 10, 5] and metrics["settings"]["rank"] == 4
+    proc = subprocess.run(common + ["--tiny", "--dataset", "cora", "--output-dir", str(tmp_path / "run2")],
+                          capture_output=True, text=True, timeout=600)  # trained the synthetic graph without a word
+    assert proc.returncode == 0 and "--dataset cora: not read with --synthetic (the run trains on the synthetic " \
+        "graph)" in proc.stderr, proc.stderr[-3000:]
     code, _, err = run_main("examples/train_papers100m.py", *common[2:], "--synthetic", "10")
     assert code == 2 and "--synthetic needs at least 1000 nodes, got 10" in err
     code, _, err = run_main("examples/train_papers100m.py", *common[2:], "--synthetic", "5e2")  # a count, as --nodes

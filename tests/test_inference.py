@@ -384,6 +384,17 @@ def test_write_predictions_refuses_classes_and_probabilities_of_the_wrong_shape(
     assert not (tmp_path / "pred.csv").exists()
 
 
+def test_write_predictions_and_load_run_name_an_argument_of_the_wrong_type(tmp_path):
+    # a list of classes failed on its missing .dim(); a dataset given by its name deep in train.py
+    for classes, probs, name in (([1, 2, 3], None, "classes"), (torch.zeros(3, dtype=torch.long), [[1.0]], "probs")):
+        with pytest.raises(TypeError, match=rf"^{name} must be a torch.Tensor, got list$"):
+            write_predictions(tmp_path / "pred.csv", classes, probs)
+    with pytest.raises(TypeError, match=r"^dataset must be a NodeDataset \(the graph built in Python\) or None "
+                                        r"\(loaded by the run's dataset name, under root=\), got str$"):
+        load_run(tmp_path, "cora")
+    assert not (tmp_path / "pred.csv").exists()
+
+
 def test_a_best_model_with_nan_weights_is_refused_before_its_graph_loads(tmp_path, planted):
     # A run that diverged before ttgnn stopped such runs could save NaN weights; predict would
     # have written the argmax of NaN scores (class 0) for every node.

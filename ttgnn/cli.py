@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import dataclasses
 import decimal
+import functools
 import logging
 import os
 import signal
@@ -648,12 +649,19 @@ def _add_partition_parser(sub) -> None:
 def _cmd_upgrade_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import upgrade_checkpoint
 
-    for path in args.path:
+    def one(path: str) -> None:
         if upgrade_checkpoint(path):
             print(f"{path}: converted to the current checkpoint format")
         else:
             print(f"{path}: already in the current checkpoint format, left as it is")
-    return 0
+
+    # each file on its own: one that cannot be read does not leave the ones after it unconverted, unnamed
+    failed = [path for path in args.path
+              if report_errors("ttgnn upgrade-checkpoint", functools.partial(one, path), trains=False) != 0]
+    if failed and len(args.path) > 1:
+        print(f"ttgnn upgrade-checkpoint: {len(failed)} of {len(args.path)} files not converted: {', '.join(failed)}",
+              file=sys.stderr)
+    return EXIT_USAGE if failed else 0
 
 
 def _add_upgrade_parser(sub) -> None:

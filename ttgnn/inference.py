@@ -4,7 +4,7 @@
 with, in ``best_model.pt``. :func:`load_run` rebuilds that model (no node order or spectral
 init is recomputed: both are in the weights) and loads the run's dataset::
 
-    from ttgnn.inference import load_run, predict, write_embeddings
+    from ttgnn.inference import class_probabilities, load_run, predict, write_embeddings
 
     run = load_run("runs/arxiv")                  # the dataset from $TTGNN_DATA (or root=, dataset=)
     classes = predict(run)                        # (N,) predicted class of every node
@@ -106,9 +106,13 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
         FileNotFoundError: ``folder`` holds no ``best_model.pt`` (no epoch finished yet).
         ValueError: the file is not a ttgnn best model, holds NaN or inf weights, or ``dataset``
             is not the run's graph.
+        TypeError: ``dataset`` is neither a ``NodeDataset`` nor ``None`` (e.g. its name).
     """
     from .train import build_classifier
 
+    if dataset is not None and not isinstance(dataset, NodeDataset):
+        raise TypeError(f"dataset must be a NodeDataset (the graph built in Python) or None (loaded by the run's "
+                        f"dataset name, under root=), got {type(dataset).__name__}")
     folder = Path(folder)
     path = folder / BEST_MODEL_NAME
     if folder.is_file():  # the best model file itself, or a checkpoint.pt (its last epoch's weights)
@@ -227,9 +231,13 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
 
     Raises:
         ValueError: another file suffix; ``classes`` not ``(N,)`` integers, or ``probs`` not ``(N, C)``.
+        TypeError: ``classes`` or ``probs`` is not a tensor.
     """
     path = Path(path)
     name = path.name.lower()
+    for arg, value in (("classes", classes), ("probs", probs)):
+        if value is not None and not isinstance(value, torch.Tensor):
+            raise TypeError(f"{arg} must be a torch.Tensor, got {type(value).__name__}")
     if classes.dim() != 1 or classes.is_floating_point() or classes.dtype == torch.bool:
         raise ValueError(f"classes must be (N,) class ids, got shape {tuple(classes.shape)} ({classes.dtype})")
     if probs is not None and (probs.dim() != 2 or probs.shape[0] != classes.shape[0]):
