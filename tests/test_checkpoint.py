@@ -117,6 +117,19 @@ def test_old_checkpoint_with_numpy_state_is_refused_then_upgraded(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o440
 
 
+def test_an_old_checkpoint_with_numpy_values_in_its_metrics_is_upgraded_to_one_that_loads(tmp_path):
+    # rewritten (rng dropped, version 2) and then refused, with the advice to run the command that had just run
+    path = tmp_path / CHECKPOINT_NAME
+    metrics = {"epochs": [{"epoch": 1, "valid_acc": np.float64(0.5)}], "best": (np.int64(1), [np.float32(0.25)]),
+               "curve": np.arange(3)}
+    torch.save(_state(version=1, rng={"numpy": np.random.get_state()}, metrics=metrics), path)
+    assert upgrade_checkpoint(path) is True
+    state = load_checkpoint(path)
+    assert state["metrics"]["epochs"] == [{"epoch": 1, "valid_acc": 0.5}] and state["metrics"]["best"] == (1, [0.25])
+    assert type(state["metrics"]["epochs"][0]["valid_acc"]) is float and torch.equal(state["metrics"]["curve"],
+                                                                                       torch.arange(3))
+
+
 def test_a_current_checkpoint_is_left_as_it_is_without_unpickling(tmp_path, monkeypatch, capsys):
     from ttgnn.cli import main
 

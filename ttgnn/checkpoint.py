@@ -239,9 +239,28 @@ def upgrade_checkpoint(path: PathLike) -> bool:
         raise ValueError(f"{path} is not a ttgnn checkpoint")
     state.pop("rng", None)  # per-epoch seeding makes the saved random states unnecessary
     state["version"] = CHECKPOINT_VERSION
+    # NumPy values (a metric an older ttgnn or the user's code left as np.float64) do not load without
+    # unpickling: rewritten, the file was then refused, with the advice to run this again
+    state = _without_numpy(state)
     atomic_torch_save(state, path, mode=stat.S_IMODE(path.stat().st_mode))  # a read-only file stays read-only
     load_checkpoint(path)  # the result must load without unpickling
     return True
+
+
+def _without_numpy(value):
+    """``value`` with NumPy scalars as Python numbers and NumPy arrays as tensors, through dicts,
+    lists and tuples."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {key: _without_numpy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_without_numpy(item) for item in value) if not hasattr(value, "_fields") else value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.array(value))
+    return value
 
 
 #: Tries at a run folder's lock, 20 ms apart, before it counts as held by another run.
