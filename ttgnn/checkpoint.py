@@ -249,13 +249,15 @@ def upgrade_checkpoint(path: PathLike) -> bool:
 
 def _without_numpy(value):
     """``value`` with NumPy scalars as Python numbers and NumPy arrays as tensors, through dicts,
-    lists and tuples."""
+    lists and tuples (a named tuple becomes a plain one, which loads without unpickling)."""
     import numpy as np
 
     if isinstance(value, dict):
         return {key: _without_numpy(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_without_numpy(item) for item in value) if not hasattr(value, "_fields") else value
+    if isinstance(value, list):
+        return [_without_numpy(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_without_numpy(item) for item in value)
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):

@@ -675,12 +675,10 @@ def check_outside_datasets(path: str, option: str, dataset: str, root: Optional[
     """Raise ``ValueError`` when the output file ``path`` (given as ``option``) lies in the folder the
     dataset is read from (an OGB dataset's: its folder under the root): ttgnn never writes there (a
     node order or predictions written over ``raw/edge.csv.gz`` made the graph unreadable)."""
-    from .data import OGB_NAMES, dataset_folder, resolve_root
+    from .data import dataset_folder, ogb_folder
 
-    folder = dataset_folder(dataset, root)
-    if folder is None and dataset in OGB_NAMES:
-        folder = resolve_root(root) / dataset.replace("-", "_")
-    if folder is not None and Path(path).resolve().is_relative_to(folder.resolve()):
+    folder = dataset_folder(dataset, root) or ogb_folder(dataset, root)
+    if Path(path).resolve().is_relative_to(folder.resolve()):
         raise ValueError(f"{option} {path} is inside the dataset folder {folder}, which ttgnn reads and never "
                          "writes to: give a file elsewhere")
 

@@ -51,6 +51,7 @@ __all__ = [
     "OGB_NAMES",
     "load_dataset",
     "dataset_folder",
+    "ogb_folder",
     "resolve_root",
     "default_cache_dir",
     "planted_partition",
@@ -803,10 +804,9 @@ def _ogb_folders(name: str, root: Path, cache: Path) -> tuple[Path, Path, Path]:
     ogb is given; the dataset's folder in it, where ogb writes. A folder under a root is mirrored
     into ``cache/ogb/local/`` (one mirror per dataset, processed again when another root's folder is
     read), a download goes to ``cache/ogb/``: a root without the dataset never reads a mirror."""
-    dir_name = name.replace("-", "_")
-    source = root / dir_name
+    source = ogb_folder(name, root)
     ogb_root = cache / "ogb" / "local" if source.is_dir() else cache / "ogb"
-    return source, ogb_root, ogb_root / dir_name
+    return source, ogb_root, ogb_root / source.name
 
 
 def _drop_old_mirror(target: Path) -> None:
@@ -969,19 +969,23 @@ def _dataset_text(name: Union[str, os.PathLike]) -> str:
     """``name`` as :func:`load_dataset` reads it: ``"cora/"``, as shell completion writes it, is the
     name ``"cora"``, not ``./cora``."""
     text = os.fspath(name)
-    seps = os.sep + (os.altsep or "")
-    if not isinstance(name, os.PathLike) and text.rstrip(seps) and not any(sep in text.rstrip(seps) for sep in seps):
-        text = text.rstrip(seps)
-    return text
+    return text if is_dataset_path(name) else text.rstrip(os.sep + (os.altsep or "")) or text
 
 
 def dataset_folder(name: Union[str, os.PathLike], root: Optional[Union[str, os.PathLike]] = None) -> Optional[Path]:
     """The folder :func:`load_dataset` reads for ``name`` and ``root``: a path as given, a name under the
-    datasets root (:func:`resolve_root`); ``None`` for the OGB names, which ``ogb`` reads."""
+    datasets root (:func:`resolve_root`); ``None`` for the OGB names, which ``ogb`` reads (from
+    :func:`ogb_folder`)."""
     text = _dataset_text(name)
     if text in OGB_NAMES:
         return None
     return Path(text) if is_dataset_path(name) else resolve_root(root) / text
+
+
+def ogb_folder(name: str, root: Optional[Union[str, os.PathLike]] = None) -> Path:
+    """The folder of OGB dataset ``name`` under the datasets root: ``ogbn-arxiv`` in ``ogbn_arxiv``, as
+    ``ogb`` names it."""
+    return resolve_root(root) / _dataset_text(name).replace("-", "_")
 
 
 def load_dataset(
@@ -1021,7 +1025,7 @@ def load_dataset(
         raise ValueError(f"cache directory {cache} exists and is not a folder")
     text = _dataset_text(name)
     if text in OGB_NAMES:
-        binary = root_path / text.replace("-", "_")
+        binary = ogb_folder(text, root_path)
         if (binary / "raw" / "data.npz").is_file():  # papers100M's binary layout: read lean, without ogb
             return _load_npz_folder(binary, text)
         return _load_ogb(text, root_path, cache)
