@@ -45,7 +45,11 @@ def check_perm(perm: np.ndarray, num_rows: int) -> None:
         raise ValueError(f"perm must be 1-D (one row per node), got shape {perm.shape}")
     if perm.size and (perm.min() < 0 or perm.max() >= num_rows):
         raise ValueError(f"perm leaves the row range [0, {num_rows})")
-    taken = np.zeros(num_rows, dtype=np.bool_)  # one byte a row: a 10^8-row order checks in about a second
-    taken[perm] = True
-    if np.count_nonzero(taken) != perm.size:
+    if num_rows <= 8 * perm.size + (1 << 20):
+        taken = np.zeros(num_rows, dtype=np.bool_)  # one byte a row: a 10^8-row order checks in about a second
+        taken[perm] = True
+        distinct = np.count_nonzero(taken)
+    else:  # far more rows than nodes: sorting the nodes' rows costs less than a byte per row
+        distinct = np.unique(perm).size
+    if distinct != perm.size:
         raise ValueError("perm maps two nodes to one row")

@@ -98,11 +98,19 @@ def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, see
         TypeError, ValueError: ``perm`` is not an injective integer map into the rows
             (:func:`check_perm`), or ``row_shape`` is not a sequence of ints >= 1 (:func:`check_row_shape`:
             a float factor was truncated).
+        MemoryError: the row-sized ``inv_perm`` does not fit (a row shape far above the node count).
     """
     row_shape = check_row_shape(row_shape, 0)
     check_perm(np.asarray(perm), math.prod(row_shape))
     perm = np.ascontiguousarray(perm, dtype=np.int64)
-    inv_perm = np.full(math.prod(row_shape), -1, dtype=np.int64)
+    try:
+        inv_perm = np.full(math.prod(row_shape), -1, dtype=np.int64)
+    except MemoryError as error:
+        raise MemoryError(
+            f"the node order maps each of the row shape's {math.prod(row_shape):,} TT rows back to a node "
+            f"({8 * math.prod(row_shape) / 2**30:,.1f} GiB) and that memory is not there: row shape "
+            f"{list(row_shape)} for {perm.shape[0]:,} nodes; give one whose product is nearer the number of "
+            "nodes (left out, it is factored from it)") from error
     inv_perm[perm] = np.arange(perm.shape[0], dtype=np.int64)
     parts = [perm // math.prod(row_shape[level + 1:]) for level in range(len(row_shape) - 1)]
     # The arrays stay writable: torch.from_numpy warns on read-only arrays, and it is how the

@@ -41,6 +41,27 @@ def test_order_from_perm_derives_the_inverse_and_the_parts_of_a_valid_map():
             reorder_module.order_from_perm([0], row_shape, "given", 0, {})
 
 
+def test_a_row_shape_far_above_the_nodes_is_checked_without_a_row_sized_array_and_named_when_it_cannot_fit(
+        monkeypatch):
+    # --row-shape 1000000,1000000 on Cora failed with numpy's "Unable to allocate 931. GiB ... bool"
+    # (check_perm's bitmap), then 7 TiB for inv_perm, naming neither the row shape nor what to change.
+    rows = 10**12
+    reorder_module.check_perm(np.array([rows - 1, 0, 5 * 10**11]), rows)  # no 931 GiB bitmap
+    with pytest.raises(ValueError, match="perm maps two nodes to one row"):
+        reorder_module.check_perm(np.array([rows - 1, 7, rows - 1]), rows)
+    real_full = np.full
+
+    def full(shape, *args, **kwargs):  # what numpy raises where the memory is not there
+        if math.prod(np.atleast_1d(shape)) > 10**9:
+            raise MemoryError("Unable to allocate 7.28 TiB for an array")
+        return real_full(shape, *args, **kwargs)
+
+    monkeypatch.setattr(reorder_module.np, "full", full)
+    with pytest.raises(MemoryError, match=r"row shape's 1,000,000,000,000 TT rows .*7,450.6 GiB.*row shape "
+                       r"\[1000000, 1000000\] for 3 nodes; give one whose product is nearer the number of nodes"):
+        reorder_module.order_from_perm([0, 1, 2], (10**6, 10**6), "given", 0, {})
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_is_a_bijection_onto_used_rows(method):
     edge_index, _ = sbm_edges(6, 50, 1500, 0.8)
