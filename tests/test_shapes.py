@@ -251,6 +251,32 @@ def test_digits_of_an_index_batch_of_any_shape():
         digits_to_index(digits, [8, 5])
 
 
+@pytest.mark.parametrize("index, error, message", [
+    ([-1], ValueError, r"^index -1 is outside \[0, 30\), the rows of row_shape \[5, 2, 3\]$"),  # was row 29
+    ([0, 30], ValueError, r"^index 30 is outside \[0, 30\)"),  # was row 0
+    ([2.7], TypeError, r"^index must hold integers, got dtype torch.float32$"),  # was row 2
+    ([True], TypeError, r"^index must hold integers, got dtype torch.bool$"),
+])
+def test_index_to_digits_refuses_what_would_become_another_row(index, error, message):
+    with pytest.raises(error, match=message):
+        index_to_digits(torch.tensor(index), [5, 2, 3])
+    assert index_to_digits(torch.tensor([29], dtype=torch.int16), [5, 2, 3]).tolist() == [[4, 1, 2]]
+    with pytest.raises(TypeError, match=r"^index must be a tensor, got list$"):
+        index_to_digits([1], [5, 2, 3])
+
+
+@pytest.mark.parametrize("digits, error, message", [
+    ([[0, 2, 0]], ValueError, r"^digit 2 in column 1 is outside \[0, 2\), row_shape \[5, 2, 3\]$"),  # was 6
+    ([[0, 0, -1]], ValueError, r"^digit -1 in column 2 is outside \[0, 3\)"),  # was -1
+    ([[0.0, 1.0, 2.5]], TypeError, r"^digits must hold integers, got dtype torch.float32$"),
+])
+def test_digits_to_index_refuses_digits_outside_their_factor(digits, error, message):
+    with pytest.raises(error, match=message):
+        digits_to_index(torch.tensor(digits), [5, 2, 3])
+    with pytest.raises(ValueError, match=r"^digits have no columns, row_shape has 3 factors$"):
+        digits_to_index(torch.tensor(4), [5, 2, 3])
+
+
 def test_shape_for_budget_uses_the_given_shapes_and_rank_one_when_only_it_fits():
     from ttgnn.shapes import TTShape, shape_for_budget
 

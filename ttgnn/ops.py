@@ -23,7 +23,7 @@ from torch import Tensor
 from torch.autograd import forward_ad
 
 from . import _ext
-from .shapes import MAX_CORES, index_to_digits
+from .shapes import MAX_CORES, _index_to_digits
 
 __all__ = [
     "tt_lookup",
@@ -58,7 +58,7 @@ def tt_lookup_reference(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> to
         Tensor of shape ``(B, m_1 * ... * m_K)``.
     """
     row_shape = [c.shape[0] for c in cores]
-    digits = index_to_digits(rows, row_shape)  # (B, K)
+    digits = _index_to_digits(rows, row_shape)  # (B, K), rows validated by the caller
     batch = rows.shape[0]
     first = cores[0]
     # (B, 1, m_1, r_1) -> (B, m_1, r_1): rows of the partial product, columns its rank index.

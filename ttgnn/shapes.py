@@ -356,16 +356,16 @@ def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
     return values
 
 
-def index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
-    """TT digits of row indices (first digit most significant; see the module docstring).
+def _check_integer_tensor(values, what: str) -> None:
+    """``TypeError`` unless ``values`` is a tensor of an integer dtype (a float would be truncated)."""
+    if not isinstance(values, torch.Tensor):
+        raise TypeError(f"{what} must be a tensor, got {type(values).__name__}")
+    if values.dtype == torch.bool or values.is_floating_point() or values.is_complex():
+        raise TypeError(f"{what} must hold integers, got dtype {values.dtype}")
 
-    Args:
-        index (LongTensor): row indices in ``[0, prod(row_shape))``, any shape ``(*)``.
-        row_shape (sequence of int): ``(n_1, ..., n_K)``.
 
-    Returns:
-        LongTensor of shape ``(*, K)``.
-    """
+def _index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
+    """:func:`index_to_digits` without its checks, for callers that have validated ``index``."""
     index = index.long()
     digits = []
     for n in reversed(row_shape):
@@ -374,13 +374,47 @@ def index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tens
     return torch.stack(digits[::-1], dim=-1)
 
 
+def index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
+    """TT digits of row indices (first digit most significant; see the module docstring).
+
+    Args:
+        index (LongTensor): row indices in ``[0, prod(row_shape))``, any shape ``(*)``, any
+            integer dtype.
+        row_shape (sequence of int): ``(n_1, ..., n_K)``.
+
+    Returns:
+        LongTensor of shape ``(*, K)``.
+
+    Raises:
+        TypeError: ``index`` is not a tensor of integers.
+        ValueError: an index outside ``[0, prod(row_shape))`` (it would wrap onto another row).
+    """
+    _check_integer_tensor(index, "index")
+    total = math.prod(row_shape)
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= total):
+        bad = index[(index < 0) | (index >= total)].reshape(-1)[0]
+        raise ValueError(f"index {int(bad)} is outside [0, {total}), the rows of row_shape {list(row_shape)}")
+    return _index_to_digits(index, row_shape)
+
+
 def digits_to_index(digits: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
-    """Inverse of :func:`index_to_digits`: ``(*, K)`` digits to ``(*)`` row indices."""
-    if digits.shape[-1] != len(row_shape):
-        raise ValueError(f"digits have {digits.shape[-1]} columns, row_shape has {len(row_shape)} factors")
+    """Inverse of :func:`index_to_digits`: ``(*, K)`` digits to ``(*)`` row indices.
+
+    Raises:
+        TypeError: ``digits`` is not a tensor of integers.
+        ValueError: its last dimension is not ``K``, or a digit ``t_k`` is outside ``[0, n_k)``.
+    """
+    _check_integer_tensor(digits, "digits")
+    if digits.dim() == 0 or digits.shape[-1] != len(row_shape):
+        columns = digits.shape[-1] if digits.dim() else "no"
+        raise ValueError(f"digits have {columns} columns, row_shape has {len(row_shape)} factors")
     index = torch.zeros(digits.shape[:-1], dtype=torch.long, device=digits.device)
     for k, n in enumerate(row_shape):
-        index = index * n + digits[..., k].long()
+        digit = digits[..., k].long()
+        if digit.numel() and (int(digit.min()) < 0 or int(digit.max()) >= n):
+            bad = digit[(digit < 0) | (digit >= n)].reshape(-1)[0]
+            raise ValueError(f"digit {int(bad)} in column {k} is outside [0, {n}), row_shape {list(row_shape)}")
+        index = index * n + digit
     return index
 
 
