@@ -104,6 +104,11 @@ def main(argv=None) -> int:
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # folder of a saved CSR
     parser.add_argument("--worker-variant", choices=VARIANTS, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    from ttgnn.partition import reorder
+
+    if args.nodes < reorder._KAMINPAR_MIN_NODES:  # the order gives smaller (sub)graphs to METIS
+        parser.error(f"--nodes {args.nodes:,}: graphs under {reorder._KAMINPAR_MIN_NODES:,} nodes are split by "
+                     "METIS, not KaMinPar, so neither variant coarsens and both would be the same run")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from ttgnn.shapes import factor_rows
 

@@ -108,6 +108,17 @@ def test_results_plot_without_matplotlib_says_so_in_one_line(tmp_path, monkeypat
         "pip install -e '.[bench]')")
 
 
+def test_bench_coarsen_refuses_a_graph_too_small_for_kaminpar(capsys, load_script):
+    # below 50,000 nodes the order splits with METIS only: it compared two identical runs without a word
+    bench = load_script("benchmarks/bench_coarsen.py")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--nodes", "49999"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].split(": error: ", 1)[1] == (
+        "--nodes 49,999: graphs under 50,000 nodes are split by METIS, not KaMinPar, "
+        "so neither variant coarsens and both would be the same run")
+
+
 def test_small_graph_probes_pca_tree_order_and_rotation(load_script):
     import numpy as np
     import torch
