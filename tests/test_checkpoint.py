@@ -393,17 +393,29 @@ def test_a_holder_that_has_not_written_its_pid_yet_is_another_process_and_releas
     folder.release()  # released already by the with block
 
 
-def test_a_run_starting_while_predict_probes_the_lock_is_not_refused(tmp_path):
+def test_a_run_starting_while_predict_probes_the_lock_is_not_refused(tmp_path, monkeypatch):
     # RunFolder.in_use takes a shared lock for an instant: a run that tried the lock in that instant was refused
     # as "in use by" the pid its lock file still named
     import fcntl
-    import threading
+    import time
+
+    import ttgnn.checkpoint as checkpoint_module
 
     with RunFolder(tmp_path):
         assert RunFolder.in_use(tmp_path)
     assert not RunFolder.in_use(tmp_path)
     fd = os.open(tmp_path / LOCK_NAME, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # the probe, caught in the middle
-    threading.Timer(0.05, os.close, (fd,)).start()
+    waits, real_sleep = [], time.sleep
+
+    def probe_ends_during_the_third_wait(seconds):  # not a timer thread, which a loaded machine can delay
+        waits.append(seconds)
+        if len(waits) == 3:
+            os.close(fd)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(checkpoint_module.time, "sleep", probe_ends_during_the_third_wait)
     with RunFolder(tmp_path, resume=True):
+        monkeypatch.undo()
         assert RunFolder.in_use(tmp_path)
+    assert len(waits) == 3

@@ -558,15 +558,14 @@ def test_concurrent_runs_into_one_folder(graph_root, tmp_path):
     try:
         _wait_for(out / "run.lock", first)
         first.send_signal(signal.SIGSTOP)  # holds the folder while the second run tries it
-        started = time.perf_counter()
         second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        took = time.perf_counter() - started
     finally:
         first.send_signal(signal.SIGCONT)
     assert second.returncode == 2, second.stderr
     assert f"in use by pid {first.pid} on " in second.stderr and "Traceback" not in second.stderr
+    # at once: its one line is the refusal, before any log line of loading the data (a time bound here
+    # measured the interpreter's start-up on a loaded machine)
     assert len(second.stderr.strip().splitlines()) == 1
-    assert took < 60  # at once: it loads no data and trains nothing
     assert first.wait(timeout=300) == 0, first.stderr.read()
     metrics = json.loads((out / "metrics.json").read_text())
     assert [r["epoch"] for r in metrics["epochs"]] == [1, 2, 3, 4, 5]

@@ -155,11 +155,14 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
     lock = tmp_path / "a" / "b" / ".x.lock"  # its folders are created
     inside, order = threading.Event(), []
 
-    def first():
+    def first(until_logged=True):
         with exclusive_lock(lock):
             inside.set()
             order.append("first in")
-            time.sleep(0.3)
+            # held until the second holder has found it taken (a fixed hold lost that race under load)
+            deadline = time.monotonic() + (60 if until_logged else 0.3)
+            while time.monotonic() < deadline and not (until_logged and caplog.records):
+                time.sleep(0.01)
             order.append("first out")
 
     thread = threading.Thread(target=first)
@@ -177,7 +180,7 @@ def test_exclusive_lock_runs_one_holder_at_a_time_and_says_why_it_waits(tmp_path
             pass
     assert caplog.records == []
     inside.clear()
-    thread = threading.Thread(target=first)
+    thread = threading.Thread(target=first, args=(False,))
     thread.start()
     inside.wait(10)
     with caplog.at_level(logging.WARNING, logger="ttgnn.fileio"):
