@@ -236,6 +236,9 @@ CONFIGS["now-gat-tt-ce-col448"] = ([*CONFIGS["now-gat-tt-ce"][0], "--col-shape",
 # label input), and the GNN's dropout at 0.3 instead of 0.5 (a model that fits more).
 CONFIGS["now-gat-tt-ce-scale0.3"] = ([*CONFIGS["now-gat-tt-ce"][0], "--init-scale", "0.3"], "defaults")
 CONFIGS["now-gat-tt-ce-dropout0.3"] = ([*CONFIGS["now-gat-tt-ce"][0], "--dropout", "0.3"], "defaults")
+# Batch norm between layers with a linear skip around each (Wang et al.'s trick): with the plain loss it lifted
+# TT's validation accuracy at 100 epochs by 0.4 point on seed 0 (0.7174 against 0.7137), never run to 200.
+CONFIGS["now-gat-tt-ce-normres"] = ([*CONFIGS["now-gat-tt-ce"][0], *NORM_RESIDUAL], "defaults")
 
 
 def run_epochs(name: str, epochs, ablation_epochs: int) -> int:

@@ -214,6 +214,8 @@ def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(l
             bare += [arg for s in suffixes if s.startswith("col") for arg in ("--col-shape", ",".join(s[len("col"):]))]
             bare += [arg for s in suffixes if s.startswith("dropout") for arg in ("--dropout", s[len("dropout"):])]
             bare += [arg for s in suffixes if s.startswith("scale") for arg in ("--init-scale", s[len("scale"):])]
+            if "normres" in suffixes:
+                bare += ["--norm", "batch", "--residual"]
             expected = config_from_args(parser.parse_args(bare))
             for field in ("label_input", "label_reuse", "label_spread", "loss", "label_smoothing", "init",
                           "spectral_vectors", "dropout", "lr", "emb_lr", "norm", "from_full", "order", "rank",
