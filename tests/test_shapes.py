@@ -371,3 +371,47 @@ def test_ttshape_names_a_bad_col_shape_given_with_a_row_shape():
         TTShape.build(100, 8, row_shape=[10, 10], col_shape=[2, 0])
     with pytest.raises(TypeError, match=r"^col_shape must contain ints"):
         TTShape.build(100, 8, row_shape=[10, 10], col_shape=[2, 4.0])
+
+
+def test_shape_for_budget_counts_a_numpy_row_count_without_overflow():
+    # np.int32(50_000_000) * 128 overflowed int32: rank 55 (3,106x) instead of the largest at 1,000x, and
+    # np.int32(2e9) a refusal quoting a negative budget
+    import numpy as np
+
+    from ttgnn.shapes import shape_for_budget
+
+    for rows in (50_000_000, 2_000_000_000):
+        assert shape_for_budget(np.int32(rows), 128, compression=1000) == shape_for_budget(rows, 128, compression=1000)
+    with pytest.raises(TypeError, match=r"^num_embeddings must be an int, got NoneType$"):
+        shape_for_budget(None, 128, compression=10)
+
+
+def test_digit_helpers_take_every_integer_dtype_int64_holds_and_check_the_row_shape():
+    assert index_to_digits(torch.tensor([9], dtype=torch.uint32), [2, 5]).tolist() == [[1, 4]]  # min_all failed
+    assert index_to_digits(torch.tensor([9], dtype=torch.uint16), [2, 5]).tolist() == [[1, 4]]
+    with pytest.raises(TypeError, match=r"^index must fit int64: uint64 is not supported"):
+        index_to_digits(torch.tensor([9], dtype=torch.uint64), [2, 5])
+    with pytest.raises(ValueError, match=r"^row_shape factors must be >= 1, got \[-2, -5\]$"):  # gave [[-1, -2]]
+        index_to_digits(torch.tensor([3]), [-2, -5])
+    with pytest.raises(TypeError, match=r"^row_shape must contain ints"):  # gave float digits
+        index_to_digits(torch.tensor([3]), [2.0, 5.0])
+    with pytest.raises(ValueError, match=r"covers 1,208,925,819,614,629,174,706,176 rows, more than int64"):
+        digits_to_index(torch.tensor([[2**40 - 1, 2**40 - 1]]), [2**40, 2**40])  # gave tensor([-1])
+
+
+def test_normalize_ranks_refuses_shapes_of_different_lengths():
+    from ttgnn.shapes import normalize_ranks
+
+    with pytest.raises(ValueError, match=r"^row_shape \[4, 5, 5\] and col_shape \[4, 4\] have 3 and 2 factors"):
+        normalize_ranks(5, [4, 5, 5], [4, 4])  # gave [1, 5, 1, 1]: four ranks for three cores
+    with pytest.raises(ValueError, match=r"^row_shape factors must be >= 1, got \[4, 0, 5\]$"):
+        normalize_ranks(5, [4, 0, 5], [2, 2, 2])  # gave [1, 0, 0, 1]
+    assert normalize_ranks(5, [4, 5, 5], [4, 4, 8]) == [1, 5, 5, 1]
+
+
+def test_factor_dim_refuses_a_dim_past_int32_at_once():
+    from ttgnn.shapes import factor_dim
+
+    with pytest.raises(ValueError, match=r"^dim must be at most 2,147,483,647"):
+        factor_dim(2**61 - 1, 2)  # a prime: trial division ran for minutes
+    assert factor_dim(2**31 - 1, 2) == [2**31 - 1, 1]

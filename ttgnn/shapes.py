@@ -176,10 +176,13 @@ def factor_dim(dim: int, num_cores: int) -> list[int]:
     gives ``[dim, 1, ..., 1]``.
 
     Args:
-        dim (int): embedding dimension ``D``.
+        dim (int): embedding dimension ``D``, at most ``2**31 - 1``.
         num_cores (int): number of TT cores ``K`` (2 to 8).
     """
     dim = _check_positive_int("dim", dim)
+    if dim > INT32_MAX:  # trial division of a large prime took minutes
+        raise ValueError(f"dim must be at most {INT32_MAX:,} (the lookup kernels count columns in int32), "
+                         f"got {dim:,}")
     num_cores = check_num_cores(num_cores)
     shape = [1] * num_cores
     for p in sorted(_prime_factors(dim), reverse=True):
@@ -195,7 +198,17 @@ def normalize_ranks(
     ``ranks`` may be one int (every inner rank), ``K-1`` inner ranks, or ``K+1`` ranks whose ends
     are 1. Each inner rank is capped at ``min(prod_{i<=k} n_i m_i, prod_{i>k} n_i m_i)``, the
     largest rank a TT of this shape can use (a larger one adds parameters, not expressiveness).
+
+    Raises:
+        TypeError: ``ranks`` or a shape holds a non-int.
+        ValueError: a rank or a factor below 1, the wrong number of ranks, or shapes of different
+            lengths (one factor of each per core).
     """
+    row_shape = _as_int_list("row_shape", row_shape)
+    col_shape = _as_int_list("col_shape", col_shape)
+    if len(row_shape) != len(col_shape):
+        raise ValueError(f"row_shape {row_shape} and col_shape {col_shape} have {len(row_shape)} and "
+                         f"{len(col_shape)} factors; both need one factor per core")
     num_cores = len(row_shape)
     if isinstance(ranks, str) or not isinstance(ranks, Sequence):
         rank = _int_or_none(ranks)
@@ -356,12 +369,25 @@ def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
     return values
 
 
-def _check_integer_tensor(values, what: str) -> None:
-    """``TypeError`` unless ``values`` is a tensor of an integer dtype (a float would be truncated)."""
+def _integer_tensor(values, what: str) -> torch.Tensor:
+    """``values`` as int64, else ``TypeError`` unless it is a tensor of an integer dtype that int64 holds
+    (a float would be truncated; uint64 has values int64 has not)."""
     if not isinstance(values, torch.Tensor):
         raise TypeError(f"{what} must be a tensor, got {type(values).__name__}")
     if values.dtype == torch.bool or values.is_floating_point() or values.is_complex():
         raise TypeError(f"{what} must hold integers, got dtype {values.dtype}")
+    if values.dtype == torch.uint64:
+        raise TypeError(f"{what} must fit int64: uint64 is not supported; convert with .long()")
+    return values.long()
+
+
+def _digit_row_shape(row_shape: Sequence[int]) -> list[int]:
+    """``row_shape`` as a list of ints >= 1 whose product int64 holds (``TypeError`` / ``ValueError``)."""
+    row_shape = _as_int_list("row_shape", row_shape)
+    if math.prod(row_shape) > INT64_MAX:
+        raise ValueError(f"row_shape {row_shape} covers {math.prod(row_shape):,} rows, more than int64 row "
+                         f"indices reach ({INT64_MAX:,})")
+    return row_shape
 
 
 def _index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tensor:
@@ -386,10 +412,12 @@ def index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tens
         LongTensor of shape ``(*, K)``.
 
     Raises:
-        TypeError: ``index`` is not a tensor of integers.
-        ValueError: an index outside ``[0, prod(row_shape))`` (it would wrap onto another row).
+        TypeError: ``index`` is not a tensor of integers (or is uint64); ``row_shape`` holds a non-int.
+        ValueError: an index outside ``[0, prod(row_shape))`` (it would wrap onto another row); a
+            factor below 1, or a product past int64.
     """
-    _check_integer_tensor(index, "index")
+    index = _integer_tensor(index, "index")
+    row_shape = _digit_row_shape(row_shape)
     total = math.prod(row_shape)
     if index.numel() and (int(index.min()) < 0 or int(index.max()) >= total):
         bad = index[(index < 0) | (index >= total)].reshape(-1)[0]
@@ -401,16 +429,18 @@ def digits_to_index(digits: torch.Tensor, row_shape: Sequence[int]) -> torch.Ten
     """Inverse of :func:`index_to_digits`: ``(*, K)`` digits to ``(*)`` row indices.
 
     Raises:
-        TypeError: ``digits`` is not a tensor of integers.
-        ValueError: its last dimension is not ``K``, or a digit ``t_k`` is outside ``[0, n_k)``.
+        TypeError: ``digits`` is not a tensor of integers (or is uint64); ``row_shape`` holds a non-int.
+        ValueError: its last dimension is not ``K``, a digit ``t_k`` is outside ``[0, n_k)``, or
+            ``row_shape`` has a factor below 1 or a product past int64.
     """
-    _check_integer_tensor(digits, "digits")
+    digits = _integer_tensor(digits, "digits")
+    row_shape = _digit_row_shape(row_shape)
     if digits.dim() == 0 or digits.shape[-1] != len(row_shape):
         columns = digits.shape[-1] if digits.dim() else "no"
         raise ValueError(f"digits have {columns} columns, row_shape has {len(row_shape)} factors")
     index = torch.zeros(digits.shape[:-1], dtype=torch.long, device=digits.device)
     for k, n in enumerate(row_shape):
-        digit = digits[..., k].long()
+        digit = digits[..., k]
         if digit.numel() and (int(digit.min()) < 0 or int(digit.max()) >= n):
             bad = digit[(digit < 0) | (digit >= n)].reshape(-1)[0]
             raise ValueError(f"digit {int(bad)} in column {k} is outside [0, {n}), row_shape {list(row_shape)}")
@@ -446,7 +476,6 @@ def shape_for_budget(
             raise TypeError(f"compression must be a number, got {type(compression).__name__} {compression!r}")
         if not (compression > 0 and math.isfinite(compression)):
             raise ValueError(f"compression must be a finite number > 0, got {compression}")
-        budget = num_rows * dim / compression
     else:
         budget = _int_or_none(max_params)
         if budget is None or budget < 1:
@@ -456,7 +485,10 @@ def shape_for_budget(
     def build(rank: int) -> TTShape:
         return TTShape.build(num_rows, dim, rank, num_cores, row_shape, col_shape)
 
-    smallest = build(1)
+    smallest = build(1)  # checks num_rows and dim first: a NumPy int32 count times dim overflowed
+    num_rows, dim = smallest.num_rows, smallest.dim
+    if compression is not None:
+        budget = num_rows * dim / compression
     if smallest.num_parameters > budget:
         what = f"a {num_rows:,} x {dim} TT table at rank 1 has {smallest.num_parameters:,} parameters"
         if max_params is not None:
