@@ -432,3 +432,26 @@ def test_the_public_initialisers_check_the_cores_they_are_given(fill):
     with pytest.raises(ValueError, match=r"core 1 has shape \(4, 3, 2, 1\); its rank dimension 1 must be 2"):
         fill([torch.zeros(4, 1, 2, 2), torch.zeros(4, 3, 2, 1)])
     fill([torch.zeros(4, 1, 2, 2), torch.zeros(4, 2, 2, 1)])  # a chain: filled
+
+
+def test_a_seed_given_for_the_generator_is_refused_by_every_entry():
+    # reset_parameters(generator=0) failed in _sample_device: 'int' object has no attribute 'device'
+    from ttgnn.init import gaussian_, orthogonal_
+
+    emb = TTNodeEmbedding(100, 16, ranks=2)
+    message = r"^generator must be a torch.Generator, got int; for a seed, pass torch.Generator\(\).manual_seed"
+    for call in (lambda: emb.reset_parameters(generator=0), lambda: gaussian_(list(emb.cores), generator=0),
+                 lambda: orthogonal_(list(emb.cores), generator=0), lambda: TTNodeEmbedding(100, 16, generator=0)):
+        with pytest.raises(TypeError, match=message):
+            call()
+    before = [core.detach().clone() for core in emb.cores]
+    emb.reset_parameters(generator=torch.Generator().manual_seed(0))
+    assert not torch.equal(before[0], emb.cores[0])
+
+
+def test_meta_tensors_are_refused_where_values_are_needed():
+    # both failed in torch: "Tensor.item() cannot be called on meta tensors"
+    with pytest.raises(ValueError, match=r"^weight is on the meta device \(a shape, no values\)"):
+        TTNodeEmbedding.from_pretrained(torch.randn(10, 4, device="meta"), 2)
+    with pytest.raises(ValueError, match=r"^node_order is on the meta device \(a shape, no values\)"):
+        TTNodeEmbedding(100, 16, ranks=2).set_node_order(torch.arange(100, device="meta"))

@@ -89,9 +89,7 @@ class TTNodeEmbedding(nn.Module):
         init_scale = tt_init.check_scale("init_scale", init_scale)
         if dtype is not None and not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype such as torch.float32, got {dtype!r}")
-        if generator is not None and not isinstance(generator, torch.Generator):
-            raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}; for a seed, "
-                            "pass torch.Generator().manual_seed(seed)")
+        tt_init.check_generator(generator)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point dtype (the cores are trained), got {dtype}")
         self.shape = TTShape.build(num_embeddings, embedding_dim, ranks, num_cores, row_shape, col_shape)
@@ -143,7 +141,12 @@ class TTNodeEmbedding(nn.Module):
 
     # ------------------------------------------------------------------ init
     def reset_parameters(self, generator: Optional[torch.Generator] = None) -> None:
-        """Re-initialise the cores with :attr:`init` and :attr:`init_scale`."""
+        """Re-initialise the cores with :attr:`init` and :attr:`init_scale`.
+
+        Raises:
+            TypeError: ``generator`` is not a :class:`torch.Generator`.
+        """
+        tt_init.check_generator(generator)
         cores = list(self.cores)
         if hasattr(self, "svd_relative_error"):  # the cores no longer come from from_pretrained's table
             del self.svd_relative_error
@@ -177,6 +180,8 @@ class TTNodeEmbedding(nn.Module):
             raise ValueError(
                 f"node_order must have shape ({self.num_embeddings},), got {tuple(node_order.shape)}"
             )
+        if node_order.device.type == "meta":
+            raise ValueError("node_order is on the meta device (a shape, no values): give the order's values")
         node_order = node_order.long()
         lo, hi = int(node_order.min()), int(node_order.max())
         if lo < 0 or hi >= self.shape.num_rows_padded:
@@ -217,6 +222,8 @@ class TTNodeEmbedding(nn.Module):
             raise ValueError(f"weight must be a 2-D tensor, got {weight.shape}")
         if not weight.is_floating_point():
             raise TypeError(f"weight must be a floating-point tensor (the cores take its dtype), got {weight.dtype}")
+        if weight.device.type == "meta":
+            raise ValueError("weight is on the meta device (a shape, no values): TT-SVD needs the table's values")
         weight = weight.detach()  # a trained table: its autograd graph is not followed into the SVD
         num_rows, dim = weight.shape
         with torch.random.fork_rng(devices=[]):  # the constructor's random cores are replaced: draws no one's

@@ -74,6 +74,14 @@ def _sample_device(generator: Optional[torch.Generator]) -> torch.device:
     return generator.device if generator is not None else torch.device("cpu")
 
 
+def check_generator(generator) -> None:
+    """``TypeError`` unless ``generator`` is ``None`` or a :class:`torch.Generator` (a seed given in its
+    place failed deep in the sampling with ``'int' object has no attribute 'device'``)."""
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}; for a seed, "
+                        "pass torch.Generator().manual_seed(seed)")
+
+
 def gaussian_core_std(ranks: Sequence[int], std: float) -> float:
     """Std of iid core entries that gives table entries of std ``std``.
 
@@ -101,8 +109,13 @@ def gaussian_(
             std of :class:`torch.nn.Embedding`'s default init)
         generator (torch.Generator, optional): random source, on any device (the values are
             drawn there and copied to the cores).
+
+    Raises:
+        TypeError: ``generator`` is not a :class:`torch.Generator`; ``std`` is not a number.
+        ValueError: ``std`` is not a finite number > 0, or the cores do not chain.
     """
     std = check_scale("std", std)
+    check_generator(generator)
     _check_cores(cores, "gaussian_")
     ranks = [c.shape[1] for c in cores] + [cores[-1].shape[3]]
     sigma = gaussian_core_std(ranks, std)
@@ -168,8 +181,10 @@ def orthogonal_(
         ValueError: when ``gain`` is not a finite number > 0, or when no column-orthonormal table of
             this shape exists in this construction (a core's ``r'_{k-1} n_k < m_k``; in particular
             whenever ``prod(n) < D``).
+        TypeError: ``generator`` is not a :class:`torch.Generator`.
     """
     gain = check_scale("gain", gain)
+    check_generator(generator)
     _check_cores(cores, "orthogonal_")
     # The table's entries are about gain / sqrt(rows); the last core's, at most gain / sqrt(n_K).
     check_representable(gain, (gain / math.sqrt(math.prod(c.shape[0] for c in cores)),
@@ -224,6 +239,8 @@ def tt_svd(weight: torch.Tensor, shape: TTShape) -> tuple[list[torch.Tensor], fl
         raise ValueError(f"weight must have shape ({shape.num_rows}, {shape.dim}), got {tuple(weight.shape)}")
     if not weight.is_floating_point():
         raise TypeError(f"weight must be a floating-point tensor, got {weight.dtype}")
+    if weight.device.type == "meta":
+        raise ValueError("weight is on the meta device (a shape, no values): TT-SVD needs the table's values")
     finite = torch.isfinite(weight)
     if not bool(finite.all()):
         raise ValueError(f"weight has {int((~finite).sum())} non-finite value(s) (NaN or inf); TT-SVD needs a "
