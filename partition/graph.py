@@ -42,12 +42,12 @@ class CSRGraph:
 
     @property
     def num_nodes(self) -> int:
-        return int(self.indptr.shape[0] - 1)
+        return len(self.indptr) - 1  # len, not .shape: a CSRGraph of lists is checked by canonical_csr
 
     @property
     def num_entries(self) -> int:
         """Stored adjacency entries: twice the number of undirected edges."""
-        return int(self.indices.shape[0])
+        return len(self.indices)
 
     def content_hash(self) -> str:
         """A hex digest of the node count and the adjacency structure (for caching)."""

@@ -326,3 +326,12 @@ def test_content_hash_is_stable_and_covers_nodes_and_edges():
     expected.update(np.array([0, 1, 3, 4], dtype=np.int64).tobytes())
     expected.update(np.array([1, 0, 2, 1], dtype=np.int64).tobytes())
     assert wide.content_hash() == expected.hexdigest()
+
+
+def test_a_csr_graph_of_lists_is_checked_like_a_tuple_of_them():
+    # canonical_csr(CSRGraph([0, 1, 2], [1, 0])) failed with "'list' object has no attribute 'shape'"
+    graph = canonical_csr(CSRGraph([0, 1, 2], [1, 0]))
+    expected = canonical_csr(([0, 1, 2], [1, 0]))
+    assert graph.indptr.tolist() == expected.indptr.tolist() == [0, 1, 2]
+    assert graph.indices.tolist() == expected.indices.tolist() == [1, 0]
+    assert CSRGraph([0, 1, 2], [1, 0]).num_entries == 2
