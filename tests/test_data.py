@@ -1026,3 +1026,23 @@ def test_a_node_id_that_only_unsigned_64_bits_hold_is_named_not_wrapped(tmp_path
     assert raised(ValueError, load_dataset, folder) == (
         f"corrupted dataset file {folder / 'split' / 'random' / 'train.csv.gz'}, line 2: [18446744073709551615] "
         "holds a value beyond 64-bit integers")
+
+
+def test_node_dataset_refuses_edges_features_and_splits_it_cannot_use_when_built():
+    ring = np.stack([np.arange(10), (np.arange(10) + 1) % 10])
+    # a list failed on its missing .ndim; float edges were accepted and failed inside train()
+    assert raised(TypeError, _built, edge_index=ring.tolist()) == (
+        "edge_index must be a (2, E) integer ndarray or tensor, got list (np.asarray makes an array of a list)")
+    assert raised(TypeError, _built, edge_index=ring + 0.5) == "edge_index must hold integer node ids, got dtype float64"
+    assert raised(TypeError, _built, edge_index=torch.as_tensor(ring).bool()) == (
+        "edge_index must hold integer node ids, got dtype torch.bool")
+    assert _built(edge_index=torch.as_tensor(ring).int()).num_edges == 10
+    # a NaN feature trained on, and the loss's NaN was blamed on the learning rate
+    features = torch.randn(10, 4)
+    features[7, 3] = float("inf")
+    assert raised(ValueError, _built, features=features) == (
+        "features hold a value that is not a finite number (NaN or inf): node 7, column 3")
+    # a set: torch's "can't convert np.ndarray of type numpy.object_"
+    split = {"train": set(range(5)), "valid": [5, 6], "test": [7, 8, 9]}
+    assert raised(TypeError, _built, split=split) == (
+        "split['train'] must be a tensor, array or list of integers, got set")

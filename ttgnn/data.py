@@ -151,6 +151,22 @@ class NodeDataset:
     split_files: Optional[dict] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Check the dataset as its constructor does, again: :func:`ttgnn.train.setup_run` calls it, so a
+        dataset changed after it was built (a split reassigned, ``num_classes`` lowered) is refused, not
+        trained on. Converts ``labels`` and the split's entries to int64 tensors.
+
+        The graph caches (:meth:`csr`, :meth:`dgl_graph`, :meth:`normalized_adjacency`) are not
+        rebuilt: after changing the edges, build a new dataset (``dataclasses.replace(dataset,
+        edge_index=..., _csr=None, _adjacency={})``).
+
+        Raises:
+            TypeError: ``edge_index`` is not an integer array or tensor, or a split entry not integers.
+            ValueError: a shape, a range, a non-finite feature, or the split (missing, repeated or
+                shared nodes) is wrong; the message names it.
+        """
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"name must be a non-empty str, got {self.name!r}")
         if isinstance(self.num_nodes, bool) or not isinstance(self.num_nodes, (int, np.integer)) or self.num_nodes < 1:
@@ -160,8 +176,15 @@ class NodeDataset:
                 raise ValueError("a NodeDataset needs edge_index or its symmetric CSR (_csr)")
             if self._csr.num_nodes != self.num_nodes:
                 raise ValueError(f"the CSR has {self._csr.num_nodes} nodes, num_nodes is {self.num_nodes}")
-        elif self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
-            raise ValueError(f"edge_index must have shape (2, E), got {self.edge_index.shape}")
+        else:
+            if not isinstance(self.edge_index, (np.ndarray, torch.Tensor)):
+                raise TypeError(f"edge_index must be a (2, E) integer ndarray or tensor, got "
+                                f"{type(self.edge_index).__name__} (np.asarray makes an array of a list)")
+            dtype = self.edge_index.dtype
+            if not (_is_integer(dtype) if isinstance(dtype, torch.dtype) else np.issubdtype(dtype, np.integer)):
+                raise TypeError(f"edge_index must hold integer node ids, got dtype {dtype}")
+            if self.edge_index.ndim != 2 or self.edge_index.shape[0] != 2:
+                raise ValueError(f"edge_index must have shape (2, E), got {tuple(self.edge_index.shape)}")
         if isinstance(self.num_classes, bool) or not isinstance(self.num_classes, (int, np.integer)) \
                 or self.num_classes < 1:
             raise ValueError(f"num_classes must be an integer >= 1, got {self.num_classes!r}")
@@ -178,6 +201,11 @@ class NodeDataset:
             got = (f"{type(self.features).__name__} of shape {tuple(getattr(self.features, 'shape', ()))}"
                    + (f" ({self.features.dtype})" if isinstance(self.features, torch.Tensor) else ""))
             raise ValueError(f"features must be a ({self.num_nodes}, F) floating-point tensor or None, got {got}")
+        if self.features is not None:
+            bad = _first_non_finite(self.features)
+            if bad is not None:
+                raise ValueError(f"features hold a value that is not a finite number (NaN or inf): node {bad[0]}, "
+                                 f"column {bad[1]}")
         if self.edge_index is not None and self.edge_index.shape[1]:  # (2, E), an ndarray or a tensor
             lo, hi = int(self.edge_index.min()), int(self.edge_index.max())
             if lo < 0 or hi >= self.num_nodes:
@@ -551,11 +579,33 @@ def _check_split(split: dict, num_nodes: int, files: Optional[dict] = None) -> N
                                  f"{name(first)} and {name(second)}")
 
 
+def _is_integer(dtype: torch.dtype) -> bool:
+    """Whether a torch dtype holds integers (not bool)."""
+    return dtype != torch.bool and not dtype.is_floating_point and not dtype.is_complex
+
+
+def _first_non_finite(features: torch.Tensor, rows: int = 1 << 16) -> Optional[tuple[int, int]]:
+    """``(node, column)`` of the first NaN or inf in ``features``, ``None`` when all are finite; read in
+    blocks of ``rows`` rows (a bool copy of a whole table of 10^8 rows would be gigabytes)."""
+    for start in range(0, features.shape[0], rows):
+        bad = ~torch.isfinite(features[start:start + rows])
+        if bool(bad.any()):
+            row, column = (int(i) for i in torch.nonzero(bad)[0])
+            return start + row, column
+    return None
+
+
 def _integer_tensor(values, what: str) -> torch.Tensor:
     """``values`` (a tensor, array or sequence of integers) as a 1-D int64 tensor; else ``TypeError``."""
-    tensor = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
-    if tensor.numel() == 0 and not isinstance(values, torch.Tensor):
-        tensor = tensor.to(torch.int64)  # [] is "no nodes", not a float array
+    if isinstance(values, torch.Tensor):
+        tensor = values
+    else:
+        array = np.asarray(values)
+        if array.dtype == object:  # a set, ragged lists: torch said "can't convert np.ndarray of type numpy.object_"
+            raise TypeError(f"{what} must be a tensor, array or list of integers, got {type(values).__name__}")
+        tensor = torch.as_tensor(array)
+        if tensor.numel() == 0:
+            tensor = tensor.to(torch.int64)  # [] is "no nodes", not a float array
     if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
         raise TypeError(f"{what} must hold integers, got dtype {tensor.dtype}")
     if tensor.dim() != 1:
