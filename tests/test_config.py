@@ -400,3 +400,14 @@ def test_the_gat_width_is_checked_where_auto_picks_gat():
     with pytest.raises(ValueError, match=r"hidden \(130\) must be a positive multiple of heads \(4\) for GAT"):
         TrainConfig(model="auto", mode="full", hidden=130, heads=4).validate()
     TrainConfig(model="auto", mode="minibatch", hidden=130, heads=4, fanouts=[5, 5, 5]).validate()  # GraphSAGE
+
+
+def test_a_shape_or_fanouts_given_as_an_array_is_named():
+    import numpy as np
+
+    # "The truth value of an array with more than one element is ambiguous" before
+    config = TrainConfig(mode="minibatch", fanouts=np.array([15, 10, 5]))
+    with pytest.raises(ValueError, match=r"^fanouts must be a list of integers, got ndarray array\(\[15, 10,  5\]\) "
+                                         r"\(\.tolist\(\) makes a list of an array\)$"):
+        config.validate()
+    TrainConfig(mode="minibatch", fanouts=(15, 10, 5), row_shape=[20, 20]).validate()

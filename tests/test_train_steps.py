@@ -732,7 +732,9 @@ def test_a_new_run_starts_with_empty_metrics(tmp_path, planted):
 
 def test_restore_run_resumes_only_when_asked_and_says_when_there_is_nothing(tmp_path, planted, caplog):
     train(_config(tmp_path, epochs=2, correct_smooth=False), planted)
-    fresh = _run(tmp_path, planted, epochs=4)  # resume not set: the checkpoint there is not read
+    with pytest.raises(ValueError, match=r"already holds a run \(checkpoint.pt, best_model.pt, metrics.json\)"):
+        _run(tmp_path, planted, epochs=4)  # neither resume nor overwrite: refused by setup_run
+    fresh = _run(tmp_path, planted, epochs=4, overwrite=True)  # resume not set: the checkpoint there is not read
     ttrain.restore_run(fresh)
     assert fresh.start_epoch == 1 and fresh.metrics["epochs"] == []
     resumed = _run(tmp_path, planted, epochs=4, resume=True)
@@ -1004,3 +1006,52 @@ def test_a_minibatch_epoch_of_finite_losses_runs_every_step_past_the_looks(plant
     monkeypatch.setattr(ttrain, "node_loss", lambda *a, **k: steps.append(1) or loss(*a, **k))
     metrics = train(_config(None, mode="minibatch", batch_size=4, epochs=1), planted)
     assert len(steps) == 50 and math.isfinite(metrics["epochs"][0]["loss"])
+
+
+# ---------------------------------------------------------------------- the steps alone, and a changed dataset
+def test_a_dataset_changed_after_it_was_built_is_checked_again_when_a_run_starts(tmp_path, planted):
+    # validation nodes added to the training split trained on them and reported validation accuracy 1.0
+    planted = dataclasses.replace(planted, split=dict(planted.split))  # the fixture is the module's: a copy
+    train_ids, valid_ids = planted.split["train"], planted.split["valid"]
+    planted.split["train"] = torch.cat([train_ids, valid_ids])
+    with pytest.raises(ValueError, match=r"^splits overlap: \d+ node\(s\), e\.g\. node \d+, are in both "
+                                         r"split\['train'\] and split\['valid'\]$"):
+        train(_config(None), planted)
+    planted.split["train"] = torch.zeros(planted.num_nodes, dtype=torch.bool).index_fill_(0, train_ids, True)
+    with pytest.raises(TypeError, match=r"^split\['train'\] must hold integers, got dtype torch.bool$"):
+        train(_config(None), planted)  # a mask: an IndexError deep in the loss before
+    planted.split["train"] = train_ids
+    planted.num_classes = 2  # below the labels' classes: "Target 2 is out of bounds" before
+    with pytest.raises(ValueError, match=r"^labels must be class ids in \[0, 2\) or -1"):
+        ttrain.setup_run(_config(None), planted, 0, 1, torch.device("cpu"))
+
+
+def test_setup_run_checks_the_settings_and_the_folder_as_train_does(tmp_path, planted):
+    out = tmp_path / "run"
+    train(_config(out), planted)  # a finished run
+    before = (out / "metrics.json").read_text()
+    with pytest.raises(ValueError, match=r"^lr must be"):  # a negative rate trained as gradient ascent
+        ttrain.setup_run(_config(None, lr=-1.0), planted, 0, 1, torch.device("cpu"))
+    with pytest.raises(ValueError, match=rf"^output folder {re.escape(str(out))} already holds a run \("):
+        ttrain.setup_run(_config(out), planted, 0, 1, torch.device("cpu"))  # the steps replaced its files
+    assert (out / "metrics.json").read_text() == before
+    run = ttrain.setup_run(_config(out, overwrite=True), planted, 0, 1, torch.device("cpu"))
+    ttrain.evaluate_and_checkpoint(run, 1, ttrain.train_epoch(run, 1), 0.0)
+    for epoch in (1, 3):  # recorded [1, 1] before, which a resume then continued
+        with pytest.raises(ValueError, match=rf"^epoch {epoch} cannot be recorded next: the run's next epoch is 2 "):
+            ttrain.evaluate_and_checkpoint(run, epoch, 0.5, 0.0)
+    assert [record["epoch"] for record in run.metrics["epochs"]] == [1]
+
+
+def test_train_inside_no_grad_trains(planted):
+    # a notebook's torch.no_grad() around train(): "element 0 of tensors does not require grad" before
+    with torch.no_grad():
+        metrics = train(_config(None, epochs=1, correct_smooth=False), planted)
+    assert math.isfinite(metrics["epochs"][0]["loss"])
+    assert torch.is_grad_enabled()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without a CUDA device")
+def test_train_on_cuda_without_a_gpu_says_so(planted):
+    with pytest.raises(ValueError, match=r"^device 'cuda' requested but torch.cuda.is_available\(\) is False"):
+        train(_config(None), planted, device="cuda")  # torch's AssertionError before

@@ -358,7 +358,7 @@ class RunFolder:
         if self.job is not None and self._recorded_job() == self.job:
             self.resume, self.overwrite = True, False  # this job's own run: a restart continues it
         try:
-            self._check_existing()
+            self.check_existing()
         except BaseException:
             self.release()
             raise
@@ -390,7 +390,9 @@ class RunFolder:
         elif self._recorded_job() != self.job:
             atomic_write(path, lambda fh: fh.write(f"{self.job}\n".encode()))
 
-    def _check_existing(self) -> None:
+    def check_existing(self) -> None:
+        """``ValueError`` when the folder holds a run and neither ``resume`` nor ``overwrite`` is set
+        (checked on entry; :func:`ttgnn.train.setup_run` checks it too, for steps run without ``train``)."""
         found = self.existing_run_files()
         if not found or self.resume:
             return

@@ -409,7 +409,11 @@ class TrainConfig:
                              f"mode={self.mode!r} neighbour sampling (fanouts) already leaves edges out")
         _check_real("label_rate", self.label_rate, "in (0, 1)", lambda v: 0.0 < v < 1.0)
         for key in ("fanouts", "row_shape", "col_shape"):
-            for value in getattr(self, key) or ():
+            values = getattr(self, key)
+            if values is not None and not isinstance(values, (list, tuple)):  # a NumPy array: "truth value ... ambiguous"
+                raise ValueError(f"{key} must be a list of integers, got {type(values).__name__} {values!r} "
+                                 "(.tolist() makes a list of an array)")
+            for value in values or ():
                 check_int(f"every entry of {key}", value, 1)
         if self.embedding == "tt":  # a shape's length is its core count: checked before any data loads
             from .shapes import check_num_cores, cores_of_shape

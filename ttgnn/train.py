@@ -464,8 +464,22 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
               device: torch.device) -> RunState:
     """Step 1: dataset, model (the same initial weights on every rank), optimiser, empty metrics.
 
-    A given ``dataset`` names the run (:func:`_named_for`)."""
+    A given ``dataset`` names the run (:func:`_named_for`). Checked here too, for steps run without
+    :func:`train`: the settings (:meth:`TrainConfig.validate`), the dataset again
+    (:meth:`NodeDataset.check`: one changed since it was built), and on rank 0 an ``output_dir``
+    that holds a run, refused unless ``resume`` or ``overwrite`` is set (:func:`train` also locks
+    the folder; the steps alone do not).
+
+    Raises:
+        TypeError: ``config`` is not a :class:`TrainConfig`, or ``dataset`` not a ``NodeDataset``.
+        ValueError: a bad setting or dataset, or a folder holding a run.
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     config = _named_for(config, dataset)
+    config.validate()
+    if process_rank == 0 and config.output_dir and not (config.resume or config.overwrite):
+        RunFolder(config.output_dir).check_existing()
     if config.num_threads:
         available = _usable_cpus()
         if config.num_threads > available:
@@ -474,6 +488,8 @@ def setup_run(config: TrainConfig, dataset: Optional[NodeDataset], process_rank:
         torch.set_num_threads(config.num_threads)
     if dataset is None:
         dataset = load_dataset(config.dataset, config.root, config.cache_dir)
+    else:
+        dataset.check()  # a notebook may have changed it since it was built
     if config.embedding != "tt" and config.order != "identity":
         log.info("order %r applies to TT embeddings only; ignored for %r", config.order, config.embedding)
     if dataset.split["train"].numel() == 0:
@@ -693,11 +709,12 @@ def train_epoch(run: RunState, epoch: int, show_progress: bool = False) -> float
     if run.world_size > 1:  # disjoint, equally sized shards: every rank runs the same number of steps
         train_nodes = tdist.epoch_shard(train_nodes, epoch, config.seed, run.process_rank, run.world_size)
     train_nodes = train_nodes.to(dataset.split["train"].device)
-    if config.mode == "full":
-        tdist.maybe_inject_fault(epoch, 0)  # test hook, inert unless $TTGNN_FAULT is set
-        loss = _full_graph_step(run, train_nodes, input_labels)
-    else:
-        loss = _minibatch_epoch(run, train_nodes, input_labels, epoch, show_progress)
+    with torch.enable_grad():  # called under torch.no_grad() (a notebook's), the backward pass had no graph
+        if config.mode == "full":
+            tdist.maybe_inject_fault(epoch, 0)  # test hook, inert unless $TTGNN_FAULT is set
+            loss = _full_graph_step(run, train_nodes, input_labels)
+        else:
+            loss = _minibatch_epoch(run, train_nodes, input_labels, epoch, show_progress)
     if run.world_size > 1:  # equal shard sizes: the mean of the ranks' means is the epoch mean
         loss = tdist.all_reduce_sums({"loss": loss})["loss"] / run.world_size
     return loss
@@ -760,9 +777,18 @@ def _minibatch_epoch(run: RunState, nodes: torch.Tensor, input_labels, epoch: in
 
 
 def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: float) -> None:
-    """Step 4 (rank 0): evaluate, keep the best epoch's weights, write checkpoint and metrics."""
+    """Step 4 (rank 0): evaluate, keep the best epoch's weights, write checkpoint and metrics.
+
+    Raises:
+        ValueError: ``epoch`` is not the one after the last recorded (``run.start_epoch`` for the first):
+            a repeated or skipped epoch would leave a record that no resume can repeat.
+    """
     started = time.perf_counter()
     metrics = run.metrics
+    expected = metrics["epochs"][-1]["epoch"] + 1 if metrics["epochs"] else run.start_epoch
+    if epoch != expected:
+        raise ValueError(f"epoch {epoch} cannot be recorded next: the run's next epoch is {expected} (epochs are "
+                         "trained and recorded in order, once each)")
     raw = None  # with weight averaging: the trained weights' accuracies, for the record
     swapped = contextlib.nullcontext()
     if run.average is not None:
@@ -990,6 +1016,9 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError(f"world_size={world_size} needs an initialised process group of that size (launch with "
                          f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
     device = torch.device("cpu") if device is None else torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():  # torch's own words: an AssertionError
+        raise ValueError(f"device {str(device)!r} requested but torch.cuda.is_available() is False (torch "
+                         f"{torch.__version__}, CUDA {torch.version.cuda or 'not built in'})")
     if config.from_full and world_size > 1:
         raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
                          f"world_size={world_size}")
