@@ -92,3 +92,22 @@ def test_a_run_trains_with_its_loss_and_records_it(tmp_path, planted, mode):
         ttrain.train_epoch(run, 1)
     ce_weights, log_ce_weights = (torch.cat([p.detach().flatten() for p in run.net.parameters()]) for run in runs)
     assert not torch.equal(ce_weights, log_ce_weights)
+
+
+@pytest.mark.parametrize("smoothing", [-0.1, float("nan"), 1.0])
+def test_a_label_smoothing_outside_its_range_is_refused(smoothing):
+    # torch took -0.1 and NaN as no smoothing
+    logits, labels = torch.randn(5, 3), torch.tensor([0, 1, 2, 0, 1])
+    with pytest.raises(ValueError, match=r"^label_smoothing must be a number in \[0, 1\), got "):
+        node_loss(logits, labels, label_smoothing=smoothing)
+
+
+def test_distill_loss_refuses_a_teacher_that_is_not_probabilities():
+    from ttgnn.losses import distill_loss
+
+    logits = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    probs = torch.softmax(torch.randn(5, 3, generator=torch.Generator().manual_seed(1)), 1)
+    assert float(distill_loss(logits, probs)) >= 0.0
+    for teacher in (probs * 0.1, logits):  # -0.166 and nan before
+        with pytest.raises(ValueError, match=r"^teacher_probs must be class probabilities"):
+            distill_loss(logits, teacher)

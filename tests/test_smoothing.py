@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ttgnn.data import planted_partition
-from ttgnn.smoothing import correct_and_smooth, normalized_adjacency, propagate, tune_correct_and_smooth
+from ttgnn.smoothing import correct_and_smooth, normalized_adjacency, propagate, spread_labels, tune_correct_and_smooth
 
 
 def _dense_normalized(indptr, indices, n):
@@ -458,3 +458,39 @@ def test_the_dataset_builds_its_adjacency_once_and_keeps_one_copy_per_device(mon
         assert on_gpu.device.type == "cuda" and data.normalized_adjacency(torch.device("cuda", 0)) is on_gpu
         torch.testing.assert_close(on_gpu.to_dense().cpu(), expect.to_dense(), rtol=0, atol=0)
         assert len(calls) == 1
+
+
+def test_correct_and_smooth_refuses_scores_that_are_not_probabilities_and_takes_int32_labels():
+    # logits were taken as probabilities: Cora's test accuracy 0.19 against 0.70 with their softmax
+    ds = planted_partition(200, num_classes=3, seed=0)
+    adj, train_idx = ds.normalized_adjacency(), ds.split["train"]
+    logits = 3 * torch.randn(ds.num_nodes, 3, generator=torch.Generator().manual_seed(0))
+    for scores in (logits, torch.softmax(logits, 1) * 5):
+        with pytest.raises(ValueError, match=r"^probs must be class probabilities \(each row in \[0, 1\], summing "
+                                             r"to 1; softmax of the logits\), got values in "):
+            correct_and_smooth(scores, adj, train_idx, ds.labels[train_idx])
+    probs = torch.softmax(logits, 1)
+    as_int32 = correct_and_smooth(probs, adj, train_idx, ds.labels[train_idx].int())  # one_hot's LongTensor error
+    assert torch.equal(as_int32, correct_and_smooth(probs, adj, train_idx, ds.labels[train_idx]))
+    spread = spread_labels(adj, torch.full((ds.num_nodes,), 3, dtype=torch.int32).index_fill_(0, train_idx, 0), 3, 2)
+    assert spread.shape == (ds.num_nodes, 3)
+
+
+def test_tune_correct_and_smooth_refuses_a_validation_set_it_cannot_score():
+    ds = planted_partition(200, num_classes=3, seed=0)
+    adj, logits = ds.normalized_adjacency(), torch.randn(ds.num_nodes, 3)
+    labels = ds.labels.clone()
+    labels[ds.split["valid"][0]] = -1  # counted as a wrong prediction before
+    args = (logits, adj, labels, ds.split["train"])
+    with pytest.raises(ValueError, match=r"^valid_idx includes 1 unlabeled node\(s\) \(label -1\)$"):
+        tune_correct_and_smooth(*args, ds.split["valid"])
+    with pytest.raises(ValueError, match=r"^valid_idx must lie in \[0, 200\), got \[0, 200\]$"):
+        tune_correct_and_smooth(*args, torch.tensor([0, 200]))
+
+
+def test_normalized_adjacency_refuses_column_ids_outside_the_graph():
+    # -2 read another node's degree, and the sparse product read out of bounds
+    with pytest.raises(ValueError, match=r"^column indices must lie in \[0, 3\), got \[-2, 2\]$"):
+        normalized_adjacency(np.array([0, 1, 3, 4]), np.array([1, 0, 2, -2]), 3)
+    with pytest.raises(ValueError, match=r"^indptr must rise from 0 to the 2 column indices"):
+        normalized_adjacency(np.array([0, 1, 3]), np.array([1, 0]), 2)

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from .config import check_int
 from .graph_ops import csr_matmul
+from .losses import check_probabilities
 
 __all__ = ["normalized_adjacency", "normalized_adjacency_values", "propagate", "spread_labels", "correct_and_smooth",
            "tune_correct_and_smooth", "SmoothingResult"]
@@ -35,6 +36,11 @@ def normalized_adjacency_values(indptr: np.ndarray, indices: np.ndarray, num_nod
     indices = np.asarray(indices, dtype=np.int64)
     if indptr.shape != (num_nodes + 1,):
         raise ValueError(f"indptr must have shape ({num_nodes + 1},), got {indptr.shape}")
+    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or (np.diff(indptr) < 0).any():
+        raise ValueError(f"indptr must rise from 0 to the {indices.shape[0]:,} column indices, got "
+                         f"{indptr[0]} ... {indptr[-1]}" + (", falling" if (np.diff(indptr) < 0).any() else ""))
+    if indices.size and (indices.min() < 0 or indices.max() >= num_nodes):  # a negative id read another node's degree
+        raise ValueError(f"column indices must lie in [0, {num_nodes}), got [{indices.min()}, {indices.max()}]")
     degree = np.diff(indptr).astype(np.float64)
     inv_sqrt = np.zeros_like(degree)
     np.divide(1.0, np.sqrt(degree), out=inv_sqrt, where=degree > 0)
@@ -111,6 +117,7 @@ def spread_labels(adjacency: torch.Tensor, labels: torch.Tensor, num_classes: in
     if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) > num_classes):
         raise ValueError(f"labels must lie in [0, {num_classes}] ({num_classes} = unknown), got "
                          f"[{int(labels.min())}, {int(labels.max())}]")
+    labels = labels.long()  # one_hot takes int64 alone
     known = labels < num_classes
     start = torch.zeros(labels.shape[0], num_classes, dtype=torch.float32, device=labels.device)
     start[known] = F.one_hot(labels[known], num_classes).float()
@@ -134,6 +141,7 @@ def _check_inputs(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: torch
                          f"{tuple(adjacency.shape)}")
     if not torch.isfinite(probs).all():
         raise ValueError(f"probs holds {int((~torch.isfinite(probs)).sum()):,} non-finite value(s) (NaN or inf)")
+    check_probabilities("probs", probs, "; softmax of the logits")  # logits: test accuracy 0.19 on Cora, not 0.70
     if train_idx.dim() != 1 or train_idx.is_floating_point() or train_idx.dtype == torch.bool:
         raise ValueError(f"train_idx must be (L,) node ids, got shape {tuple(train_idx.shape)} ({train_idx.dtype})")
     if train_labels.shape != train_idx.shape:
@@ -142,6 +150,8 @@ def _check_inputs(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: torch
     if train_idx.numel() and (int(train_idx.min()) < 0 or int(train_idx.max()) >= num_nodes):
         raise ValueError(f"train_idx must lie in [0, {num_nodes}), got [{int(train_idx.min())}, "
                          f"{int(train_idx.max())}]")
+    if train_labels.is_floating_point() or train_labels.dtype == torch.bool or train_labels.is_complex():
+        raise ValueError(f"train_labels must be class ids, got dtype {train_labels.dtype}")
     if train_labels.numel() and (int(train_labels.min()) < 0 or int(train_labels.max()) >= num_classes):
         raise ValueError(f"train_labels must lie in [0, {num_classes}), got "
                          f"[{int(train_labels.min())}, {int(train_labels.max())}]")
@@ -181,15 +191,16 @@ def correct_and_smooth(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: 
         num_iterations (int, optional): iterations of each propagation. (default: ``50``)
 
     Raises:
-        ValueError: shapes that do not fit together, non-finite ``probs``, node ids or labels out
-            of range, an alpha outside ``[0, 1]``.
+        ValueError: shapes that do not fit together, ``probs`` that are not probabilities (a value
+            outside ``[0, 1]``, a row sum off 1 by more than ``1e-3``: logits, say) or not finite,
+            node ids or labels out of range, an alpha outside ``[0, 1]``.
 
     Shapes:
         - **output:** ``(N, C)`` scores; their ``argmax`` is the prediction.
     """
     _check_inputs(probs, adjacency, train_idx, train_labels)
     probs = probs.float()
-    truth = torch.nn.functional.one_hot(train_labels, probs.shape[1]).float()
+    truth = torch.nn.functional.one_hot(train_labels.long(), probs.shape[1]).float()  # one_hot takes int64 alone
     corrected = _correct(probs, adjacency, train_idx, truth, correct_alpha, num_iterations)
     return _smooth(corrected, adjacency, train_idx, truth, smooth_alpha, num_iterations)
 
@@ -231,6 +242,10 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
         num_iterations (int, optional): iterations of each propagation. (default: ``50``)
         progress (bool, optional): a tqdm bar over the propagations (one per correction and one per
             pair of strengths). (default: ``False``)
+
+    Raises:
+        ValueError: as :func:`correct_and_smooth`; an empty grid; ``valid_idx`` out of range or
+            holding unlabeled nodes (without validation nodes the grid's first strengths are kept).
     """
     from tqdm.auto import tqdm
 
@@ -239,7 +254,14 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
     probs = torch.softmax(logits.float(), dim=1)
     train_labels = labels[train_idx]
     _check_inputs(probs, adjacency, train_idx, train_labels)
-    truth = torch.nn.functional.one_hot(train_labels, probs.shape[1]).float()
+    if valid_idx.dim() != 1 or valid_idx.is_floating_point() or valid_idx.dtype == torch.bool:
+        raise ValueError(f"valid_idx must be (V,) node ids, got shape {tuple(valid_idx.shape)} ({valid_idx.dtype})")
+    if valid_idx.numel() and (int(valid_idx.min()) < 0 or int(valid_idx.max()) >= probs.shape[0]):
+        raise ValueError(f"valid_idx must lie in [0, {probs.shape[0]}), got [{int(valid_idx.min())}, "
+                         f"{int(valid_idx.max())}]")
+    if bool((labels[valid_idx] < 0).any()):  # counted as wrong predictions
+        raise ValueError(f"valid_idx includes {int((labels[valid_idx] < 0).sum()):,} unlabeled node(s) (label -1)")
+    truth = torch.nn.functional.one_hot(train_labels.long(), probs.shape[1]).float()  # one_hot takes int64 alone
     best = None
     with tqdm(total=len(correct_alphas) * (1 + len(smooth_alphas)), disable=not progress, leave=False,
               desc="correct and smooth", unit="propagation") as bar:
@@ -250,7 +272,7 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
                 pred = _smooth(corrected, adjacency, train_idx, truth, smooth_alpha, num_iterations).argmax(1)
                 bar.update()
                 valid_acc = float((pred[valid_idx] == labels[valid_idx]).float().mean()) if valid_idx.numel() \
-                    else 0.0
+                    else 0.0  # no validation nodes: the first strengths stay
                 if best is None or valid_acc > best.valid_acc:
                     best = SmoothingResult(pred, float(correct_alpha), float(smooth_alpha), valid_acc)
     return best
