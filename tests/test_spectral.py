@@ -5,6 +5,7 @@ import logging
 import re
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 import torch
 
@@ -415,3 +416,31 @@ def test_spectral_vectors_left_unread_by_the_auto_init_are_warned_of(planted, ca
         ttrain._log_settled(config, settled, planted)
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
         "spectral_vectors=4: not read, the table init is gaussian (give init='spectral' to use eigenvectors); ignored"]
+
+
+@pytest.mark.parametrize("edges, num_nodes, k", [
+    ([(0, 1), (2, 3), (4, 5), (6, 7), (7, 8)], 9, 3),  # four bipartite components: -1 four times
+    ([(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4)], 8, 5),  # two 4-cycles
+])
+def test_eigenvectors_that_reach_eigenvalue_minus_one_are_not_mixed_with_the_trivial_ones(edges, num_nodes, k):
+    # the trivial eigenvectors, moved to -1, tied with S's own there: columns came back with residuals of 0.5-0.9
+    rows = [a for a, b in edges] + [b for a, b in edges]
+    cols = [b for a, b in edges] + [a for a, b in edges]
+    adjacency = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(num_nodes, num_nodes))
+    vectors = leading_eigenvectors(adjacency.indptr.astype(np.int64), adjacency.indices.astype(np.int64), num_nodes, k)
+    degree = np.sqrt(np.asarray(adjacency.sum(1)).ravel())
+    dense = adjacency.toarray() / np.outer(degree, degree)
+    eigenvalues = np.linalg.eigvalsh(dense)
+    nontrivial = np.sort(eigenvalues[~np.isclose(eigenvalues, 1.0)])[::-1]  # one eigenvalue 1 per component
+    values = np.diag(vectors.T @ dense @ vectors)
+    np.testing.assert_allclose(values, nontrivial[:k], atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(dense @ vectors - vectors * values, axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(k), atol=1e-8)
+
+
+def test_a_graph_without_edges_and_a_float_k_are_refused_before_the_solver():
+    empty = (np.zeros(7, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"^a graph of 6 nodes without edges has no spectrum"):  # ARPACK error -9
+        spectral_table(*empty, 6, dim=2)
+    with pytest.raises(TypeError, match=r"^k must be an int, got float 1.0$"):  # SystemError inside ARPACK
+        leading_eigenvectors(np.array([0, 1, 2, 2]), np.array([1, 0]), 3, 1.0)
