@@ -187,3 +187,25 @@ def test_cli_flag(tmp_path, capsys):
     assert main(["train", "--weight-average", "-2", "--dataset", "cora", "--root", str(tmp_path),
                  "--no-progress"]) == 2
     assert "weight_average must be an integer >= 0" in capsys.readouterr().err
+
+
+def test_a_model_of_other_shapes_is_refused_before_anything_is_averaged_or_swapped():
+    # a (1, 4) weight was broadcast into the (3, 4) average; the swap back then failed half done
+    class Model(nn.Module):
+        def __init__(self, rows):
+            super().__init__()
+            self.a = nn.Parameter(torch.zeros(2))
+            self.b = nn.Parameter(torch.zeros(rows, 4))
+
+    average, other = WeightAverage(Model(3), 2), Model(1)
+    kept = {key: value.clone() for key, value in average.state.items()}
+    with torch.no_grad():
+        other.a.fill_(7.0)
+    message = r"^the model's 'b' has shape \(1, 4\), the average's \(3, 4\)$"
+    with pytest.raises(ValueError, match=message):
+        average.update(other)
+    with pytest.raises(ValueError, match=message):
+        with average.swapped_into(other):
+            pass
+    assert all(torch.equal(average.state[key], kept[key]) for key in kept)
+    assert torch.equal(other.a.detach(), torch.full((2,), 7.0))

@@ -569,3 +569,14 @@ def test_a_dataset_path_is_recorded_absolute_and_a_name_as_given():
     assert TrainConfig(dataset=Path("planted")).dataset == os.path.abspath("planted")  # a PathLike is a path
     for name in ("cora", "cora/", "ogbn-arxiv"):
         assert TrainConfig(dataset=name).dataset == name
+
+
+def test_write_predictions_refuses_a_negative_class_without_probabilities(tmp_path):
+    from ttgnn.inference import write_predictions
+
+    # -1 (an unlabelled node's id) was written as a predicted class
+    with pytest.raises(ValueError, match=r"^classes must be class ids >= 0, got -1$"):
+        write_predictions(tmp_path / "p.csv", torch.tensor([0, -1, 2]))
+    assert not (tmp_path / "p.csv").exists()
+    write_predictions(tmp_path / "p.npy", torch.tensor([0, 1, 2]))
+    assert np.load(tmp_path / "p.npy").tolist() == [0, 1, 2]

@@ -401,3 +401,11 @@ def test_fanouts_are_whole_numbers():
     # a float fan-out was taken and gave fractional sampled-node counts; eval_fanouts' were refused
     with pytest.raises(ValueError, match=r"^every fan-out must be an integer >= 1, got 2.7$"):
         plan(10**8, 128, 16, fanouts=[2.7, 3, 3])
+
+
+@pytest.mark.parametrize("memory", [float("nan"), -1, 0, True])
+def test_a_device_memory_that_is_no_amount_of_bytes_is_refused(memory):
+    # NaN or -1 made every plan "does not fit" without a word
+    with pytest.raises(ValueError, match=r"^device_memory must be a finite number of bytes > 0, got "):
+        plan(10_000, device_memory=memory)
+    assert plan(10_000, device_memory=2**40)["tt"].fits

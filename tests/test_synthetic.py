@@ -272,3 +272,14 @@ def test_largest_node_count_passes_its_check():
     # 2**31 - 2 nodes pass the num_nodes check: the next check (a bad seed) is the one that fails.
     with pytest.raises(ValueError, match="^seed must be an int >= 0"):
         nested_communities(2**31 - 2, seed=-1)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(mixing=()), r"^mixing must be one probability per level, at least one level, got \(\)$"),  # ZeroDivisionError
+    (dict(num_classes=0), r"^num_classes must be an int >= 1, got 0$"),  # became branching[0]
+    (dict(branching=(2.7, 2)), r"^branching must be a sequence of ints, got \(2.7, 2\)$"),  # truncated to 2
+    (dict(split_sizes=(10.7, 5, 5)), r"^split_sizes must be three ints, got \(10.7, 5, 5\)$"),  # truncated to 10
+])
+def test_nested_communities_refuses_what_it_would_have_changed_silently(change, message):
+    with pytest.raises(ValueError, match=message):
+        nested_communities(100, **change)

@@ -92,11 +92,18 @@ class WeightAverage:
             avg.copy_(held)
 
     def _matching_state(self, model: nn.Module) -> dict:
-        """``model.state_dict()``, checked to have the average's entries."""
+        """``model.state_dict()``, checked to have the average's entries, of the average's shapes (a
+        smaller one was broadcast into the average, and the swap back then failed half done)."""
         current = model.state_dict()
         if current.keys() != self.state.keys():
             raise ValueError("the model's state dict has other entries than the average's: "
                              f"{sorted(set(current) ^ set(self.state))}")
+        shapes = {key: (tuple(current[key].shape), tuple(value.shape)) for key, value in self.state.items()
+                  if current[key].shape != value.shape}
+        if shapes:
+            key, (got, kept) = next(iter(shapes.items()))
+            raise ValueError(f"the model's {key!r} has shape {got}, the average's {kept}"
+                             + (f" ({len(shapes)} entries differ)" if len(shapes) > 1 else ""))
         return current
 
     def state_dict(self) -> dict:

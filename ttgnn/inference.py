@@ -230,7 +230,8 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
     probability of that class when ``probs`` ``(N, C)`` is given).
 
     Raises:
-        ValueError: another file suffix; ``classes`` not ``(N,)`` integers, or ``probs`` not ``(N, C)``.
+        ValueError: another file suffix; ``classes`` not ``(N,)`` integers >= 0 (below ``C`` with
+            ``probs``), or ``probs`` not ``(N, C)``.
         TypeError: ``classes`` or ``probs`` is not a tensor.
     """
     path = Path(path)
@@ -243,6 +244,8 @@ def write_predictions(path: PathLike, classes: torch.Tensor, probs: Optional[tor
     if probs is not None and (probs.dim() != 2 or probs.shape[0] != classes.shape[0]):
         raise ValueError(f"probs must be ({classes.shape[0]}, C) for {classes.shape[0]} nodes, got shape "
                          f"{tuple(probs.shape)}")
+    if probs is None and classes.numel() and int(classes.min()) < 0:  # a class id of -1 was written as predicted
+        raise ValueError(f"classes must be class ids >= 0, got {int(classes.min())}")
     if probs is not None and classes.numel() and not 0 <= int(classes.min()) <= int(classes.max()) < probs.shape[1]:
         raise ValueError(f"classes must lie in [0, {probs.shape[1]}) to index probs (N, {probs.shape[1]}), got "
                          f"{int(classes.min())} to {int(classes.max())}")

@@ -189,6 +189,10 @@ def plan(num_nodes: int, dim: int = 128, rank: int = 16, *, model: str = "sage",
         raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, got {optimizer!r}")
     if mode not in ("minibatch", "full"):
         raise ValueError(f"mode must be 'minibatch' or 'full', got {mode!r}")
+    if device_memory is not None and not (isinstance(device_memory, numbers.Real) and not isinstance(device_memory, bool)
+                                          and math.isfinite(device_memory) and device_memory > 0):
+        # NaN or -1 made every plan "does not fit" without a word
+        raise ValueError(f"device_memory must be a finite number of bytes > 0, got {device_memory!r}")
     if avg_degree is None:  # the default, capped for tiny graphs (a node has at most num_nodes - 1 neighbours)
         avg_degree = min(DEFAULT_AVG_DEGREE, num_nodes - 1)
     if not (isinstance(avg_degree, numbers.Real) and math.isfinite(avg_degree) and avg_degree >= 0):

@@ -40,6 +40,11 @@ def default_branching(num_nodes: int, levels: int = 2, leaf_size: int = 2000) ->
     return (factor,) * levels
 
 
+def _is_int(value) -> bool:
+    """An int or a NumPy integer, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check(name: str, value, ok: bool, rule: str) -> None:
     if not ok:
         raise ValueError(f"{name} must be {rule}, got {value!r}")
@@ -132,6 +137,9 @@ def nested_communities(
            "an int >= 0")
     _check("avg_degree", avg_degree, isinstance(avg_degree, (int, float)) and 0 < avg_degree < num_nodes,
            f"a number in (0, {num_nodes})")
+    _check("mixing", mixing, len(mixing) >= 1, "one probability per level, at least one level")
+    if branching is not None:  # 2.7 was truncated to 2
+        _check("branching", branching, all(_is_int(b) for b in branching), "a sequence of ints")
     branching = tuple(int(b) for b in (branching or default_branching(num_nodes, len(mixing))))
     num_leaves = math.prod(branching)
     _check("branching", list(branching), all(b >= 1 for b in branching) and num_leaves <= num_nodes,
@@ -141,11 +149,13 @@ def nested_communities(
            and sum(mixing) <= 1.0 + 1e-9, f"{len(branching)} probabilities >= 0 (one per level) summing to <= 1")
     _check("exponent", exponent, exponent is None or (isinstance(exponent, (int, float)) and exponent > 2),
            "None or a number > 2")
-    num_classes = int(num_classes or branching[0])
-    _check("num_classes", num_classes, num_classes >= 1, "an int >= 1")
+    _check("num_classes", num_classes, num_classes is None or (_is_int(num_classes) and num_classes >= 1),
+           "an int >= 1")  # 0 became branching[0]
+    num_classes = int(branching[0] if num_classes is None else num_classes)
     _check("label_noise", label_noise, 0.0 <= label_noise <= 1.0, "in [0, 1]")
     if split_sizes is None:
         split_sizes = (num_nodes // 2, num_nodes // 4, num_nodes - num_nodes // 2 - num_nodes // 4)
+    _check("split_sizes", split_sizes, all(_is_int(n) for n in split_sizes), "three ints")  # 10.7 became 10
     split_sizes = tuple(int(n) for n in split_sizes)
     _check("split_sizes", list(split_sizes), len(split_sizes) == 3 and split_sizes[0] >= 1
            and min(split_sizes) >= 0 and sum(split_sizes) <= num_nodes,
