@@ -916,3 +916,62 @@ def test_auto_order_does_not_depend_on_thread_count():
     assert_close_f(out1, tt_lookup_reference(cores, rows), torch.float32)
     for grads in (grads1, grads2):
         assert_grads_within_rounding(grads, cores, rows, grad_out, torch.float32)
+
+
+def test_a_reference_lookup_compiles_in_one_graph():
+    # int16 rows (and 16-bit cores, 1 or 9 cores, no extension) take the reference, whose range check
+    # summed a generator: "Failed to convert args/kwargs to proxy" under fullgraph=True
+    torch._dynamo.reset()
+    cores = make_cores((3, 4), (2, 3), 3)
+    lookup = torch.compile(lambda c0, c1, r: tt_lookup([c0, c1], r), fullgraph=True, backend="eager")
+    rows = torch.tensor([0, 5, 11], dtype=torch.int16)
+    torch.testing.assert_close(lookup(*cores, rows), tt_lookup_reference(cores, rows.long()), rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match="row out of range for a TT table with 12 rows"):
+        lookup(*cores, torch.tensor([12], dtype=torch.int16))
+
+
+def test_the_kernel_wrappers_give_no_silent_zero_derivatives(device):
+    # tt_lookup_kernel under jvp gave zero tangents; tt_lookup_backward_kernel's gradients had no second
+    # derivative (None, with a torch warning)
+    cores = make_cores((3, 4), (2, 3), 3, torch.float64, device)
+    rows = torch.tensor([0, 11, 5, 11], device=device)
+    tangents = tuple(torch.randn_like(core) for core in cores)
+    with pytest.raises(RuntimeError, match=r"^tt_lookup_kernel: the compiled op has no forward-mode derivative"):
+        torch.func.jvp(lambda *c: tt_lookup_kernel(list(c), rows), tuple(cores), tangents)
+    leaves = [core.clone().requires_grad_() for core in cores]
+    grad_out = torch.randn(4, 6, dtype=torch.float64, device=device, requires_grad=True)
+
+    def second_order(backward):
+        grads = backward(grad_out, leaves, rows)
+        return torch.autograd.grad(sum(g.pow(2).sum() for g in grads), [grad_out, *leaves])
+
+    def reference_backward(out_grad, cores_, rows_):
+        return torch.autograd.grad(tt_lookup_reference(cores_, rows_), cores_, out_grad, create_graph=True)
+
+    for got, want in zip(second_order(tt_lookup_backward_kernel), second_order(reference_backward)):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    with torch.no_grad():  # outside autograd: the compiled op, its values the reference's
+        plain = tt_lookup_backward_kernel(grad_out, leaves, rows)
+    for got, want in zip(plain, reference_backward(grad_out, leaves, rows)):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-12, atol=1e-12)
+
+
+def test_the_dense_table_and_the_kernel_probe_check_the_cores():
+    from ttgnn.ops import kernel_applies, tt_dense_table
+
+    # IndexError and a bare einsum error before
+    with pytest.raises(RuntimeError, match=r"^tt_dense_table: expected at least one core, got none$"):
+        tt_dense_table([])
+    with pytest.raises(RuntimeError, match=r"^tt_dense_table: core 1 has shape \(4, 2, 3, 1\); its rank dimension 1 "
+                                           r"must be 3 \(core 0's last dimension\)$"):
+        tt_dense_table([torch.randn(3, 1, 2, 3), torch.randn(4, 2, 3, 1)])
+    assert not kernel_applies([], torch.tensor([0]))
+
+
+def test_the_fake_kernel_names_a_core_that_is_not_4d():
+    require_kernels("cpu")
+    torch._dynamo.reset()
+    lookup = torch.compile(lambda c, r: torch.ops.ttgnn.tt_lookup.default(c, r), fullgraph=True, backend="eager")
+    with pytest.raises(Exception, match=r"tt_lookup: core 0 must be 4-D \(n_k, r_\{k-1\}, m_k, r_k\), got shape "
+                                        r"\(3, 2\)"):  # a bare IndexError from the shape product before
+        lookup([torch.randn(3, 2), torch.randn(4, 3, 3, 1)], torch.tensor([0]))

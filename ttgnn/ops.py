@@ -82,10 +82,19 @@ def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
     Args:
         cores (sequence of Tensor): core ``k`` of shape ``(n_k, r_{k-1}, m_k, r_k)``.
 
+    Raises:
+        RuntimeError: ``cores`` do not form a TT (:func:`check_lookup_inputs`: none, not 4-D,
+            ranks that do not chain, mixed dtypes or devices).
+
     Shapes:
         - **output:** ``(n_1 * ... * n_K, m_1 * ... * m_K)``, rows in the TT digit order of
           :mod:`ttgnn.shapes`.
     """
+    cores = list(cores)
+    if not cores:  # an IndexError before
+        raise RuntimeError("tt_dense_table: expected at least one core, got none")
+    device = cores[0].device if isinstance(cores[0], Tensor) else None
+    check_lookup_inputs(cores, torch.empty(0, dtype=torch.long, device=device), "tt_dense_table")
     first = cores[0]
     partial = first.reshape(first.shape[0], first.shape[2], first.shape[3])  # (rows, cols, r)
     for core in cores[1:]:
@@ -122,6 +131,8 @@ def kernel_applies(cores: Sequence[Tensor], rows: Tensor) -> bool:
 
 
 def _use_kernel(cores: Sequence[Tensor], rows: Tensor) -> bool:
+    if not len(cores):  # no TT: the lookup's own checks say so
+        return False
     first = cores[0]
     return (
         _KERNEL_DEVICES.get(first.device.type, False)
@@ -166,7 +177,8 @@ def tt_lookup(cores: Sequence[torch.Tensor], rows: torch.Tensor) -> torch.Tensor
     check_lookup_inputs(cores, rows)
     if not _use_kernel(cores, rows):
         # The kernel checks the row range; the reference would wrap a bad row onto a valid one.
-        check_in_range(rows, math.prod(core.shape[0] for core in cores), "tt_lookup: row", "a TT table",
+        # a list, not a generator: torch.compile(fullgraph=True) traces math.prod of a list only
+        check_in_range(rows, math.prod([core.shape[0] for core in cores]), "tt_lookup: row", "a TT table",
                        RuntimeError)
     return lookup_checked_rows(cores, rows)
 
@@ -252,11 +264,21 @@ def tt_lookup_kernel(cores: Sequence[Tensor], rows: Tensor) -> Tensor:
             ``(n_k, r_{k-1}, m_k, r_k)`` with ``r_0 = r_K = 1``, on one device.
         rows (Tensor): int32 or int64 row indices in ``[0, n_1 * ... * n_K)``.
 
+    Raises:
+        RuntimeError: bad input, as above; or the lookup is inside a ``torch.func`` transform or
+            carries forward-mode tangents: the op has no forward derivative or batching rule (it gave
+            zero tangents), and :func:`tt_lookup` takes the reference there.
+
     Shapes:
         - **rows:** ``(B,)``
         - **output:** ``(B, m_1 * ... * m_K)``
     """
-    return _compiled_op("tt_lookup")(list(cores), rows)
+    cores = list(cores)
+    if _transformed(cores, rows):
+        raise RuntimeError("tt_lookup_kernel: the compiled op has no forward-mode derivative or batching rule, so "
+                           "it cannot run inside torch.func transforms or with forward-mode tangents; "
+                           "ttgnn.ops.tt_lookup takes the pure-PyTorch reference there")
+    return _compiled_op("tt_lookup")(cores, rows)
 
 
 def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: Tensor) -> list[Tensor]:
@@ -264,14 +286,22 @@ def tt_lookup_backward_kernel(grad_out: Tensor, cores: Sequence[Tensor], rows: T
     ``torch.ops.ttgnn.tt_lookup_backward``.
 
     Accumulates per unique slice (each unique row and prefix once); the gradients are dense,
-    shaped like the cores.
+    shaped like the cores. Where autograd records (``grad_out`` or a core requires grad, grad mode
+    on), the gradients are the reference's, as a graph: the compiled op has no derivative of its
+    own, and its second-order gradients came out ``None``.
 
     Shapes:
         - **grad_out:** ``(B, D)``
         - **rows:** ``(B,)``
         - **output:** list of ``K`` tensors, ``(n_k, r_{k-1}, m_k, r_k)``
     """
-    return _compiled_op("tt_lookup_backward")(grad_out, list(cores), rows)
+    cores = list(cores)
+    op = _compiled_op("tt_lookup_backward")
+    if torch.is_grad_enabled() and (grad_out.requires_grad or any(core.requires_grad for core in cores)):
+        op(grad_out.detach(), [core.detach() for core in cores], rows)  # the op's own checks of the inputs
+        leaves = [core if core.requires_grad else core.detach().requires_grad_() for core in cores]
+        return list(torch.autograd.grad(tt_lookup_reference(leaves, rows), leaves, grad_out, create_graph=True))
+    return list(op(grad_out, cores, rows))
 
 
 def _compiled_op(name: str):
@@ -315,6 +345,9 @@ def _register_python_parts() -> None:
     def _tt_lookup_fake(cores: list[Tensor], rows: Tensor) -> Tensor:
         torch._check(rows.dim() == 1, lambda: f"rows must be 1-D, got shape {tuple(rows.shape)}")
         torch._check(len(cores) >= 2, lambda: f"expected at least 2 cores, got {len(cores)}")
+        for k, core in enumerate(cores):  # a 2-D core failed in the shape product with a bare IndexError
+            torch._check(core.dim() == 4, lambda: f"tt_lookup: core {k} must be 4-D (n_k, r_{{k-1}}, m_k, r_k), "
+                         f"got shape {tuple(core.shape)}")
         _check_one_device(cores, rows, "tt_lookup")
         dim = math.prod(core.shape[2] for core in cores)
         return cores[0].new_empty((rows.shape[0], dim))
