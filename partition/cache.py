@@ -47,6 +47,9 @@ def load_cached(path: Path, graph_hash: str, row_shape: Sequence[int], method: s
     """``(perm, quality)`` from a valid cache file, ``None`` when absent or invalid (warned)."""
     if not path.exists():
         return None
+    if not path.is_file():  # a FIFO's open blocked for ever; a device or a folder is no cache file
+        log.warning("cache file %s is not a regular file; recomputing", path)
+        return None
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(str(archive["meta"][()]))

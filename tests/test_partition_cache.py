@@ -199,3 +199,51 @@ def test_saved_perm_of_any_integer_dtype_loads_back_as_int64(tmp_path, dtype):
     assert loaded is not None, "a perm saved as int32 must be stored as int64 and its checksum match"
     assert loaded[0].dtype == np.int64
     np.testing.assert_array_equal(loaded[0], perm)
+
+
+def test_a_cache_path_that_is_no_regular_file_is_recomputed_without_blocking_or_losing_the_order(tmp_path, caplog):
+    import os
+    import threading
+
+    edges = np.array([[0, 1, 2], [1, 2, 3]])
+    first = hierarchical_order(edges, (2, 2), cache_dir=tmp_path)
+    (path,) = [p for p in tmp_path.iterdir() if p.suffix == ".npz"]
+    path.unlink()
+    os.mkfifo(path)  # np.load's open blocked for ever
+    result = []
+    worker = threading.Thread(target=lambda: result.append(hierarchical_order(edges, (2, 2), cache_dir=tmp_path)),
+                              daemon=True)
+    with caplog.at_level(logging.WARNING):
+        worker.start()
+        worker.join(60)
+    assert result and np.array_equal(result[0].perm, first.perm), "the order blocked on a FIFO in the cache"
+    assert any("is not a regular file; recomputing" in r.getMessage() for r in caplog.records)
+    path.unlink()
+    path.symlink_to("/dev/null")  # the finished order was lost to "is a device, not a regular file"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        again = hierarchical_order(edges, (2, 2), cache_dir=tmp_path)
+    assert np.array_equal(again.perm, first.perm)
+    assert any("could not write the node order cache file" in r.getMessage() for r in caplog.records)
+
+
+def test_more_kaminpar_threads_than_cpus_run_as_many_as_there_are(monkeypatch, caplog):
+    import os
+
+    from ttgnn.partition import kaminpar
+
+    seen = []
+
+    class Splitter(kaminpar.KaMinParSplitter):
+        def __init__(self, num_threads=1, **kwargs):
+            seen.append(num_threads)
+            super().__init__(num_threads=num_threads, **kwargs)
+
+    monkeypatch.setattr(kaminpar, "KaMinParSplitter", Splitter)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with caplog.at_level(logging.WARNING):
+        hierarchical_order(sbm_edges(4, 50, 600, 0.9)[0], (10, 20), method="hierarchical-kaminpar",
+                           num_threads=10**6)
+    assert seen == [2]  # 10**6 threads ran for minutes (2**40 a pybind TypeError)
+    assert any("num_threads=1000000 is more than this machine's 2 CPU(s); KaMinPar runs 2" in r.getMessage()
+               for r in caplog.records)

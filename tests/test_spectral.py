@@ -444,3 +444,23 @@ def test_a_graph_without_edges_and_a_float_k_are_refused_before_the_solver():
         spectral_table(*empty, 6, dim=2)
     with pytest.raises(TypeError, match=r"^k must be an int, got float 1.0$"):  # SystemError inside ARPACK
         leading_eigenvectors(np.array([0, 1, 2, 2]), np.array([1, 0]), 3, 1.0)
+
+
+def test_a_spectral_cache_path_that_is_no_regular_file_is_recomputed_without_blocking(tmp_path, caplog):
+    import os
+    import threading
+
+    graph = planted_partition(60, num_classes=3, seed=0)
+    indptr, indices = graph.csr()
+    first = leading_eigenvectors(indptr, indices, 60, 3, cache_dir=tmp_path)
+    (path,) = list(tmp_path.glob("*.npz"))
+    path.unlink()
+    os.mkfifo(path)  # np.load's open blocked for ever
+    result = []
+    worker = threading.Thread(target=lambda: result.append(leading_eigenvectors(indptr, indices, 60, 3,
+                                                                                cache_dir=tmp_path)), daemon=True)
+    with caplog.at_level(logging.WARNING):
+        worker.start()
+        worker.join(60)
+    assert result and np.array_equal(result[0], first), "the solve blocked on a FIFO in the cache"
+    assert any("is not a regular file; recomputing" in r.getMessage() for r in caplog.records)

@@ -184,8 +184,9 @@ def write_node_column(path: PathLike, values, name: str, extra=()) -> Path:
 
 def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: str) -> bool:
     """:func:`atomic_write` for a cache file, which only saves time: when the folder cannot be
-    created or written (read-only, full, not a folder), log one warning naming the file and the
-    reason and go on, rather than fail the work whose result it would have kept.
+    created or written (read-only, full, not a folder) or the path is not a regular file's (a
+    device, a link to ``/dev/null``), log one warning naming the file and the reason and go on,
+    rather than fail the work whose result it would have kept.
 
     Args:
         path, write: as in :func:`atomic_write`.
@@ -196,9 +197,9 @@ def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: s
     """
     try:
         atomic_write(path, write)
-    except OSError as err:
+    except (OSError, ValueError) as err:  # ValueError: the path is a device or a link to one (/dev/null)
         log.warning("could not write the %s cache file %s (%s); going on without caching it (--cache-dir or "
-                    "cache_dir= chooses another folder)", what, path, err.strerror or err)
+                    "cache_dir= chooses another folder)", what, path, getattr(err, "strerror", None) or err)
         return False
     return True
 

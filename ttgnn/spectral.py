@@ -181,6 +181,9 @@ def leading_eigenvectors(indptr: np.ndarray, indices: np.ndarray, num_nodes: int
 def _load(path: Path, key: dict, num_nodes: int) -> Optional[np.ndarray]:
     if not path.exists():
         return None
+    if not path.is_file():  # a FIFO's open blocked for ever; a device or a folder is no cache file
+        log.warning("spectral cache %s is not a regular file; recomputing", path)
+        return None
     try:
         with np.load(path, allow_pickle=False) as archive:
             meta = json.loads(str(archive["meta"][()]))
