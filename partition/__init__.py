@@ -1,6 +1,7 @@
 """ttgnn.partition: hierarchical METIS node reordering that maps graph locality onto TT digits.
 
-Needs only numpy, scipy and pymetis (no torch)::
+Its algorithms use numpy, scipy, pymetis and kaminpar; the package is imported through ``ttgnn``,
+which imports torch::
 
     from ttgnn.partition import hierarchical_order
     order = hierarchical_order(edge_index, (55, 55, 56))   # ogbn-arxiv

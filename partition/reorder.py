@@ -273,11 +273,13 @@ def hierarchical_order(
     The hierarchy follows the row shape :math:`(n_1, \dots, n_K)`: the graph is split by METIS
     (recursive bisection) into :math:`n_1` parts of at most :math:`n_2 \cdots n_K` nodes, each
     part's induced subgraph into :math:`n_2` parts of at most :math:`n_3 \cdots n_K` nodes, and so
-    on; the last digit is the slot inside the innermost part. Parts are balanced (all
-    :math:`n_k` digits are used, so the TT cores keep their full expressiveness even when
-    :math:`N` is far below :math:`\prod n_k`), and capacities are strict: METIS's approximate
-    balance is repaired by moving the fewest, least-connected nodes. Subgraphs without edges or
-    with no more nodes than parts are cut into chunks without METIS.
+    on; the last digit is the slot inside the innermost part. Parts are asked to be balanced, and
+    capacities are strict: METIS's approximate balance is repaired by moving the fewest,
+    least-connected nodes out of over-full parts. Where the parts have room to spare (:math:`N`
+    well below :math:`\prod n_k`), METIS and KaMinPar may leave some parts empty, so a few digits
+    of a level can go unused (e.g. 90-92 of 100 second digits in groups of 101 nodes); the coarsened
+    KaMinPar splits fill empty parts. Subgraphs without edges or with no more nodes than parts are
+    cut into chunks without METIS.
 
     Other methods, for comparison: ``identity`` (node ``i`` -> row ``i``), ``random`` (a seeded
     random permutation of the first ``N`` rows), ``rcm`` (reverse Cuthill-McKee, bandwidth
@@ -309,7 +311,8 @@ def hierarchical_order(
             (default: ``False``)
         num_threads (int, optional): KaMinPar's threads (the other methods run on one). With
             one thread the same seed gives the same order; with more, KaMinPar's parts vary a
-            little from run to run (a cached order stays fixed). (default: ``1``)
+            little from run to run (a cached order stays fixed). More than the machine's CPUs run
+            as many as it has (a warning says so). (default: ``1``)
         coarsen_entries (int, optional): ``hierarchical-kaminpar`` only: subgraphs with at
             least this many stored entries are clustered by label propagation and KaMinPar
             partitions the weighted quotient graph (:class:`~ttgnn.partition.kaminpar.KaMinParSplitter`),
@@ -339,6 +342,11 @@ def hierarchical_order(
         raise ValueError(f"seed must be in [0, 2**31), got {seed}")
     if num_threads is not None:  # 0 became one thread silently
         num_threads = _check_int("num_threads", num_threads, 1)
+        cpus = os.cpu_count() or 1
+        if num_threads > cpus:  # KaMinPar's cost grows with its threads: 10^6 of them ran for minutes
+            log.warning("num_threads=%d is more than this machine's %d CPU(s); KaMinPar runs %d", num_threads,
+                        cpus, cpus)
+            num_threads = cpus
     if cache_dir is not None and (not isinstance(cache_dir, (str, os.PathLike)) or not str(cache_dir)):
         # "" cached into the working folder; a number failed inside os.path
         raise TypeError(f"cache_dir must be a folder path (str or PathLike) or None, got {cache_dir!r}")

@@ -163,6 +163,7 @@ def test_hierarchical_kaminpar_seed_threads_and_splitter(monkeypatch, caplog):
     first, other = (hierarchical_order(edge_index, (4, 8, 10), method="hierarchical-kaminpar", seed=seed).perm
                     for seed in (2, 3))
     assert np.count_nonzero(first != other) > 100
+    monkeypatch.setattr("os.cpu_count", lambda: 8)  # more threads than CPUs run as many as there are
     hierarchical_order(edge_index, (4, 8, 10), method="hierarchical-kaminpar", num_threads=3)
     assert threads == [1, 1, 3]  # one thread unless asked (the same seed, the same order)
     # Every subgraph to KaMinPar: the top graph and its four parts.
