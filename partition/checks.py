@@ -28,6 +28,9 @@ def check_row_shape(row_shape: Sequence[int], num_nodes: int) -> tuple[int, ...]
     if math.prod(shape) < num_nodes:
         raise ValueError(f"row_shape {list(shape)} covers {math.prod(shape)} rows, fewer than the "
                          f"graph's {num_nodes} nodes; its product must be >= {num_nodes}")
+    if math.prod(shape) > np.iinfo(np.int64).max:  # "perm leaves the row range" or an OverflowError before
+        raise ValueError(f"row_shape {list(shape)} covers {math.prod(shape):,} rows, more than int64 row "
+                         f"indices reach ({np.iinfo(np.int64).max:,})")
     return shape
 
 

@@ -429,3 +429,10 @@ def test_thread_count_and_cache_folder_are_refused_when_they_cannot_be_meant(tmp
     assert hierarchical_order(edges, (2, 2), cache_dir=tmp_path / "c", num_threads=1).perm.shape == (4,)
     assert len(list((tmp_path / "c").iterdir())) == 1
 
+
+
+@pytest.mark.parametrize("row_shape", [(3, 2**62), (1, 2**63)])
+def test_a_row_shape_past_int64_rows_is_refused_up_front(row_shape):
+    # "perm leaves the row range" and an OverflowError before
+    with pytest.raises(ValueError, match=r"covers [\d,]+ rows, more than int64 row indices reach"):
+        hierarchical_order(np.array([[0, 1, 2, 3], [1, 2, 3, 4]]), row_shape)
