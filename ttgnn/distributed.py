@@ -229,6 +229,13 @@ class DistContext:
         return self.backend is not None
 
 
+def check_cuda_available(device: Union[str, torch.device]) -> None:
+    """``ValueError`` naming ``device`` when it is a CUDA device and this torch has none (torch's own
+    words are an ``AssertionError`` at the first tensor moved there)."""
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(device)!r} requested but torch.cuda.is_available() is False")
+
+
 def _pick_device(device: Union[str, torch.device], info: DistInfo) -> torch.device:
     if isinstance(device, torch.device):
         kind = device.type
@@ -242,8 +249,7 @@ def _pick_device(device: Union[str, torch.device], info: DistInfo) -> torch.devi
         return torch.device("cpu")
     if kind != "cuda":
         raise ValueError(f"distributed training supports cpu and cuda devices, got {device!r}")
-    if not torch.cuda.is_available():
-        raise ValueError("device 'cuda' requested but torch.cuda.is_available() is False")
+    check_cuda_available(kind)
     count = torch.cuda.device_count()
     if info.local_rank >= count:
         raise ValueError(f"LOCAL_RANK {info.local_rank} has no GPU: this machine has {count} "

@@ -61,13 +61,16 @@ def check_probabilities(name: str, probs: torch.Tensor, hint: str = "") -> None:
                          f"values in [{low:.3g}, {high:.3g}] and row sums off 1 by up to {worst:.3g}")
 
 
-def distill_loss(logits: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Tensor:
+def distill_loss(logits: torch.Tensor, teacher_probs: torch.Tensor, *, check_teacher: bool = True) -> torch.Tensor:
     """The mean over nodes of ``KL(teacher || softmax(logits))``: how far a model's class
     distributions are from a teacher's (knowledge distillation, temperature 1).
 
     Args:
         logits: ``(n, C)`` the model's logits.
         teacher_probs: ``(n, C)`` the teacher's class probabilities (rows sum to 1).
+        check_teacher: check that ``teacher_probs`` are probabilities (:func:`check_probabilities`,
+            three reductions over them); training, whose teacher is a softmax, checks it once
+            instead of in every step. (default: ``True``)
 
     Returns:
         A scalar tensor, ``>= 0``, zero where the two distributions agree.
@@ -80,5 +83,6 @@ def distill_loss(logits: torch.Tensor, teacher_probs: torch.Tensor) -> torch.Ten
     if logits.shape != teacher_probs.shape:
         raise ValueError(f"logits {tuple(logits.shape)} and teacher probabilities {tuple(teacher_probs.shape)} "
                          "must have the same shape")
-    check_probabilities("teacher_probs", teacher_probs)
+    if check_teacher:
+        check_probabilities("teacher_probs", teacher_probs)
     return F.kl_div(F.log_softmax(logits, dim=1), teacher_probs, reduction="batchmean")

@@ -369,7 +369,7 @@ def _as_int_list(name: str, values: Sequence[int]) -> list[int]:
     return values
 
 
-def _integer_tensor(values, what: str) -> torch.Tensor:
+def _index_tensor(values, what: str) -> torch.Tensor:
     """``values`` as int64, else ``TypeError`` unless it is a tensor of an integer dtype that int64 holds
     (a float would be truncated; uint64 has values int64 has not)."""
     if not isinstance(values, torch.Tensor):
@@ -416,7 +416,7 @@ def index_to_digits(index: torch.Tensor, row_shape: Sequence[int]) -> torch.Tens
         ValueError: an index outside ``[0, prod(row_shape))`` (it would wrap onto another row); a
             factor below 1, or a product past int64.
     """
-    index = _integer_tensor(index, "index")
+    index = _index_tensor(index, "index")
     row_shape = _digit_row_shape(row_shape)
     total = math.prod(row_shape)
     if index.numel() and (int(index.min()) < 0 or int(index.max()) >= total):
@@ -433,7 +433,7 @@ def digits_to_index(digits: torch.Tensor, row_shape: Sequence[int]) -> torch.Ten
         ValueError: its last dimension is not ``K``, a digit ``t_k`` is outside ``[0, n_k)``, or
             ``row_shape`` has a factor below 1 or a product past int64.
     """
-    digits = _integer_tensor(digits, "digits")
+    digits = _index_tensor(digits, "digits")
     row_shape = _digit_row_shape(row_shape)
     if digits.dim() == 0 or digits.shape[-1] != len(row_shape):
         columns = digits.shape[-1] if digits.dim() else "no"

@@ -36,15 +36,17 @@ def normalized_adjacency_values(indptr: np.ndarray, indices: np.ndarray, num_nod
     indices = np.asarray(indices, dtype=np.int64)
     if indptr.shape != (num_nodes + 1,):
         raise ValueError(f"indptr must have shape ({num_nodes + 1},), got {indptr.shape}")
-    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or (np.diff(indptr) < 0).any():
+    row_lengths = np.diff(indptr)
+    falling = bool((row_lengths < 0).any())
+    if indptr[0] != 0 or indptr[-1] != indices.shape[0] or falling:
         raise ValueError(f"indptr must rise from 0 to the {indices.shape[0]:,} column indices, got "
-                         f"{indptr[0]} ... {indptr[-1]}" + (", falling" if (np.diff(indptr) < 0).any() else ""))
+                         f"{indptr[0]} ... {indptr[-1]}" + (", falling" if falling else ""))
     if indices.size and (indices.min() < 0 or indices.max() >= num_nodes):  # a negative id read another node's degree
         raise ValueError(f"column indices must lie in [0, {num_nodes}), got [{indices.min()}, {indices.max()}]")
-    degree = np.diff(indptr).astype(np.float64)
+    degree = row_lengths.astype(np.float64)
     inv_sqrt = np.zeros_like(degree)
     np.divide(1.0, np.sqrt(degree), out=inv_sqrt, where=degree > 0)
-    rows = np.repeat(np.arange(num_nodes), np.diff(indptr))
+    rows = np.repeat(np.arange(num_nodes), row_lengths)
     return indptr, indices, inv_sqrt[rows] * inv_sqrt[indices]
 
 

@@ -57,7 +57,7 @@ from .batches import device_batches
 from .evaluation import (Accuracy, all_logits, correct_and_smooth_metrics, evaluate, evaluate_sampled,
                          known_labels, model_label_inputs)
 from .fileio import atomic_write_json
-from .losses import distill_loss, node_loss
+from .losses import check_probabilities, distill_loss, node_loss
 from .seeding import derive_seed, generator, seed_everything
 
 __all__ = ["TrainConfig", "RunState", "TrainingInterrupted", "TrainingDiverged", "train", "setup_run", "restore_run",
@@ -726,7 +726,8 @@ def _full_graph_step(run: RunState, nodes: torch.Tensor, input_labels) -> float:
     logits = run.net(run.graph, input_labels=input_labels)
     loss = node_loss(logits[nodes], run.dataset.labels[nodes], run.config.loss, run.config.label_smoothing)
     if run.teacher_probs is not None and run.config.finetune_distill:
-        loss = loss + run.config.finetune_distill * distill_loss(logits, run.teacher_probs)
+        # checked once, when _start_from_full set them (a softmax), not in every step
+        loss = loss + run.config.finetune_distill * distill_loss(logits, run.teacher_probs, check_teacher=False)
     loss.backward()
     run.optimizer.step()
     return float(loss.detach())
@@ -1016,9 +1017,7 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         raise ValueError(f"world_size={world_size} needs an initialised process group of that size (launch with "
                          f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
     device = torch.device("cpu") if device is None else torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():  # torch's own words: an AssertionError
-        raise ValueError(f"device {str(device)!r} requested but torch.cuda.is_available() is False (torch "
-                         f"{torch.__version__}, CUDA {torch.version.cuda or 'not built in'})")
+    tdist.check_cuda_available(device)
     if config.from_full and world_size > 1:
         raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
                          f"world_size={world_size}")
@@ -1284,6 +1283,7 @@ def _start_from_full(run: RunState, summary: dict, state: dict, probs: torch.Ten
                                 "svd_relative_error": error,
                                 "start_valid_acc": result["valid"], "start_test_acc": result["test"]}
     run.best_state = _cpu_state(model)
+    check_probabilities("the full table's class probabilities", probs)
     run.teacher_probs = probs.to(run.device)
     start = ("a copy of the full table" if model.node_input.kind == "full"
              else f"TT-SVD of the full table (relative error {error:.3f})")
