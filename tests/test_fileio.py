@@ -2,6 +2,7 @@
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,24 @@ def test_a_link_is_checked_where_its_target_would_be_written(tmp_path):
     fine = tmp_path / "fine.npy"
     fine.symlink_to(tmp_path / "new" / "x.npy")  # a folder atomic_write makes: accepted
     assert check_output_file(fine, "--output") == fine
+
+
+def test_cache_writes_remove_old_temporaries_that_a_killed_writer_left(tmp_path):
+    from ttgnn.fileio import ABANDONED_AFTER_S, write_cache_file
+
+    path = tmp_path / "order-abc.npz"
+    old = tmp_path / ".order-abc.npz.k1ll3d.tmp"           # a writer killed two hours ago
+    young = tmp_path / ".order-abc.npz.w0rk1n.tmp"         # a writer still at work
+    other = tmp_path / ".order-xyz.npz.k1ll3d.tmp"         # another target's: not this write's to judge
+    linked = tmp_path / ".order-abc.npz.l1nk.tmp"          # a link is never followed or removed
+    for stale in (old, young, other):
+        stale.write_bytes(b"partial")
+    linked.symlink_to(tmp_path / "elsewhere")
+    hours_ago = time.time() - 2 * ABANDONED_AFTER_S
+    for stale in (old, other):
+        os.utime(stale, (hours_ago, hours_ago))
+    os.utime(linked, (hours_ago, hours_ago), follow_symlinks=False)
+    assert write_cache_file(path, lambda fh: fh.write(b"order"), "node order")
+    assert path.read_bytes() == b"order"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [path.name, young.name, other.name, linked.name])

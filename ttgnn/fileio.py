@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Optional, Union
 
 __all__ = ["atomic_write", "atomic_write_json", "atomic_torch_save", "check_output_file", "current_umask",
-           "exclusive_lock", "fsync_dir", "write_cache_file", "write_node_column", "NODE_COLUMN_SUFFIXES"]
+           "exclusive_lock", "fsync_dir", "remove_abandoned_temporaries", "write_cache_file", "write_node_column",
+           "ABANDONED_AFTER_S", "NODE_COLUMN_SUFFIXES"]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,9 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None], mode: Optio
     Returns:
         ``path``. On any exception the temporary file is removed, the target is left as it
         was, and the exception propagates. A symbolic link is written through (the file it points
-        to is replaced; the link stays).
+        to is replaced; the link stays). A writer killed by SIGKILL leaves its temporary
+        (``.<name>.*.tmp``) behind: run folders remove theirs under their lock
+        (:class:`~ttgnn.checkpoint.RunFolder`), caches by age (:func:`write_cache_file`).
 
     Raises:
         ValueError: ``path`` exists and is not a regular file (a device such as ``/dev/null``, a
@@ -141,6 +144,48 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None], mode: Optio
         raise
     fsync_dir(path.parent)
     return given
+
+
+#: Seconds after its last change that a temporary file of :func:`atomic_write` counts as abandoned
+#: (its writer was killed, so it was never renamed or removed): a live writer changes its file all
+#: the time until it renames it.
+ABANDONED_AFTER_S = 3600.0
+
+
+def remove_abandoned_temporaries(path: PathLike, max_age: float = ABANDONED_AFTER_S) -> list:
+    """Remove the temporary files that :func:`atomic_write` calls for ``path`` (``.<name>.*.tmp``
+    beside it) and that have not changed for ``max_age`` seconds: a writer killed with SIGKILL (or a
+    power loss) leaves one behind, which no later write would otherwise reclaim. Files that cannot
+    be removed are left; nothing is raised.
+
+    Args:
+        path (str or PathLike): the target file (not the temporary).
+        max_age (float): seconds since a temporary's last change. (default: :data:`ABANDONED_AFTER_S`)
+
+    Returns:
+        The removed files, as :class:`~pathlib.Path`.
+    """
+    import time
+
+    path = Path(path)
+    prefix = f".{path.name}."
+    try:
+        names = [name for name in os.listdir(path.parent) if name.startswith(prefix) and name.endswith(".tmp")]
+    except OSError:
+        return []
+    removed, now = [], time.time()
+    for name in names:
+        candidate = path.parent / name
+        try:
+            info = candidate.lstat()
+            if not candidate.is_file() or candidate.is_symlink() or now - info.st_mtime < max_age:
+                continue
+            candidate.unlink()
+        except OSError:
+            continue
+        log.info("removed %s, a temporary file left by a writer that was stopped", candidate)
+        removed.append(candidate)
+    return removed
 
 
 #: The files :func:`write_node_column` writes.
@@ -186,7 +231,9 @@ def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: s
     """:func:`atomic_write` for a cache file, which only saves time: when the folder cannot be
     created or written (read-only, full, not a folder) or the path is not a regular file's (a
     device, a link to ``/dev/null``), log one warning naming the file and the reason and go on,
-    rather than fail the work whose result it would have kept.
+    rather than fail the work whose result it would have kept. Temporaries of ``path`` that a
+    killed writer left behind are removed once they are old (:func:`remove_abandoned_temporaries`):
+    cache writers take no lock, so a young one may belong to a writer still at work.
 
     Args:
         path, write: as in :func:`atomic_write`.
@@ -195,6 +242,7 @@ def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: s
     Returns:
         Whether the file was written.
     """
+    remove_abandoned_temporaries(os.path.realpath(path))  # a link's temporaries lie beside its target
     try:
         atomic_write(path, write)
     except (OSError, ValueError) as err:  # ValueError: the path is a device or a link to one (/dev/null)
