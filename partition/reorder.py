@@ -105,17 +105,42 @@ def order_from_perm(perm: np.ndarray, row_shape: Sequence[int], method: str, see
     perm = np.ascontiguousarray(perm, dtype=np.int64)
     try:
         inv_perm = np.full(math.prod(row_shape), -1, dtype=np.int64)
-    except MemoryError as error:
-        raise MemoryError(
-            f"the node order maps each of the row shape's {math.prod(row_shape):,} TT rows back to a node "
-            f"({8 * math.prod(row_shape) / 2**30:,.1f} GiB) and that memory is not there: row shape "
-            f"{list(row_shape)} for {perm.shape[0]:,} nodes; give one whose product is nearer the number of "
-            "nodes (left out, it is factored from it)") from error
+    except (MemoryError, ValueError) as error:  # ValueError: numpy's "array is too big" (>= 2^63 bytes)
+        raise _rows_memory_error(row_shape, perm.shape[0]) from error
     inv_perm[perm] = np.arange(perm.shape[0], dtype=np.int64)
     parts = [perm // math.prod(row_shape[level + 1:]) for level in range(len(row_shape) - 1)]
     # The arrays stay writable: torch.from_numpy warns on read-only arrays, and it is how the
     # order reaches TTNodeEmbedding.
     return NodeOrder(perm, inv_perm, parts, row_shape, method, int(seed), dict(quality))
+
+
+def _rows_memory_error(row_shape: Sequence[int], num_nodes: int) -> MemoryError:
+    rows = math.prod(row_shape)
+    return MemoryError(
+        f"the node order maps each of the row shape's {rows:,} TT rows back to a node ({8 * rows / 2**30:,.1f} "
+        f"GiB) and that memory is not there: row shape {list(row_shape)} for {num_nodes:,} nodes; give one "
+        "whose product is nearer the number of nodes (left out, it is factored from it)")
+
+
+def _physical_memory() -> Optional[int]:
+    """The machine's memory in bytes, ``None`` where the platform does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return None
+
+
+def check_rows_fit(row_shape: Sequence[int], num_nodes: int) -> None:
+    """Refuse, before any partitioning, a row shape whose row-sized arrays (the order's
+    ``inv_perm``, 8 bytes a row) exceed the machine's memory: a ``--row-shape`` far above the node
+    count would otherwise fail (or swap) only after the partitioner ran.
+
+    Raises:
+        MemoryError: naming the row shape, the memory it needs and the remedy.
+    """
+    memory = _physical_memory()
+    if memory is not None and 8 * math.prod(row_shape) > memory:
+        raise _rows_memory_error(row_shape, num_nodes)
 
 
 def _intra_group_entries(indptr: np.ndarray, indices: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -332,6 +357,8 @@ def hierarchical_order(
             ``cache_dir`` that is no path (or the empty string).
         ValueError: ids out of range or negative, malformed CSR, wrong array shapes, an unknown
             method, a row shape whose product is below ``N``, ``num_threads`` below 1.
+        MemoryError: the row shape's row-sized ``inv_perm`` (8 bytes a row) exceeds the
+            machine's memory, before any partitioning (:func:`check_rows_fit`).
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
@@ -358,6 +385,7 @@ def hierarchical_order(
         coarsen_entries = COARSEN_ENTRIES
     csr = canonical_csr(graph, num_nodes)  # a canonical CSRGraph passes through, checked against num_nodes
     shape = check_row_shape(row_shape, csr.num_nodes)
+    check_rows_fit(shape, csr.num_nodes)
 
     cache_path = None
     if cache_dir is not None:

@@ -26,8 +26,15 @@ def balanced_sizes(num_nodes: int, nparts: int) -> np.ndarray:
 
 
 def chunk_split(num_nodes: int, nparts: int) -> np.ndarray:
-    """Labels cutting the nodes, in their current order, into balanced contiguous chunks."""
-    return np.repeat(np.arange(nparts, dtype=np.int64), balanced_sizes(num_nodes, nparts))
+    """Labels cutting the nodes, in their current order, into balanced contiguous chunks: the
+    sizes of :func:`balanced_sizes`, with no array of ``nparts`` entries (a level of ``2**31`` parts
+    holding a few nodes would allocate 16 GiB)."""
+    size, larger = divmod(int(num_nodes), int(nparts))  # `larger` chunks of size + 1 come first
+    position = np.arange(num_nodes, dtype=np.int64)
+    head = larger * (size + 1)
+    if size == 0:
+        return position
+    return np.where(position < head, position // (size + 1), larger + (position - head) // size)
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -63,6 +63,36 @@ def test_a_row_shape_far_above_the_nodes_is_checked_without_a_row_sized_array_an
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_a_row_shape_beyond_the_machines_memory_is_refused_before_any_partitioning(method, monkeypatch):
+    # (2**31, 2**31) on a small graph allocated 16 GiB in chunk_split before order_from_perm's guard;
+    # identity, random and rcm ended in numpy's "array is too big" ValueError.
+    edge_index, _ = sbm_edges(3, 20, 100, 0.8)
+    monkeypatch.setattr(reorder_module, "_physical_memory", lambda: 2**34)  # 16 GiB
+    monkeypatch.setattr(reorder_module, "_compute_perm", lambda *args, **kwargs: pytest.fail("partitioned"))
+    with pytest.raises(MemoryError, match=r"row shape's 4,611,686,018,427,387,904 TT rows .* row shape "
+                       r"\[2147483648, 2147483648\] for 60 nodes; give one"):
+        hierarchical_order(edge_index, (2**31, 2**31), method=method)
+    with pytest.raises(MemoryError, match=r"row shape's 4,294,967,296 TT rows back to a node \(32.0 GiB\)"):  # 8 bytes a row
+        hierarchical_order(edge_index, (2**16, 2**16), method=method)
+
+
+def test_order_from_perm_names_the_row_shape_when_numpy_calls_the_array_too_big():
+    with pytest.raises(MemoryError, match=r"row shape \[2147483648, 2147483648\] for 2 nodes"):
+        reorder_module.order_from_perm([0, 1], (2**31, 2**31), "given", 0, {})
+
+
+def test_chunk_split_is_balanced_and_allocates_nothing_per_part():
+    from ttgnn.partition.split import balanced_sizes, chunk_split
+
+    for num_nodes in range(0, 40):
+        for nparts in range(1, 45):
+            labels = chunk_split(num_nodes, nparts)
+            assert labels.dtype == np.int64
+            np.testing.assert_array_equal(labels, np.repeat(np.arange(nparts), balanced_sizes(num_nodes, nparts)))
+    np.testing.assert_array_equal(chunk_split(5, 2**62), np.arange(5))  # no 2**62-entry array
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_every_method_is_a_bijection_onto_used_rows(method):
     edge_index, _ = sbm_edges(6, 50, 1500, 0.8)
     row_shape = (7, 7, 7)
