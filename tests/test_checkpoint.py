@@ -104,6 +104,27 @@ def test_checkpoint_round_trip_and_bad_files(tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
+def test_a_checkpoint_damaged_after_it_was_written_is_refused_not_loaded(tmp_path):
+    # torch.load does not check the zip's CRC-32s: flipped bits in the weights resumed silently
+    # (a Cora run then ended 5 points lower than the run it continued).
+    import zipfile
+
+    path = tmp_path / "ckpt.pt"
+    weights = torch.linspace(-1.0, 1.0, 1000)
+    save_checkpoint(path, epoch=3, model={"w": weights}, optimizer={"state": {}, "param_groups": []},
+                    metrics={"epochs": []}, settings={})
+    with zipfile.ZipFile(path) as archive:
+        record = max(archive.infolist(), key=lambda info: info.file_size)  # the weights
+    data = bytearray(path.read_bytes())
+    start = record.header_offset + 30 + len(record.filename.encode()) + len(record.extra)
+    data[start + 1001] ^= 0x01  # one low bit of one weight
+    path.write_bytes(bytes(data))
+    assert not torch.equal(torch.load(path, weights_only=True)["model"]["w"], weights)  # torch reads it as it is
+    with pytest.raises(ValueError, match=rf"^corrupted checkpoint {re.escape(str(path))}: record "
+                                         rf"{re.escape(record.filename)} fails its CRC-32 check"):
+        load_checkpoint(path)
+
+
 def test_old_checkpoint_with_numpy_state_is_refused_then_upgraded(tmp_path):
     path = tmp_path / CHECKPOINT_NAME
     old = _state(version=1, rng={"numpy": np.random.get_state(), "python": (3, tuple(range(5)), None)})

@@ -76,6 +76,25 @@ def _check_torch_save_file(path: Path) -> None:
     if not (head.startswith(b"PK\x03\x04") or head[:1] == b"\x80"):
         raise ValueError(f"{path} is not a checkpoint: torch.save writes a zip archive or a pickle, and this "
                          f"file is neither (it starts with {head!r})")
+    if head.startswith(b"PK\x03\x04"):
+        _check_zip_checksums(path)
+
+
+def _check_zip_checksums(path: Path) -> None:
+    """Raise ``ValueError`` when a record of the zip archive ``path`` fails its CRC-32: torch.save
+    stores one per record, and torch.load does not check them, so a file damaged after it was
+    written (a flipped bit, a bad disk) loaded as weights no run ever had. An archive too damaged
+    to open is left to :func:`torch.load`, whose error names it."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError):  # the reader's error says more
+        return
+    if bad is not None:
+        raise ValueError(f"corrupted checkpoint {path}: record {bad} fails its CRC-32 check (the file changed "
+                         "after it was written)")
 
 
 def load_checkpoint(path: PathLike) -> dict:
