@@ -337,8 +337,9 @@ def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, set
     """Train the 100-node planted graph with ``TrainConfig(**settings)`` on this rank and write what
     came of it: "trained", a ``TrainingDiverged``'s epoch and last clause, or a ``ValueError``.
     With ``nan_step``, the loss of that step (counted from 1) is NaN on ``nan_ranks``, not on the others;
-    ``rank_settings`` maps a rank to settings of its own."""
+    ``rank_settings`` maps a rank to settings of its own (``graph_seed``: the planted graph's seed, 0)."""
     settings = {**settings, **(rank_settings or {}).get(rank, {})}
+    graph_seed = settings.pop("graph_seed", 0)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
     import ttgnn.train as ttgnn_train
@@ -360,7 +361,7 @@ def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, set
     try:
         config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, order="identity",
                              label_input=False, progress=False, **settings)
-        train(config, planted_partition(100, num_classes=2, seed=0))
+        train(config, planted_partition(100, num_classes=2, seed=graph_seed))
         outcome = "trained"
     except TrainingDiverged as err:
         outcome = f"diverged in epoch {err.epoch}: {str(err).rsplit('; ', 1)[-1]}"
@@ -393,6 +394,19 @@ def test_processes_started_with_other_settings_stop_together_naming_them(tmp_pat
         "them); start every process of the job with the same options",
         "ValueError: this process was started with other settings than rank 0 of the job: epochs=3 (rank 0: 2), "
         "lr=0.05 (rank 0: 0.01); start every process of the job with the same options"]
+
+
+def test_processes_that_read_other_data_stop_together_naming_it(tmp_path):
+    # each process reads its own copy of the dataset folder: a stale copy trained silently on mixed data
+    # (another label per node), or, where the split differed, the job died in DDP's constructor or gloo
+    settings = dict(epochs=1, mode="full")
+    run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, 64, 0, (1,), {1: dict(graph_seed=1)}))
+    outcomes = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    assert outcomes[0] == ("ValueError: 1 of 2 processes of the job read other data than rank 0 (their errors say "
+                           "so); every process must read the same dataset")
+    assert re.fullmatch(r"ValueError: this process read other data than rank 0 of the job \(dataset fingerprint "
+                        r"[0-9a-f]{24}, rank 0: [0-9a-f]{24}\): every process must read the same dataset; copy rank "
+                        r"0's dataset folder to this machine again", outcomes[1]), outcomes[1]
 
 
 @pytest.mark.parametrize("mode, check_steps", [("full", 64), ("minibatch", 64), ("minibatch", 3)])

@@ -958,6 +958,24 @@ def _check_same_settings(main: dict, config: TrainConfig, world_size: int) -> No
                      "(their errors name them); start every process of the job with the same options")
 
 
+def _check_same_data(run: RunState, world_size: int) -> None:
+    """Raise the same ``ValueError`` on every process of a job of several when any read other data than
+    rank 0 (another :meth:`~ttgnn.data.NodeDataset.fingerprint`; each process may read its own copy of
+    the dataset folder). Before this check a stale copy trained silently on mixed data, or the settings
+    each process works out from its graph (label input, the TT rank) differed and the job died in DDP's
+    constructor or a collective (SIGABRT)."""
+    mine = run.metrics["dataset_fingerprint"]
+    main = tdist.broadcast_object(mine if run.is_main else None)
+    count = int(tdist.all_reduce_sums({"differ": float(mine != main)})["differ"])
+    if mine != main:
+        raise ValueError(f"this process read other data than rank 0 of the job (dataset fingerprint {mine}, rank 0: "
+                         f"{main}): every process must read the same dataset; copy rank 0's dataset folder to this "
+                         "machine again")
+    if count:
+        raise ValueError(f"{count} of {world_size} processes of the job read other data than rank 0 (their errors "
+                         "say so); every process must read the same dataset")
+
+
 def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int,
                       stack: contextlib.ExitStack) -> tuple[Optional[RunFolder], TrainConfig]:
     """Rank 0 locks the run folder and checks it may write there; every rank raises the same error, and
@@ -1055,6 +1073,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 teacher = _train_full_table(config, dataset, device, replacing=folder)
                 config = finetune
             run = setup_run(config, dataset, process_rank, world_size, device)
+            if world_size > 1:
+                _check_same_data(run, world_size)
             if folder is not None:
                 if teacher is None:  # the run it overwrites may have been a from_full one: its first stage goes too
                     _replace_stale_stage(folder, Path(config.output_dir) / FULL_TABLE_DIR)
