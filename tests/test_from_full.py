@@ -7,7 +7,7 @@ import pytest
 
 from ttgnn.cli import build_parser, config_from_args
 from ttgnn.config import TrainConfig, auto_rank, from_full_for
-from ttgnn.train import FULL_TABLE_DIR, train
+from ttgnn.train import FULL_TABLE_DIR, settle_from_full, train
 
 from configs import small_config
 
@@ -184,7 +184,7 @@ def test_left_to_the_graph_it_runs_on_a_graph_of_few_labels_and_not_on_others(tm
 
 def test_the_stage_configs_are_the_settings_each_stage_records(tmp_path, planted):
     # What a benchmark compares a finished run with: the two stages' settings, settled by the graph.
-    from ttgnn.train import finetune_config, full_table_config, settle_by_graph, settle_from_full
+    from ttgnn.train import finetune_config, full_table_config, settle_by_graph
 
     out = tmp_path / "run"
     config = _config(out, from_full=None, finetune_epochs=3, finetune_lr=0.004)
@@ -336,3 +336,27 @@ def test_a_tt_stage_that_diverges_in_its_first_epoch_is_predicted_from_its_start
         train(_config(tmp_path / "run"), planted)
     run = load_run(tmp_path / "run", planted)
     assert (run.epoch, run.stopped, run.stop_reason) == (0, (0, 2), "diverged")
+
+
+def test_a_resume_with_the_rule_left_open_keeps_the_from_full_its_run_was_started_with(tmp_path):
+    # The rule is off in a job of several processes: a run started under torchrun (recorded from_full=False)
+    # and resumed in one process, with the same options, was refused for a from_full nobody had set.
+    from ttgnn.data import planted_partition
+
+    few = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.05, seed=0)
+    assert settle_from_full(_config(None, from_full=None), few).from_full  # the rule says on here
+    out = tmp_path / "started-under-torchrun"
+    train(_config(out, from_full=False, epochs=2), few)
+    resumed = train(_config(out, from_full=None, epochs=3, resume=True), few)
+    assert resumed["settings"]["from_full"] is False and len(resumed["epochs"]) == 3
+    assert not (out / FULL_TABLE_DIR).exists()
+    # a from_full run stopped in its full table's stage (no TT checkpoint yet) resumes as one, on a graph
+    # whose rule says off
+    many = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, train_frac=0.6, seed=0)
+    assert not settle_from_full(_config(None, from_full=None), many).from_full
+    out = tmp_path / "stopped-in-the-full-table"
+    train(_config(out), many)
+    for name in ("checkpoint.pt", "metrics.json", "best_model.pt"):
+        (out / name).unlink()
+    resumed = train(_config(out, from_full=None, resume=True), many)
+    assert resumed["settings"]["from_full"] is True and len(_full_metrics(out)["epochs"]) == 3

@@ -1036,6 +1036,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                          f"torchrun; see ttgnn.distributed.setup), got {tdist.get_world_size()}")
     device = torch.device("cpu") if device is None else torch.device(device)
     tdist.check_cuda_available(device)
+    if config.from_full is None and world_size == 1:
+        config = _from_full_as_recorded(config)
     if config.from_full and world_size > 1:
         raise ValueError("from_full trains a full table first: it runs in one process (world_size=1), got "
                          f"world_size={world_size}")
@@ -1189,6 +1191,27 @@ def _warn_unread_finetune(config: TrainConfig) -> None:
         log.warning("%s ignored: from_full, which reads them, is off for this run (it is on by itself for a TT "
                     "table in full-graph training, in one process, on a graph of few labels; --from-full turns "
                     "it on)", ", ".join(given))
+
+
+def _from_full_as_recorded(config: TrainConfig) -> TrainConfig:
+    """``config`` with ``from_full`` as the run it resumes was started with, where the graph's rule would
+    decide it (``None``) and the run folder holds a run: the rule depends on the number of processes
+    (off in a job of several), so a run started under torchrun and resumed in one process was refused
+    for a ``from_full`` the user never set. Unchanged without ``resume`` or without a run to read."""
+    if not (config.resume and config.output_dir and config.embedding == "tt"):
+        return config
+    out = Path(config.output_dir)
+    recorded = None
+    try:
+        recorded = load_checkpoint(out / CHECKPOINT_NAME).get("settings", {}).get("from_full")
+    except FileNotFoundError:  # no TT run yet: a from_full run may have its full table's stage under way
+        recorded = True if (out / FULL_TABLE_DIR / CHECKPOINT_NAME).is_file() else None
+    except ValueError:  # a damaged checkpoint: the resume itself names it
+        return config
+    if not isinstance(recorded, bool):
+        return config
+    log.info("resuming the run in %s with from_full=%s, as it was started", out, recorded)
+    return dataclasses.replace(config, from_full=recorded)
 
 
 def settle_from_full(config: TrainConfig, dataset: NodeDataset, world_size: int = 1) -> TrainConfig:
