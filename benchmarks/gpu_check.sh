@@ -49,9 +49,11 @@ for s in ${STEPS//,/ }; do
   case ",$ALL_STEPS," in *",$s,"*) ;; *) echo "gpu_check.sh: unknown step $s (valid: $ALL_STEPS)" >&2; exit 2 ;; esac
 done
 cd "$(dirname "$0")/.." || exit 2
-mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
-[ -f "$OUT/steps.tsv" ] || : > "$OUT/steps.tsv"   # a later call with other --steps adds its rows
+if [ "$DRY" != 1 ]; then  # a dry run writes nothing
+  mkdir -p "$OUT"
+  OUT="$(cd "$OUT" && pwd)"
+  [ -f "$OUT/steps.tsv" ] || : > "$OUT/steps.tsv"   # a later call with other --steps adds its rows
+fi
 # --venv none: no venv, the python found first (PYTHON, else python3) is used and the package goes into it
 # (for a machine whose torch lives in a venv already: a venv made from a venv does not see its packages)
 if [ "$VENV" = none ]; then PY="$(command -v "${PYTHON:-python3}")"; else PY="$VENV/bin/python"; fi

@@ -152,9 +152,11 @@ def test_backend_epoch_benchmark_runs_the_torch_backend_on_each_cpu_path(data_ro
 def test_gpu_check_dry_run_lists_every_step(tmp_path):
     import subprocess
 
-    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--dry-run", "--out", str(tmp_path)],
+    out_dir = tmp_path / "gpu_check_out"
+    result = subprocess.run(["bash", str(REPO / "benchmarks" / "gpu_check.sh"), "--dry-run", "--out", str(out_dir)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
+    assert not out_dir.exists()  # a dry run writes nothing (it left steps.tsv in the checkout)
     steps = [line.split(":")[0][3:] for line in result.stdout.splitlines() if line.startswith("== ")]
     assert steps == ["setup", "kernels", "tests", "lookup", "train-sage-tt", "train-sage-full", "train-gat-tt",
                      "train-gat-full", "epoch", "torchrun"]
