@@ -360,3 +360,11 @@ def test_a_resume_with_the_rule_left_open_keeps_the_from_full_its_run_was_starte
         (out / name).unlink()
     resumed = train(_config(out, from_full=None, resume=True), many)
     assert resumed["settings"]["from_full"] is True and len(_full_metrics(out)["epochs"]) == 3
+
+
+def test_the_full_table_distilled_from_itself_needs_no_tt_rank(planted):
+    # `ttgnn train --from-full --embedding full` (rank left to the run, as on the command line) failed with
+    # "rank=None is decided by the graph: settle the config first (settle_by_graph)"
+    result = train(_config(None, embedding="full", rank=None, finetune_epochs=1), planted)
+    assert result["embedding"] == "full" and result["compression_ratio"] == 1.0
+    assert len(result["epochs"]) == 1 and "from_full" in result

@@ -1063,7 +1063,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 finetune = finetune_config(config)
                 # The TT table's shape is checked before the full table trains: a bad one fails now, not after it.
                 settled = settle_by_graph(finetune, dataset)
-                tt_shape(settled, dataset.num_nodes)
+                if settled.embedding == "tt":  # the full table distilled from itself has no TT shape
+                    tt_shape(settled, dataset.num_nodes)
                 checkpoint = Path(config.output_dir) / CHECKPOINT_NAME if config.output_dir else None
                 if config.resume and checkpoint is not None and checkpoint.exists():
                     # a resume the TT run's checkpoint refuses (e.g. one written without from_full) is refused
