@@ -305,3 +305,30 @@ def test_cache_writes_remove_old_temporaries_that_a_killed_writer_left(tmp_path)
     assert path.read_bytes() == b"order"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [path.name, young.name, other.name, linked.name])
+
+
+def test_a_failure_to_create_or_fill_the_temporary_names_the_target(tmp_path, monkeypatch):
+    # a folder made immutable mid-run: "Operation not permitted: .../.checkpoint.pt.cvxj1eu4.tmp", a
+    # hidden file that never existed, not the checkpoint
+    import errno
+    import tempfile
+
+    path = tmp_path / "checkpoint.pt"
+
+    def refused(dir, prefix, suffix):
+        raise PermissionError(errno.EPERM, "Operation not permitted", os.path.join(dir, f"{prefix}x1y2{suffix}"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tempfile, "mkstemp", refused)
+        with pytest.raises(PermissionError) as err:
+            atomic_write(path, lambda fh: fh.write(b"x"))
+    assert err.value.filename == str(path) and err.value.errno == errno.EPERM
+
+    def chmod_refused(name, mode):
+        raise PermissionError(errno.EPERM, "Operation not permitted", name)
+
+    monkeypatch.setattr(os, "chmod", chmod_refused)
+    with pytest.raises(PermissionError) as err:
+        atomic_write(path, lambda fh: fh.write(b"x"))
+    assert err.value.filename == str(path)
+    assert list(tmp_path.iterdir()) == []

@@ -254,3 +254,31 @@ def test_a_run_resumes_under_the_other_spelling_of_its_dataset_folder(tmp_path, 
     assert load_checkpoint(tmp_path / "by-path" / CHECKPOINT_NAME)["epoch"] == 2
     with pytest.raises(ValueError, match=r"was written with dataset='.*ring', this run has dataset='other'"):
         train(config(tmp_path / "by-path", dataset="other", epochs=3, resume=True))
+
+
+def test_a_checkpoint_that_cannot_be_written_names_the_last_complete_one_and_resume_continues(tmp_path, planted,
+                                                                                              monkeypatch):
+    # a full disk or a folder made read-only mid-run: the error named a temporary file, not what the folder
+    # still holds or that --resume continues the run
+    import errno
+
+    import ttgnn.train as train_module
+
+    out = tmp_path / "run"
+    config = small_config(out, mode="full", epochs=3, seed=0)
+    real_save = train_module.save_checkpoint
+
+    def full_disk_at_epoch_2(path, *, epoch, **kwargs):
+        if epoch == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_save(path, epoch=epoch, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "save_checkpoint", full_disk_at_epoch_2)
+        with pytest.raises(OSError, match=rf"^could not write the run's files after epoch 2 \(No space left on "
+                                          rf"device: {out / CHECKPOINT_NAME}\); the last complete checkpoint is "
+                                          rf"epoch 1's \({out / CHECKPOINT_NAME}\): make room .* then --resume"):
+            train(config, planted)
+    assert load_checkpoint(out / CHECKPOINT_NAME)["epoch"] == 1
+    resumed = train(small_config(out, mode="full", epochs=3, seed=0, resume=True), planted)
+    assert [r["epoch"] for r in resumed["epochs"]] == [1, 2, 3]

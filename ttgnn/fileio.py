@@ -125,7 +125,10 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None], mode: Optio
     given = Path(path)
     path = _write_target(given)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:  # it names the temporary it could not create: name the target
+        raise OSError(err.errno, err.strerror, str(path)) from err
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -138,8 +141,8 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], None], mode: Optio
             raise OSError(err.errno, err.strerror, str(path)) from err
     except BaseException as err:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError) and err.errno is not None and err.filename is None:
-            # a failed write (a full disk) names no file: say which one was being written
+        if isinstance(err, OSError) and err.errno is not None and err.filename in (None, tmp):
+            # a failed write (a full disk) names no file, or the temporary, which is gone: name the target
             raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     fsync_dir(path.parent)

@@ -37,7 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import torch
@@ -822,7 +822,7 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
     if run.out_dir is not None:
         # Ctrl-C waits until the best model, the checkpoint and its metrics are all written (an
         # interrupted torch.save raises its own error, not KeyboardInterrupt).
-        with _deferred_interrupt():
+        with _deferred_interrupt(), _naming_the_last_checkpoint(run, epoch):
             if improved:  # staged, and made best_model.pt once the checkpoint naming this epoch the best is written
                 save_best_model(run.path(STAGED_BEST_NAME), epoch=epoch, model=run.best_state,
                                 settings=run.config.settings(), dataset_fingerprint=metrics["dataset_fingerprint"])
@@ -833,6 +833,21 @@ def evaluate_and_checkpoint(run: RunState, epoch: int, loss: float, train_time: 
                 commit_staged_best(run.out_dir)
             run.saved_epoch = epoch
             atomic_write_json(summarize(metrics), run.path(METRICS_NAME))
+
+
+@contextlib.contextmanager
+def _naming_the_last_checkpoint(run: RunState, epoch: int) -> Iterator[None]:
+    """Re-raise an ``OSError`` from writing the run's files after ``epoch`` (a full disk, a folder made
+    read-only) as one that also says what the folder still holds and how to go on: the bare error named
+    a temporary file, not the checkpoint, and not that ``--resume`` continues the run."""
+    try:
+        yield
+    except OSError as err:
+        reason = f"{err.strerror or err}: {err.filename}" if err.filename else str(err.strerror or err)
+        kept = (f"the last complete checkpoint is epoch {run.saved_epoch}'s ({run.path(CHECKPOINT_NAME)}): make room "
+                "or make the folder writable, then --resume (resume=True) continues the run" if run.saved_epoch else
+                "no epoch's checkpoint was written yet")
+        raise OSError(f"could not write the run's files after epoch {epoch} ({reason}); {kept}") from err
 
 
 def _evaluate_run(run: RunState, epoch: int) -> dict:
