@@ -621,3 +621,27 @@ def test_few_labels_give_gat_in_full_graph_training_label_input_with_three_reuse
     continued = train(_tiny_config(tmp_path / "no-spread", **dict(kw, epochs=3, resume=True, label_spread=0)),
                       sparse_graph)
     assert continued["epochs"][:2] == no_spread["epochs"] and len(continued["epochs"]) == 3
+
+
+def test_a_row_shape_far_above_the_nodes_is_warned_about_and_the_rank_rule_says_why_it_gives_rank_1(caplog):
+    # --row-shape 1000,1000 on Cora's 2,708 nodes ran 6 minutes (the spectral start's TT-SVD of a 10^6-row
+    # table) without a word, and the log said rank 1 was "the largest that compresses the table at least 100x"
+    # at 14x
+    import logging
+
+    from ttgnn.data import planted_partition
+
+    graph = planted_partition(400, num_classes=4, avg_degree=8, homophily=0.9, seed=0)
+    with caplog.at_level(logging.INFO, logger="ttgnn.train"):
+        result = train(small_config(None, mode="full", epochs=1, rank=None, row_shape=[300, 300], init="gaussian",
+                                    from_full=False), graph)
+    assert result["rank"] == 1 and result["compression_ratio"] < 100
+    assert "TT rank 1: the smallest rank; no rank compresses the table 100x with this shape (rank 1: 2.7x)" in caplog.text
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == ["row shape [300, 300] covers 90,000 TT rows for 400 nodes (225x): the padding rows cost memory "
+                      "and time (a spectral or --from-full start factors the whole padded table); leave --row-shape "
+                      "out to have it factored from the node count"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ttgnn.train"):
+        train(small_config(None, mode="full", epochs=1, row_shape=[20, 21], init="gaussian", from_full=False), graph)
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]  # a little padding is no matter

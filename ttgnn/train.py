@@ -420,12 +420,24 @@ def _log_settled(config: TrainConfig, settled: TrainConfig, dataset: NodeDataset
                  "the plain cross-entropy)", settled.loss, settled.model, share, threshold)
     if config.rank is None and settled.rank is not None and settled.rank != AUTO_RANK:
         why = [f"{share}, under {threshold:.0f}%"] if sparse else []
+        largest = f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x"
+        if settled.rank == 1:  # the rule's floor: no rank may reach the ratio (a row shape far above the nodes)
+            ratio = tt_shape(settled, dataset.num_nodes).compression_ratio
+            if ratio < AUTO_MIN_COMPRESSION:
+                largest = (f"the smallest rank; no rank compresses the table {AUTO_MIN_COMPRESSION:.0f}x with this "
+                           f"shape (rank 1: {ratio:.1f}x)")
         if settled.from_full:
-            why = [f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x, for a TT table "
-                   "compressed from a trained full table"]
+            why = [f"{largest}, for a TT table compressed from a trained full table"]
         elif settled.rank != preferred_rank(sparse):
-            why.append(f"the largest that compresses the table at least {AUTO_MIN_COMPRESSION:.0f}x")
+            why.append(largest)
         log.info("TT rank %d: %s (rank %d otherwise; --rank to choose)", settled.rank, "; ".join(why), AUTO_RANK)
+    if settled.embedding == "tt" and settled.row_shape is not None:
+        rows = math.prod(settled.row_shape)
+        if rows > 2 * dataset.num_nodes and rows - dataset.num_nodes > 2**16:
+            log.warning("row shape %s covers %s TT rows for %s nodes (%.0fx): the padding rows cost memory and time "
+                        "(a spectral or --from-full start factors the whole padded table); leave --row-shape out to "
+                        "have it factored from the node count", list(settled.row_shape), f"{rows:,}",
+                        f"{dataset.num_nodes:,}", rows / dataset.num_nodes)
 
 
 def _usable_cpus() -> int:
