@@ -76,6 +76,15 @@ def test_paths_given_as_path_objects_are_the_strings_a_run_records(tmp_path):
     json.dumps(config.settings())
 
 
+def test_a_relative_root_is_recorded_as_an_absolute_path(tmp_path, monkeypatch):
+    # `ttgnn train --root ds2` recorded "ds2": `ttgnn predict RUN` from another directory then failed, saying
+    # the root was "given as --root"
+    monkeypatch.chdir(tmp_path)
+    config = TrainConfig(dataset="cora", root="ds2")
+    assert config.root == str(tmp_path / "ds2") and config.settings()["root"] == str(tmp_path / "ds2")
+    assert TrainConfig(dataset="cora").root is None  # left to $TTGNN_DATA
+
+
 def test_a_core_count_with_a_shape_is_checked_for_tt_tables_only():
     TrainConfig(num_cores=3, row_shape=[10, 10, 10], col_shape=[8, 4, 4]).validate()
     # a full table reads neither (ttgnn train warns that they are ignored)

@@ -306,6 +306,10 @@ class TrainConfig:
         # directory, and resuming with another spelling of the same folder is the same run.
         if isinstance(self.dataset, (str, os.PathLike)):
             self.dataset = recorded_dataset(self.dataset)
+        # The same for the dataset root: a relative --root made `ttgnn predict` or --resume from another directory
+        # fail, saying the root was "given as --root" when it came from the run's record.
+        if isinstance(self.root, (str, os.PathLike)) and os.fspath(self.root).strip():  # validate() names the rest
+            self.root = os.path.abspath(self.root)
         # paths given as pathlib.Path: kept as the strings the recorded settings (JSON) and resume checks hold
         for key in ("dataset", "root", "cache_dir", "output_dir"):
             value = getattr(self, key)
