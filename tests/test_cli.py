@@ -436,7 +436,8 @@ def test_report_errors_turns_user_errors_into_one_line_and_lets_bugs_through(cap
                                      "79.19 GiB of which 1.2 GiB is free.\nmore lines")
 
     hint = ("; smaller settings (--hidden, --dim, --batch-size, --eval-batch-size) need less, and `ttgnn plan` "
-            "estimates what a run needs\n")
+            "estimates what a run needs (give it the run's --mode, --model, --hidden and --rank: its defaults are "
+            "those of large graphs)\n")
     assert report_errors("prog", cpu_oom) == 2
     assert capsys.readouterr().err == "prog: error: out of memory: a tensor of 47.68 GiB could not be allocated" + hint
     assert report_errors("prog", gpu_oom) == 2

@@ -822,7 +822,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _add_plan_parser(sub) -> None:
     p = sub.add_parser("plan", formatter_class=HelpFormatter,
-                       help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full")
+                       help="memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full",
+                       description="Memory per rank, all-reduce bytes and lookup FLOPs of a configuration, TT vs full. "
+                       "Its defaults are those of a large graph (mini-batch GraphSAGE, hidden 256, rank 16), not "
+                       "`ttgnn train`'s (full-graph GAT, hidden 128, the rank its rule picks): give a run's --mode, "
+                       "--model, --hidden and --rank to estimate that run.")
     p.add_argument("--nodes", type=parse_count, default=None, help="number of nodes N, e.g. 1.11e8 (or --dataset)")
     p.add_argument("--dataset", default=None, help="take N, the mean degree and the classes from this dataset "
                    "(a name as for `ttgnn train`; instead of --nodes, --avg-degree and --classes)")
@@ -912,7 +916,8 @@ def _sigterm_interrupts(received: list):
 
 #: What :func:`report_errors` says after "out of memory" for a training run.
 TRAINING_MEMORY_HINT = ("smaller settings (--hidden, --dim, --batch-size, --eval-batch-size) need less, and "
-                        "`ttgnn plan` estimates what a run needs")
+                        "`ttgnn plan` estimates what a run needs (give it the run's --mode, --model, --hidden and "
+                        "--rank: its defaults are those of large graphs)")
 
 
 def report_errors(prog: str, body: Callable[[], Optional[int]], *, trains: bool = True,
