@@ -580,3 +580,19 @@ def test_write_predictions_refuses_a_negative_class_without_probabilities(tmp_pa
     assert not (tmp_path / "p.csv").exists()
     write_predictions(tmp_path / "p.npy", torch.tensor([0, 1, 2]))
     assert np.load(tmp_path / "p.npy").tolist() == [0, 1, 2]
+
+
+def test_a_from_full_run_stopped_in_its_full_tables_stage_names_that_stage_and_resume(tmp_path, planted):
+    # it said only "holds no finished epoch of a ttgnn run" though full-table/ held 52 epochs
+    from ttgnn.train import FULL_TABLE_DIR
+
+    out = tmp_path / "run"
+    train(small_config(out, mode="full", epochs=2, finetune_epochs=1, from_full=True, correct_smooth=False), planted)
+    for name in ("best_model.pt", "checkpoint.pt", "metrics.json"):  # as if stopped before the TT stage's epoch 1
+        (out / name).unlink()
+    with pytest.raises(FileNotFoundError, match=rf"^{re.escape(str(out / 'best_model.pt'))} not found: the from_full "
+                                                rf"run in {re.escape(str(out))} stopped before its TT stage's first "
+                                                rf"epoch; --resume continues it, and its full table's run can be "
+                                                rf"predicted now: ttgnn predict {re.escape(str(out / FULL_TABLE_DIR))}$"):
+        load_run(out, planted)
+    assert load_run(out / FULL_TABLE_DIR, planted) is not None

@@ -118,6 +118,13 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     if folder.is_file():  # the best model file itself, or a checkpoint.pt (its last epoch's weights)
         path, folder = folder, folder.parent
     if not path.is_file():
+        from .train import FULL_TABLE_DIR
+
+        stage = folder / FULL_TABLE_DIR / BEST_MODEL_NAME
+        if stage.is_file():  # a from_full run stopped while its full table trained
+            raise FileNotFoundError(f"{path} not found: the from_full run in {folder} stopped before its TT stage's "
+                                    f"first epoch; --resume continues it, and its full table's run can be predicted "
+                                    f"now: ttgnn predict {stage.parent}")
         raise FileNotFoundError(f"{path} not found: {folder} holds no finished epoch of a ttgnn run "
                                 "(best_model.pt is written after the first epoch)")
     state = load_checkpoint(path)
