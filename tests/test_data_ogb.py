@@ -487,3 +487,19 @@ def test_features_of_a_folder_ogb_reads_are_checked_as_a_raw_folders(tmp_path, r
     write_csv(folder / "raw" / "node-feat.csv.gz", rows)
     assert raised(ValueError, load_dataset, "ogbn-products", tmp_path / "root", tmp_path / "cache") == (
         f"corrupted dataset file {folder / 'raw' / 'node-feat.csv.gz'}" + message)
+
+
+def test_a_file_ogb_misses_is_named_in_the_users_folder_not_in_the_cache_mirror(tmp_path, monkeypatch):
+    # a missing raw/node_year.csv.gz of an ogbn_arxiv folder was named in the cache's mirror of the folder
+    import ogb.nodeproppred
+
+    folder = write_products_layout(tmp_path / "root")
+
+    def misses_a_file(name, root):
+        missing = Path(root) / "ogbn_products" / "raw" / "node_year.csv.gz"
+        raise FileNotFoundError(2, "No such file or directory", str(missing))
+
+    monkeypatch.setattr(ogb.nodeproppred, "NodePropPredDataset", misses_a_file)
+    message = raised(ValueError, load_dataset, name="ogbn-products", root=tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert message == (f"ogb could not load ogbn-products from {folder}: FileNotFoundError: [Errno 2] No such file or "
+                       f"directory: '{folder / 'raw' / 'node_year.csv.gz'}'")

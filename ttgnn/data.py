@@ -410,7 +410,8 @@ def _read_csv(path: Path, dtype, required: bool = True, blank_lines: bool = Fals
     except PermissionError:
         raise  # unreadable, not damaged
     except (OSError, EOFError, zlib.error, ValueError, pd.errors.ParserError) as err:
-        raise ValueError(f"corrupted dataset file {path}: {err}") from None
+        # pandas' tokenizer messages end in a newline ("Expected 1 fields in line 2, saw 2\n")
+        raise ValueError(f"corrupted dataset file {path}: {' '.join(str(err).split())}") from None
     if dtype is None:
         return values
     if np.issubdtype(dtype, np.integer):
@@ -984,8 +985,11 @@ def _load_ogb(name: str, root: Path, cache: Path) -> NodeDataset:
                                 "again", name, target / "processed", type(err).__name__, _gist(err), source)
                     fresh = False
                     continue
+                reason = f"{type(err).__name__}: {err}"
+                if source.is_dir():  # ogb read our mirror of the folder: name the user's files, not the mirror's
+                    reason = reason.replace(str(target), str(source))
                 raise ValueError(f"ogb could not load {name} from {source if source.is_dir() else ogb_root}: "
-                                 f"{type(err).__name__}: {err}") from err
+                                 f"{reason}") from err
         if not fresh:
             stamp_file.write_text(stamp)
     files = None
