@@ -598,17 +598,19 @@ def test_every_loading_warning_points_at_the_line_that_asked_for_the_kernels(fre
 
 
 def test_a_warning_while_ttgnn_is_imported_points_at_the_import_line(tmp_path):
-    """The kernels load while `import ttgnn` runs (in ttgnn.ops); a warning names the user's line."""
+    """The kernels load when ttgnn.ops is first imported (here through TTNodeEmbedding, which `import ttgnn`
+    leaves to its first use); a warning names the user's line."""
     program = ("import sys\n"
                "sys.modules['ttgnn._C'] = None  # the prebuilt library cannot be imported\n"
-               "import ttgnn\n")
+               "import ttgnn\n"
+               "from ttgnn import TTNodeEmbedding\n")
     env = dict(os.environ, TTGNN_CACHE=str(tmp_path / "cache"), CXX="/bin/false")  # a compile fails at once
     env.pop("TTGNN_NO_EXTENSION", None)
     child = subprocess.run([sys.executable, "-W", "always", "-c", program], env=env, cwd=tmp_path,
                            capture_output=True, text=True, timeout=300)
     warned = [line for line in child.stderr.splitlines() if "ExtensionWarning" in line]
     assert child.returncode == 0 and len(warned) == 1, child.stderr
-    assert warned[0].startswith("<string>:3: ExtensionWarning: ttgnn: the compiled TT-lookup kernels are "
+    assert warned[0].startswith("<string>:4: ExtensionWarning: ttgnn: the compiled TT-lookup kernels are "
                                 "unavailable: compiling them failed: ")
 
 

@@ -645,3 +645,13 @@ def test_a_row_shape_far_above_the_nodes_is_warned_about_and_the_rank_rule_says_
     with caplog.at_level(logging.WARNING, logger="ttgnn.train"):
         train(small_config(None, mode="full", epochs=1, row_shape=[20, 21], init="gaussian", from_full=False), graph)
     assert not [r for r in caplog.records if r.levelno == logging.WARNING]  # a little padding is no matter
+
+
+def test_a_tt_run_records_which_lookup_implementation_it_used(planted, monkeypatch):
+    # nothing in a run said whether the compiled kernels or the pure-PyTorch reference did its lookups
+    import ttgnn.ops
+
+    assert train(small_config(None, mode="full", epochs=1), planted)["lookup_backend"] == ttgnn.ops.lookup_backend("cpu")
+    monkeypatch.setattr(ttgnn.ops, "lookup_backend", lambda device=None: "reference")  # as without the extension
+    assert train(small_config(None, mode="full", epochs=1), planted)["lookup_backend"] == "reference"
+    assert "lookup_backend" not in train(small_config(None, mode="full", epochs=1, embedding="full"), planted)

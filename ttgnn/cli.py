@@ -390,10 +390,10 @@ def run_training(args: argparse.Namespace, config: TrainConfig, dataset=None) ->
     ``args.dist_timeout``). Returns the metrics on rank 0, ``None`` on the others."""
     import datetime
 
+    config.validate()  # before any process group or data loading, and before the kernels load (minutes on first use)
     from . import distributed as tdist
     from .train import train
 
-    config.validate()  # before any process group or data loading
     unread = [(options, reason) for options, reason in (
         (_unread_table_options(args), f"with --embedding {config.embedding}"),
         (_unread_sampling_options(args), "with --mode full (the whole graph in every step)")) if options]

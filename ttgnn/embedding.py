@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from . import init as tt_init
+from ._ext import log_backends
 from .ops import check_in_range, kernel_applies, lookup_checked_rows, tt_dense_table
 from .shapes import TTShape
 
@@ -81,6 +82,7 @@ class TTNodeEmbedding(nn.Module):
         device: Optional[Union[torch.device, str]] = None,
     ) -> None:
         super().__init__()
+        log_backends()  # once per process: which implementation the lookups get (a refused run never gets here)
         #: Without a compiled kernel, lookups of at least this fraction of ``N`` rows contract the
         #: whole table (:func:`ttgnn.ops.tt_dense_table`) and gather, instead of gathering each row's slices.
         self.dense_fraction = 0.25

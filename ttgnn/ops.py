@@ -109,7 +109,6 @@ def tt_dense_table(cores: Sequence[torch.Tensor]) -> torch.Tensor:
 # Which device types have compiled kernels, decided once (a plain dict lookup in the hot path,
 # which torch.compile traces without a graph break).
 _KERNEL_DEVICES = {device_type: _ext.has_kernel(device_type) for device_type in ("cpu", "cuda")}
-_ext.log_backends()
 
 
 def lookup_backend(device: Union[str, torch.device, None] = None) -> str:

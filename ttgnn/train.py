@@ -372,8 +372,11 @@ def _new_metrics(config: TrainConfig, dataset: NodeDataset, model, world_size: i
         "world_size": world_size, "dataset_fingerprint": dataset.fingerprint(),
     }
     if config.embedding == "tt":
+        from .ops import lookup_backend
+
         table = node_input.table
-        metrics.update(row_shape=list(table.row_shape), col_shape=list(table.col_shape), ranks=list(table.ranks))
+        metrics.update(row_shape=list(table.row_shape), col_shape=list(table.col_shape), ranks=list(table.ranks),
+                       lookup_backend=lookup_backend(table.cores[0].device))  # the fast path, or the reference
     return metrics
 
 
