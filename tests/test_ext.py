@@ -342,6 +342,23 @@ def test_first_use_compiles_once_then_loads_from_the_cache(fresh_ext, caplog):
     assert len(fresh_ext.compiles) == 1 and fresh_ext.loaded == [build_dir / "ttgnn_C.so"] * 2
 
 
+def test_a_cached_library_damaged_since_its_build_is_compiled_again_not_loaded(fresh_ext, caplog):
+    # a truncated ttgnn_C.so with an intact build record killed `import ttgnn` with SIGBUS inside the
+    # loader, where no exception can be caught
+    info, _ = _load_collecting_warnings()
+    library = Path(info.path)
+    assert _build.read_record(library.parent / "build.json")["library_checksum"] == _build.library_checksum(library)
+    library.write_bytes(b"fake lib")  # damaged: truncated
+    fresh_ext.loaded.clear()
+    with caplog.at_level("WARNING", logger="ttgnn._ext"):
+        info, caught = _load_collecting_warnings()
+    assert (info.origin, info.path, caught) == ("compiled", str(library), [])
+    assert len(fresh_ext.compiles) == 2 and fresh_ext.loaded == [library]  # only after compiling again
+    assert "changed since they were built (a damaged cache); compiling them again" in caplog.text
+    info, _ = _load_collecting_warnings()  # the new build's record holds the new library's checksum
+    assert info.origin == "cache" and len(fresh_ext.compiles) == 2
+
+
 def test_cache_of_another_torch_is_not_used(fresh_ext, monkeypatch):
     _load_collecting_warnings()
     real_tag = _build.torch_tag
@@ -730,7 +747,8 @@ def test_build_kernels_command_reports_and_rebuilds(fresh_ext, monkeypatch, caps
 
     def run(command, **kwargs):
         children.append((command, kwargs))
-        assert not build_dir.exists()  # --force removed the old build before compiling again
+        # --force removed the old build before compiling again, under its lock (whose file stays)
+        assert [entry.name for entry in build_dir.iterdir()] == ["build.lock"]
         return subprocess.CompletedProcess(command, 0, stdout=f"compiled\n{build_dir / 'ttgnn_C.so'}\n\n")
 
     monkeypatch.setattr(build_kernels.subprocess, "run", run)
@@ -783,6 +801,18 @@ def test_build_kernels_compiles_where_there_are_none_and_reports_the_child(fresh
     monkeypatch.setattr(build_kernels.subprocess, "run",
                         lambda command, **kwargs: subprocess.CompletedProcess(command, child_code, stdout=child_out))
     assert _command([], capsys) == (code, f"compiling into {_ext.jit_build_dir()} (a few minutes) ...\n{reported}")
+
+
+def test_build_kernels_does_not_warn_to_run_itself(fresh_ext, monkeypatch, capsys):
+    # it began with "ExtensionWarning: ... To build the kernels for this torch: python -m ttgnn.build_kernels"
+    fresh_ext.fail_with = "c++: not found"
+    monkeypatch.setattr(build_kernels.subprocess, "run", lambda command, **kwargs: subprocess.CompletedProcess(
+        command, 0, stdout="compiled\n/cache/ttgnn_C.so\n\n"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert build_kernels.main([]) == 0
+    assert [w for w in caught if issubclass(w.category, _ext.ExtensionWarning)] == []
+    assert capsys.readouterr().out.endswith("kernels: compiled (/cache/ttgnn_C.so)\n")
 
 
 def test_the_child_of_build_kernels_reports_in_the_lines_it_is_read_in(fresh_ext, monkeypatch, capsys):

@@ -319,6 +319,16 @@ def make_record(tag: dict[str, Any], digest: Optional[str], *, cuda_kernels: boo
     return record
 
 
+def library_checksum(path: Path) -> str:
+    """A digest of the compiled library at ``path`` (recorded with a first-use build, checked before each
+    load: a damaged library kills the process inside the loader, where no exception can be caught)."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def read_record(path: Path) -> Optional[dict[str, Any]]:
     """The build record at ``path``, or ``None`` when it is missing or unreadable."""
     try:

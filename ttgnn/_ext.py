@@ -327,7 +327,7 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
     digest = _build.source_digest(kernels, cuda=cuda)
     flags = _build.cxx_flags()
     build_dir = _build.jit_build_dir(tag, digest, cuda=cuda, flags=flags)
-    cached = _from_cache(build_dir, tag, digest, notes)
+    cached = _from_cache(build_dir, tag, digest, notes, locked=False)
     if cached is not None:
         return cached
     with contextlib.ExitStack() as stack:
@@ -343,12 +343,23 @@ def _first_use(notes: tuple[str, ...]) -> ExtensionInfo:
         return _build_now(build_dir, kernels, cuda, tag, digest, flags, notes)
 
 
-def _from_cache(build_dir: Path, tag: dict, digest: str, notes: tuple[str, ...]) -> Optional[ExtensionInfo]:
+def _from_cache(build_dir: Path, tag: dict, digest: str, notes: tuple[str, ...],
+                locked: bool = True) -> Optional[ExtensionInfo]:
     """The finished first-use build in ``build_dir`` (or the failure of an earlier one), ``None``
-    if there is neither."""
+    if there is neither. A library that no longer matches the checksum its build recorded (a
+    damaged cache: loading it killed the process with SIGBUS) is never loaded: holding the build
+    lock (``locked``), it is deleted with its record, so that it is compiled again."""
     record = _build.read_record(build_dir / _RECORD_NAME)
     library = build_dir / Path(str((record or {}).get("library", f"{_JIT_NAME}.so"))).name
     if record is not None and library.is_file() and not _build.stale_reasons(record, tag, digest):
+        recorded = record.get("library_checksum")
+        if recorded is not None and _build.library_checksum(library) != recorded:
+            if locked:
+                log.warning("ttgnn: the compiled kernels in %s changed since they were built (a damaged cache); "
+                            "compiling them again", library)
+                (build_dir / _RECORD_NAME).unlink(missing_ok=True)
+                library.unlink(missing_ok=True)
+            return None
         try:
             _load_library(library)
         except (ImportError, OSError, RuntimeError) as exc:
@@ -383,6 +394,7 @@ def _build_now(build_dir: Path, kernels: Path, cuda: bool, tag: dict, digest: st
     record = _build.make_record(tag, digest, cuda_kernels=cuda and cuda_skipped is None,
                                 cuda_skipped=cuda_skipped, flags=flags, built_by="jit")
     record["library"] = library.name
+    record["library_checksum"] = _build.library_checksum(library)
     _build.write_record(build_dir / _RECORD_NAME, record)
     return _checked(ExtensionInfo("compiled", str(library), cuda_skipped=cuda_skipped, notes=notes))
 
@@ -497,6 +509,15 @@ _logged_once = False
 
 
 def _remove_build(build_dir: Path) -> None:
-    """Deletes a first-use build folder (a library loaded from it stays mapped in this process)."""
-    if build_dir.is_dir():
-        shutil.rmtree(build_dir)
+    """Deletes a first-use build (a library loaded from it stays mapped in this process): all but its
+    lock file, under that lock, so that no process compiling or loading it meanwhile sees half of it."""
+    if not build_dir.is_dir():
+        return
+    with _build_lock(build_dir):
+        for entry in build_dir.iterdir():
+            if entry.name == _BUILD_LOCK_NAME:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import warnings
 from typing import Optional, Sequence
 
 import torch
@@ -47,7 +48,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="delete this torch's first-use build and compile it again")
     args = parser.parse_args(argv)
 
-    info = _ext.info()
+    with warnings.catch_warnings():  # its advice is to run this command: what follows says what it finds
+        warnings.simplefilter("ignore", _ext.ExtensionWarning)
+        info = _ext.info()
     if info.origin == "disabled":
         print("TTGNN_NO_EXTENSION is set: the pure-PyTorch reference is used; unset it to build")
         return 1
