@@ -38,7 +38,7 @@ from small_graphs_from_full import finished as finished_from_full, parse_command
 from summary import mean_std, paired  # (benchmarks/summary.py)
 from train_arxiv import complete  # (benchmarks/train_arxiv.py: what counts as a finished run)
 
-from ttgnn.cli import report_errors
+from ttgnn.cli import int_at_least, report_errors
 
 EMBEDDINGS = ("tt", "full")
 
@@ -208,9 +208,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="runs/arxiv-subgraphs", help="one folder per (graph, table, seed)")
     parser.add_argument("--years", type=int, nargs="+", default=[2013, 2015, 2017],
                         help="last year of each subgraph (its test year)")
-    parser.add_argument("--seeds", type=int, default=5, help="seeds first-seed..K-1")
-    parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    parser.add_argument("--seeds", type=int_at_least(1), default=5, help="seeds first-seed..K-1")
+    parser.add_argument("--first-seed", type=int_at_least(0), default=0)
+    parser.add_argument("--jobs", type=int_at_least(1), default=1, help="runs at a time (one thread each)")
     parser.add_argument("--report", action="store_true", help="print the finished runs' table; train nothing")
     parser.add_argument("train_args", nargs="*", help="after --: more flags of `ttgnn train`, for both tables")
     args = parser.parse_args(argv)

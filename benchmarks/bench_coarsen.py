@@ -31,7 +31,7 @@ import numpy as np
 from bench_partition import format_table, peak_rss_gib, shared_prefix_columns  # noqa: E402  (benchmarks/bench_partition.py)
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
-from ttgnn.cli import report_errors
+from ttgnn.cli import int_at_least, report_errors
 
 log = logging.getLogger("bench_coarsen")
 
@@ -95,7 +95,7 @@ def run_variant(folder: Path, variant: str, row_shape: list[int], seed: int) -> 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=2_000_000, help="nodes of the synthetic graph")
+    parser.add_argument("--nodes", type=int_at_least(1), default=2_000_000, help="nodes of the synthetic graph")
     parser.add_argument("--avg-degree", type=float, default=4.0, help="mean degree drawn (nested_communities)")
     parser.add_argument("--num-cores", type=int, default=3, help="TT cores: row shape factor_rows(nodes, cores)")
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ttgnn.cli import report_errors
+from ttgnn.cli import int_at_least, report_errors
 from ttgnn.partition import METHODS, canonical_csr, hierarchical_order
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--synthetic-products", action="store_true",
                         help="a planted-partition graph of ogbn-products' size instead of a dataset")
-    parser.add_argument("--nodes", type=int, default=2_449_029, help="synthetic node count")
+    parser.add_argument("--nodes", type=int_at_least(1), default=2_449_029, help="synthetic node count")
     parser.add_argument("--entries", type=int, default=62_000_000, help="synthetic symmetric edge entries")
     parser.add_argument("--synthetic-nested", type=int, default=None, metavar="N",
                         help="a streaming nested-community graph of N nodes (ttgnn.synthetic) instead of a dataset")

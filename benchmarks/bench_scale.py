@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from machine import cpu_model  # noqa: E402  (benchmarks/machine.py)
 
-from ttgnn.cli import report_errors
+from ttgnn.cli import int_at_least, report_errors
 
 log = logging.getLogger("bench_scale")
 
@@ -180,7 +180,7 @@ def train_steps(dataset, graph, embedding: str, args, memory: PhaseMemory, resul
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=111_059_956, help="node count (papers100M: 111,059,956)")
+    parser.add_argument("--nodes", type=int_at_least(1), default=111_059_956, help="node count (papers100M: 111,059,956)")
     parser.add_argument("--avg-degree", type=float, default=4.0, help="edges drawn per node x 2")
     parser.add_argument("--classes", type=int, default=172, help="planted label classes")
     parser.add_argument("--order", default="hierarchical-kaminpar", help="node order (ttgnn.choices.ORDERS)")

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ttgnn.cli import build_parser, config_from_args, report_errors
+from ttgnn.cli import build_parser, config_from_args, int_at_least, report_errors
 from ttgnn.data import default_cache_dir, load_dataset
 from ttgnn.embedding import TTNodeEmbedding
 from ttgnn.spectral import leading_eigenvectors, spectral_table
@@ -127,7 +127,7 @@ def main() -> int:
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--dataset", default="cora")
     parser.add_argument("--probes", nargs="+", choices=PROBES, default=["tt", "full", "full-from-tt"])
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..K-1")
+    parser.add_argument("--seeds", type=int_at_least(1), default=3, help="seeds 0..K-1")
     parser.add_argument("--noise", type=float, default=0.3, help="for full-noise: the noise's norm over the table's")
     parser.add_argument("--num-threads", type=int, default=1)
     parser.add_argument("train_args", nargs="*", help="after --: flags of `ttgnn train`")

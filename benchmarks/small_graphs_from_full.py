@@ -29,7 +29,7 @@ from pathlib import Path
 
 from summary import mean_std, paired  # (benchmarks/summary.py)
 
-from ttgnn.cli import report_errors
+from ttgnn.cli import int_at_least, report_errors
 
 
 _say_lock = threading.Lock()
@@ -160,9 +160,9 @@ def main() -> int:
     parser.add_argument("--root", default=None, help="datasets root (default: $TTGNN_DATA, else ./dataset)")
     parser.add_argument("--out", default="runs/small-from-full", help="one folder per (dataset, seed)")
     parser.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "pubmed"])
-    parser.add_argument("--seeds", type=int, default=10, help="seeds 0..K-1")
-    parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=1, help="runs at a time (one thread each)")
+    parser.add_argument("--seeds", type=int_at_least(1), default=10, help="seeds 0..K-1")
+    parser.add_argument("--first-seed", type=int_at_least(0), default=0)
+    parser.add_argument("--jobs", type=int_at_least(1), default=1, help="runs at a time (one thread each)")
     parser.add_argument("--report", action="store_true", help="print the finished runs' table; train nothing")
     parser.add_argument("train_args", nargs="*", help="after --: more flags of `ttgnn train`")
     args = parser.parse_args()

@@ -29,13 +29,14 @@ def smooth_run(folder: Path, root, datasets: dict) -> dict:
 
     from ttgnn.data import load_dataset
     from ttgnn.evaluation import Accuracy, all_logits, correct_and_smooth_metrics, logits_metrics
-    from ttgnn.inference import load_run
+    from ttgnn.inference import check_exact_inference, load_run
 
     metrics = json.loads((folder / "metrics.json").read_text())
     name = metrics["settings"]["dataset"]
     if name not in datasets:
         datasets[name] = load_dataset(name, root=root, cache_dir=metrics["settings"].get("cache_dir"))
     run = load_run(folder, datasets[name])
+    check_exact_inference(run)  # its recorded accuracies came from sampled neighbourhoods: never the same
     dataset, config = run.dataset, run.config
     logits = all_logits(run.model, run.graph, config.mode, config.eval_batch_size, dataset)  # once, for both
     accuracy = Accuracy(dataset.evaluator_name)

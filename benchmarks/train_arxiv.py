@@ -34,7 +34,7 @@ from pathlib import Path
 from summary import (complete, finished, full_table_metrics, mean_std, paired, read_metrics,  # benchmarks/summary.py
                      run_epochs_of, seed_folders)
 
-from ttgnn.cli import report_errors
+from ttgnn.cli import int_at_least, report_errors
 
 # Settings shared by every run (the CLI defaults are the same; written out for the record).
 COMMON = ["--dataset", "ogbn-arxiv", "--mode", "full", "--no-progress"]
@@ -547,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds 0..K-1 of every configuration (default 1); given, the table and --paired count "
                              "these seeds alone (default: every finished seed found)")
-    parser.add_argument("--first-seed", type=int, default=0,
+    parser.add_argument("--first-seed", type=int_at_least(0), default=0,
                         help="run seeds from this one on (the earlier ones ran elsewhere; the table counts them)")
     parser.add_argument("--rerun", action="store_true", help="re-run configurations that have metrics")
     parser.add_argument("--table-only", action="store_true", help="only print the table of finished runs")
@@ -556,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timing-steps", type=int, default=3, help="timed epochs per process")
     parser.add_argument("--timing-worker", nargs=2, metavar=("MODEL", "EMBEDDING"), help=argparse.SUPPRESS)
     parser.add_argument("--num-threads", type=int, default=2, help="torch threads of each run")
-    parser.add_argument("--jobs", type=int, default=1, help="runs at a time")
+    parser.add_argument("--jobs", type=int_at_least(1), default=1, help="runs at a time")
     parser.add_argument("--paired", nargs=2, metavar=("A", "B"),
                         help="also print A - B seed by seed (each a configuration, or several joined by commas "
                              "whose seeds are pooled; a --weight-average run counts by its weights as trained)")
@@ -587,6 +587,9 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         unknown = [n for n in names.split(",") if n not in CONFIGS]
         if unknown:
             parser.error(f"--paired: unknown configuration(s) {', '.join(unknown)}")
+    if args.root is not None and not args.table_only and not Path(args.root).is_dir():
+        # each run failed on it, and the summary said that the same command would continue them
+        parser.error(f"dataset root not found: {args.root} (--root)")
     return args
 
 

@@ -5,6 +5,7 @@ node order and rotation do what they say, Correct and Smooth on a finished run's
 gives back what the run reported, and the compression sweep reuses only finished runs of the
 settings it asks for."""
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -167,6 +168,14 @@ def test_smooth_finished_runs_gives_back_what_the_run_reported(data_root, tmp_pa
     (out / "metrics.json").write_text(json.dumps(reported))
     with pytest.raises(ValueError, match="the best model gives test accuracy"):
         load_script("benchmarks/smooth_finished_runs.py").smooth_run(out, str(data_root), {})
+    # a run evaluated on sampled neighbourhoods is refused as ttgnn predict refuses it, not as a mismatch
+    sampled = tmp_path / "sampled"
+    assert main(["train", "--root", str(data_root), "--cache-dir", str(tmp_path / "cache"), "--dataset", "cora",
+                 "--rank", "4", "--epochs", "1", "--num-threads", "1", "--no-progress", "--no-from-full", "--model",
+                 "sage", "--mode", "minibatch", "--num-layers", "2", "--fanouts", "3,3", "--eval-fanouts", "3,3",
+                 "--output-dir", str(sampled)]) == 0
+    with pytest.raises(ValueError, match=r"^the run evaluated its split nodes on sampled neighbourhoods \(eval_fanouts"):
+        load_script("benchmarks/smooth_finished_runs.py").smooth_run(sampled, str(data_root), {})
 
 
 def test_train_arxiv_commands_pin_the_defaults_their_tables_were_measured_with(load_script):
@@ -479,11 +488,12 @@ def test_train_arxiv_runs_every_seed_when_one_fails_and_names_the_failed(tmp_pat
     # before: the first failed run ended the script with a traceback, and the rest never started (one job at a
     # time: the second run starts after the first has failed)
     out = tmp_path / "runs"
+    (tmp_path / "broken" / "ogbn_arxiv").mkdir(parents=True)  # each run fails on it (a missing root is refused first)
     cmd = [sys.executable, str(REPO / "benchmarks" / "train_arxiv.py"), "--out", str(out), "--root",
-           str(tmp_path / "missing"), "--only", "now-gat-tt", "now-gat-full", "--seeds", "1", "--jobs", "1"]
+           str(tmp_path / "broken"), "--only", "now-gat-tt", "now-gat-full", "--seeds", "1", "--jobs", "1"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.count("ttgnn train: error: dataset root not found") == 2
+    assert proc.stderr.count("ttgnn train: error: dataset file not found") == 2, proc.stderr[-3000:]
     assert "2 run(s) failed (each printed its error above)" in proc.stderr
     failed = [line for line in proc.stderr.splitlines() if line.startswith("  exit code 2: ttgnn train ")]
     assert sorted(line.split("--output-dir ")[1].split()[0] for line in failed) == [
@@ -587,6 +597,21 @@ def test_arxiv_subgraphs_trains_both_tables_and_reuses_only_runs_with_the_comman
      "dataset root not found: {missing} (given as --root or root=)"),
     ("full_table_tt_svd.py", ["--root", "{missing}"], "dataset root not found: {missing} (given as --root or root=)"),
     ("smooth_finished_runs.py", ["{out}"], "No such file or directory: {out}/metrics.json"),
+    # counts below their bound failed inside the work ("list index out of range"), or did nothing and exited 0
+    ("full_table_tt_svd.py", ["--seeds", "0"], "argument --seeds: must be an integer >= 1, got 0"),
+    ("full_table_tt_svd.py", ["--", "--embedding", "tt"],  # a traceback: a TT table has no .weight
+     "--embedding: this script trains the full table itself (and compresses it afterwards); leave it out"),
+    ("small_graph_probes.py", ["--seeds", "-1"], "argument --seeds: must be an integer >= 1, got -1"),
+    ("small_graphs_from_full.py", ["--seeds", "0", "--out", "{out}"], "argument --seeds: must be an integer >= 1, got 0"),
+    ("small_graphs_from_full.py", ["--jobs", "0", "--out", "{out}"], "argument --jobs: must be an integer >= 1, got 0"),
+    ("arxiv_subgraphs.py", ["--seeds", "0"], "argument --seeds: must be an integer >= 1, got 0"),
+    ("arxiv_subgraphs.py", ["--first-seed", "-2"], "argument --first-seed: must be an integer >= 0, got -2"),
+    ("train_arxiv.py", ["--jobs", "0"], "argument --jobs: must be an integer >= 1, got 0"),
+    ("train_arxiv.py", ["--only", "now-gat-tt", "--root", "{missing}", "--out", "{out}"],
+     "dataset root not found: {missing} (--root)"),
+    ("bench_scale.py", ["--nodes", "-5"], "argument --nodes: must be an integer >= 1, got -5"),
+    ("bench_coarsen.py", ["--nodes", "-5"], "argument --nodes: must be an integer >= 1, got -5"),
+    ("bench_partition.py", ["--nodes", "0"], "argument --nodes: must be an integer >= 1, got 0"),
 ])
 def test_benchmark_scripts_refuse_bad_input_in_one_line(tmp_path, script, args, message, run_main, monkeypatch):
     # each of these ended in a traceback (an UnboundLocalError for bench_ddp's --steps 0)
@@ -613,6 +638,12 @@ def test_propagation_benchmark_prints_both_ways(data_root, run_main, monkeypatch
     assert "C&S tuning not timed: 7 classes, under 24 columns" in out
     rows = [line.split() for line in out.splitlines() if line.strip().startswith(("one product", "C&S tuning"))]
     assert len(rows) == 1 and float(rows[0][-1]) > 0
+    assert re.search(r"CPU .+, CPU path \w+, 1 threads", out)  # the machine each figure was measured on
+    # under 24 columns both ways run torch's product: no ratio of two runs of the same code
+    code, out, err = run_main("benchmarks/bench_propagation.py", "--dataset", "cora", "--root", str(data_root),
+                              "--rounds", "1", "--products", "2", "--num-threads", "1")
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("one product")]
+    assert code == 0 and rows[0][-1] == "-", out
     code, _, err = run_main("benchmarks/bench_propagation.py", "--rounds", "0")
     assert code == 2 and "--rounds must be >= 1, got 0" in err
 

@@ -596,3 +596,11 @@ def test_a_from_full_run_stopped_in_its_full_tables_stage_names_that_stage_and_r
                                                 rf"predicted now: ttgnn predict {re.escape(str(out / FULL_TABLE_DIR))}$"):
         load_run(out, planted)
     assert load_run(out / FULL_TABLE_DIR, planted) is not None
+
+
+def test_a_best_model_path_that_is_a_folder_is_named_as_one(tmp_path):
+    # it said "best_model.pt not found: ... holds no finished epoch"
+    (tmp_path / "best_model.pt").mkdir()
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path / 'best_model.pt'))} is a folder, not a ttgnn "
+                                         r"best model or checkpoint$"):
+        load_run(tmp_path)

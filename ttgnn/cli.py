@@ -41,7 +41,7 @@ from .plan import DEFAULT_AVG_DEGREE, DEFAULT_CLASSES, OPTIMIZERS
 log = logging.getLogger(__name__)
 
 __all__ = ["main", "build_parser", "add_train_arguments", "config_from_args", "format_summary", "script_parser",
-           "start_script", "report_errors", "parse_count"]
+           "start_script", "report_errors", "parse_count", "int_at_least"]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -92,6 +92,20 @@ def parse_count(text: str) -> int:
         # (more than 100 digits would only be refused later, after int() wrote them all out)
         raise argparse.ArgumentTypeError(f"expected a whole number such as 169343 or 1e8, got {text!r}")
     return int(value)
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type`` for a count of at least ``minimum`` (``--seeds``, ``--jobs``, ``--nodes``):
+    ``parse_count``'s numbers, and a refusal naming the bound (``--seeds 0`` failed later, inside
+    the work, or did nothing and exited 0)."""
+    def count(text: str) -> int:
+        value = parse_count(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    count.__name__ = f"integer >= {minimum}"  # argparse names the type in "invalid <type> value"
+    return count
 
 
 def _rounds_or_auto(text: str) -> Optional[int]:

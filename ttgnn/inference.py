@@ -117,6 +117,8 @@ def load_run(folder: PathLike, dataset: Optional[NodeDataset] = None, *, root: O
     path = folder / BEST_MODEL_NAME
     if folder.is_file():  # the best model file itself, or a checkpoint.pt (its last epoch's weights)
         path, folder = folder, folder.parent
+    if path.is_dir():  # "not found" misled
+        raise ValueError(f"{path} is a folder, not a ttgnn best model or checkpoint")
     if not path.is_file():
         from .train import FULL_TABLE_DIR
 
@@ -195,6 +197,17 @@ def _check_finite_weights(weights, path: Path, chunk: int = 1 << 24) -> None:
                          "with lower learning rates")
 
 
+def check_exact_inference(run: FinishedRun) -> None:
+    """Raise ``ValueError`` when ``run`` evaluated on sampled neighbourhoods (``eval_fanouts``): exact
+    inference over every node, which its recorded accuracies do not come from, does not fit there."""
+    if run.config.eval_fanouts is not None:
+        raise ValueError(f"the run evaluated its split nodes on sampled neighbourhoods (eval_fanouts "
+                         f"{run.config.eval_fanouts}): exact predictions of all {run.dataset.num_nodes:,} nodes need "
+                         f"an ({run.dataset.num_nodes:,}, {run.dataset.num_classes}) table and full neighbourhoods, "
+                         "which ttgnn predict does not attempt (its learned table can still be written: "
+                         "write_embeddings, or ttgnn predict --embeddings without --output and --correct-smooth)")
+
+
 @torch.no_grad()
 def class_probabilities(run: FinishedRun) -> torch.Tensor:
     """``(N, C)`` class probabilities of every node, as the run evaluated them: the training labels
@@ -206,12 +219,7 @@ def class_probabilities(run: FinishedRun) -> torch.Tensor:
     """
     from .evaluation import all_logits
 
-    if run.config.eval_fanouts is not None:
-        raise ValueError(f"the run evaluated its split nodes on sampled neighbourhoods (eval_fanouts "
-                         f"{run.config.eval_fanouts}): exact predictions of all {run.dataset.num_nodes:,} nodes need "
-                         f"an ({run.dataset.num_nodes:,}, {run.dataset.num_classes}) table and full neighbourhoods, "
-                         "which ttgnn predict does not attempt (its learned table can still be written: "
-                         "write_embeddings, or ttgnn predict --embeddings without --output and --correct-smooth)")
+    check_exact_inference(run)
     logits = all_logits(run.model, run.graph, run.config.mode, run.config.eval_batch_size, run.dataset)
     return torch.softmax(logits.float(), dim=1)
 
