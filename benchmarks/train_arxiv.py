@@ -587,9 +587,6 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         unknown = [n for n in names.split(",") if n not in CONFIGS]
         if unknown:
             parser.error(f"--paired: unknown configuration(s) {', '.join(unknown)}")
-    if args.root is not None and not args.table_only and not Path(args.root).is_dir():
-        # each run failed on it, and the summary said that the same command would continue them
-        parser.error(f"dataset root not found: {args.root} (--root)")
     return args
 
 
@@ -601,6 +598,9 @@ def main(argv=None) -> int:
     if args.timing:
         timing(["sage", "gat"], args.timing_rounds, args.timing_steps, threads=args.num_threads)
         return 0
+    if args.root is not None and not args.table_only and not Path(args.root).is_dir():
+        # each run failed on it, and the summary said that the same command would continue them
+        raise FileNotFoundError(f"dataset root not found: {args.root} (--root)")
     out = Path(args.out)
     names = args.only or list(CONFIGS)
     counted = args.counted
