@@ -421,3 +421,21 @@ def test_a_shape_or_fanouts_given_as_an_array_is_named():
                                          r"\(\.tolist\(\) makes a list of an array\)$"):
         config.validate()
     TrainConfig(mode="minibatch", fanouts=(15, 10, 5), row_shape=[20, 20]).validate()
+
+
+def test_option_text_names_each_resume_setting_as_ttgnn_train_takes_it():
+    # a refused resume said "give hidden=128" to a user who types --hidden 128
+    from ttgnn.cli import build_parser
+    from ttgnn.config import option_text
+
+    assert option_text("hidden", 128) == "--hidden 128"
+    assert option_text("from_full", False) == "--no-from-full" and option_text("label_input", True) == "--label-input"
+    assert option_text("fanouts", [15, 10, 5]) == "--fanouts 15,10,5" and option_text("rank", None) == "--rank left out"
+    parser = build_parser()
+    config = TrainConfig(mode="minibatch")
+    for key in config.resume_keys():  # each is an option of ttgnn train, and the text gives back its value
+        value = getattr(config, key)
+        if value is None:
+            continue
+        args = parser.parse_args(["train", "--dataset", "cora", *option_text(key, value).split()])
+        assert getattr(args, key) == (list(value) if isinstance(value, tuple) else value), key

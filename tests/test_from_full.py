@@ -286,7 +286,7 @@ def test_a_resume_that_would_train_the_full_table_further_under_the_tt_stage_is_
     full_before = _full_metrics(out)
     message = (f"the TT stage of the run in {out} ({out / 'checkpoint.pt'}) started from its full table's run of "
                "epochs=3; this run has epochs=5, which would train another full table under the TT stage: give "
-               "epochs=3 to continue that run (finetune_epochs may grow), or another output folder")
+               "epochs=3 (--epochs 3) to continue that run (finetune_epochs may grow), or another output folder")
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         train(_config(out, resume=True, epochs=5), planted)
     assert _full_metrics(out) == full_before
@@ -303,7 +303,7 @@ def test_a_refused_tt_stage_resume_names_the_finetune_settings_a_user_gives(tmp_
     cosine = tmp_path / "cosine"
     train(_config(cosine, lr_schedule="cosine"), planted)
     with pytest.raises(ValueError, match=r"written with finetune_epochs=2, this run has finetune_epochs=4 .*give "
-                                         r"finetune_epochs=2 to continue"):
+                                         r"finetune_epochs=2 \(--finetune-epochs 2\) to continue"):
         train(_config(cosine, resume=True, lr_schedule="cosine", finetune_epochs=4), planted)
 
 

@@ -754,8 +754,8 @@ def test_restore_run_resumes_only_when_asked_and_says_when_there_is_nothing(tmp_
 def test_resuming_with_other_settings_names_the_checkpoint_and_both_values(tmp_path, planted):
     train(_config(tmp_path, epochs=1, correct_smooth=False), planted)
     message = (f"checkpoint {tmp_path / CHECKPOINT_NAME} was written with model='sage', "
-               f"this run has model='gat' (a default may have changed since): give model='sage' to continue that "
-               f"run, or another output folder")
+               f"this run has model='gat' (a default may have changed since): give model='sage' (--model sage) to "
+               f"continue that run, or another output folder")
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         train(_config(tmp_path, model="gat", epochs=2, resume=True), planted)
 

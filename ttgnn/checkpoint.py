@@ -30,7 +30,7 @@ from typing import Optional, Union
 
 import torch
 
-from .config import recorded_dataset
+from .config import option_text, recorded_dataset
 from .fileio import atomic_torch_save, atomic_write, fsync_dir
 
 __all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "JOB_NAME", "CHECKPOINT_VERSION",
@@ -224,7 +224,8 @@ def check_resumable(state: dict, settings: dict, keys, path: PathLike, absent: O
             if settings.get(key) is None else ""
         raise ValueError(f"checkpoint {path} was written with {name}={saved[key]!r}, "
                          f"this run has {name}={settings.get(key)!r}{decided} (a default may have changed since): "
-                         f"give {name}={saved[key]!r} to continue that run, or another output folder")
+                         f"give {name}={saved[key]!r} ({option_text(name, saved[key])}) to continue that run, or "
+                         "another output folder")
     for key in ("epoch", "optimizer", "metrics"):
         if key not in state:
             raise ValueError(f"corrupted checkpoint {path}: no {key!r} entry")

@@ -478,6 +478,20 @@ def recorded_dataset(dataset: Union[str, os.PathLike]) -> Union[str, os.PathLike
     return os.path.abspath(dataset) if is_dataset_path(dataset) else dataset
 
 
+def option_text(name: str, value) -> str:
+    """How ``ttgnn train`` is given setting ``name`` = ``value`` (``"--hidden 128"``, ``"--no-from-full"``,
+    ``"--fanouts 15,10,5"``; ``None``, left to the run: the option left out), for messages that name a
+    setting to a user who may type options rather than Python."""
+    flag = "--" + name.replace("_", "-")
+    if value is None:
+        return f"{flag} left out"
+    if isinstance(value, bool):
+        return flag if value else "--no-" + flag[2:]
+    if isinstance(value, (list, tuple)):
+        return f"{flag} {','.join(str(v) for v in value)}"
+    return f"{flag} {value}"
+
+
 def check_int(name: str, value, minimum: int) -> None:
     """Raise ``ValueError`` unless ``value`` is an int (not a bool) ``>= minimum``, naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
