@@ -210,3 +210,16 @@ def test_wheel_installs_into_a_fresh_venv_with_the_pinned_torch_and_runs(dists, 
     assert "55, 55, 56" in info.stdout  # the factored row shape of ogbn-arxiv
     status = _run([python, "-m", "ttgnn.build_kernels"], cwd=tmp_path, env=env)
     assert "kernels: cache" in status.stdout and "devices: cpu" in status.stdout
+
+
+def test_a_clones_ttgnn_folder_imported_without_its_partition_package_names_the_cause(tmp_path):
+    # `python -m ttgnn` in a clone after a non-editable install imported the clone's ttgnn/ and ended in
+    # "ModuleNotFoundError: No module named 'ttgnn.partition'" deep in the command line's imports
+    (tmp_path / "ttgnn").symlink_to(ROOT / "ttgnn")
+    child = subprocess.run([sys.executable, "-S", "-c", "import ttgnn"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)  # -S: no site-packages, so no install maps ttgnn.partition
+    assert child.returncode == 1
+    assert child.stderr.strip().splitlines()[-1] == (
+        f"ImportError: ttgnn was imported from the source folder {tmp_path / 'ttgnn'} without its ttgnn.partition "
+        "package (the clone's partition/, which an install maps): run outside the clone, or install the clone "
+        "itself with: pip install --no-build-isolation -e .")

@@ -5,6 +5,21 @@ import os as _os
 # first import; without it DGL guesses and writes ~/.dgl/config.json.
 _os.environ.setdefault("DGLBACKEND", "pytorch")
 
+
+def _check_installed() -> None:
+    # `python -m ttgnn` in a clone after a non-editable `pip install .` imports the clone's ttgnn/, which
+    # lacks ttgnn.partition (the clone's top-level partition/, mapped by the install): name the cause
+    # here instead of a ModuleNotFoundError deep in the command line's imports
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__name__}.partition") is None:
+        raise ImportError(f"ttgnn was imported from the source folder {_os.path.dirname(__file__)} without its "
+                          "ttgnn.partition package (the clone's partition/, which an install maps): run outside the "
+                          "clone, or install the clone itself with: pip install --no-build-isolation -e .")
+
+
+_check_installed()
+
 __version__ = "0.1.0"
 
 __all__ = ["TTNodeEmbedding", "TTShape", "__version__"]
