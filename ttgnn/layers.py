@@ -69,16 +69,21 @@ class SparseGraph:
             pointers ``(num_src + 1,)``, destinations ``(E,)`` and the edge ids ``(E,)`` in that
             order.
         mean_weight (Tensor): ``(E,)`` float32, ``1 / in-degree`` of each edge's destination.
+        edge_ids (LongTensor or None): ``(E,)`` each edge's id in the DGL graph it was built from
+            (:meth:`from_dgl`, whose edges DGL numbers in another order), else ``None``; edge
+            dropout draws by these ids, so both GNN backends leave out the same edges.
 
     Raises:
         ValueError: inconsistent shapes, or indices out of range.
     """
 
-    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, num_src: int, *, _derived: Optional[dict] = None):
+    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, num_src: int, *, _derived: Optional[dict] = None,
+                 edge_ids: Optional[torch.Tensor] = None):
         self.indptr = indptr
         self.indices = indices
         self.num_src = int(num_src)
         self.num_dst = int(indptr.numel()) - 1
+        self.edge_ids = edge_ids
         if _derived is not None:  # a copy (to / pin_memory): everything already computed
             for key, value in _derived.items():
                 setattr(self, key, value)
@@ -118,9 +123,9 @@ class SparseGraph:
             raise ValueError(f"expected a graph with one edge type, got {graph.canonical_etypes}")
         if graph.device.type != "cpu":
             graph = graph.to("cpu")
-        indptr, indices, _ = graph.adj_tensors("csc")
+        indptr, indices, edge_ids = graph.adj_tensors("csc")
         num_src = graph.num_src_nodes() if graph.is_block else graph.num_nodes()
-        return cls(indptr.long(), indices.long(), num_src)
+        return cls(indptr.long(), indices.long(), num_src, edge_ids=edge_ids.long())
 
     @property
     def num_edges(self) -> int:
@@ -133,7 +138,8 @@ class SparseGraph:
     def _map(self, fn) -> "SparseGraph":
         tensors = {key: fn(getattr(self, key)) for key in _INDEX_FIELDS}
         indptr, indices = tensors.pop("indptr"), tensors.pop("indices")
-        return SparseGraph(indptr, indices, self.num_src, _derived=tensors)
+        return SparseGraph(indptr, indices, self.num_src, _derived=tensors,
+                           edge_ids=None if self.edge_ids is None else fn(self.edge_ids))
 
     def to(self, device, non_blocking: bool = False) -> "SparseGraph":
         """A copy on ``device`` (``self`` when already there); ``non_blocking`` from pinned memory."""
@@ -147,7 +153,8 @@ class SparseGraph:
         return self._map(lambda t: t.pin_memory())
 
     def is_pinned(self) -> bool:
-        return all(getattr(self, key).is_pinned() for key in _INDEX_FIELDS)
+        return all(getattr(self, key).is_pinned() for key in _INDEX_FIELDS) and (
+            self.edge_ids is None or self.edge_ids.is_pinned())
 
     def in_degrees(self) -> torch.Tensor:
         """``(num_dst,)`` in-degree of each destination."""
@@ -173,7 +180,8 @@ class SparseGraph:
         degree = (indptr[1:] - indptr[:-1]).clamp(min=1).to(torch.float32)
         derived = dict(dst=dst, t_indptr=kept_before_t[self.t_indptr], t_indices=self.t_indices[keep_t],
                        t_perm=kept_before[self.t_perm[keep_t]], mean_weight=(1.0 / degree)[dst])
-        return SparseGraph(indptr, self.indices[keep], self.num_src, _derived=derived)
+        return SparseGraph(indptr, self.indices[keep], self.num_src, _derived=derived,
+                           edge_ids=None if self.edge_ids is None else self.edge_ids[keep])
 
     def mean_weight_in(self, dtype: torch.dtype) -> torch.Tensor:
         """:attr:`mean_weight` in ``dtype``: the stored float32 one, else ``1 / in-degree`` computed in

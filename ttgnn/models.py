@@ -408,8 +408,10 @@ def drop_edges(graph, p: float):
     ``p`` of its edges, each left out with probability ``p`` (torch's global generator, on the
     graph's device); the nodes stay the same."""
     num_edges = graph.num_edges if isinstance(graph, SparseGraph) else graph.num_edges()
-    keep = torch.rand(num_edges, device=graph.device) >= p
+    keep = torch.rand(num_edges, device=graph.device) >= p  # one draw per edge, by its DGL edge id
     if isinstance(graph, SparseGraph):
+        if graph.edge_ids is not None:  # stored by destination: each edge takes the draw of its id, as DGL's
+            keep = keep[graph.edge_ids.to(keep.device)]
         return graph.edge_subgraph(keep)
     return dgl.edge_subgraph(graph, keep.nonzero().squeeze(1).to(graph.idtype), relabel_nodes=False,
                              store_ids=False)
