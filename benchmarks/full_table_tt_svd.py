@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ttgnn.cli import build_parser, config_from_args, int_at_least, report_errors
+from ttgnn.cli import build_parser, config_from_args, explicit_options, int_at_least, report_errors
 from ttgnn.data import load_dataset
 from ttgnn.embedding import TTNodeEmbedding
 from ttgnn.evaluation import evaluate
@@ -59,10 +59,10 @@ def main() -> int:
     parser.add_argument("--num-threads", type=int, default=1)
     parser.add_argument("train_args", nargs="*", help="after --: flags of `ttgnn train`")
     args = parser.parse_args()
-    given = [flag for flag in args.train_args if flag.split("=")[0] in ("--embedding", "--from-full")]
+    given = explicit_options(build_parser(), ["train", *args.train_args]) & {"embedding", "from_full"}
     if given:  # --embedding tt failed with a traceback (a TT table has no .weight to replace)
-        parser.error(f"{given[0].split('=')[0]}: this script trains the full table itself (and compresses it "
-                     "afterwards); leave it out")
+        parser.error(f"--{sorted(given)[0].replace('_', '-')}: this script trains the full table itself (and "
+                     "compresses it afterwards); leave it out")
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     dataset = load_dataset(args.dataset, root=args.root)
     results = [one_seed(args, dataset, seed) for seed in range(args.seeds)]

@@ -599,7 +599,7 @@ def test_arxiv_subgraphs_trains_both_tables_and_reuses_only_runs_with_the_comman
     ("smooth_finished_runs.py", ["{out}"], "No such file or directory: {out}/metrics.json"),
     # counts below their bound failed inside the work ("list index out of range"), or did nothing and exited 0
     ("full_table_tt_svd.py", ["--seeds", "0"], "argument --seeds: must be an integer >= 1, got 0"),
-    ("full_table_tt_svd.py", ["--", "--embedding", "tt"],  # a traceback: a TT table has no .weight
+    ("full_table_tt_svd.py", ["--", "--embed", "tt"],  # a traceback: a TT table has no .weight
      "--embedding: this script trains the full table itself (and compresses it afterwards); leave it out"),
     ("small_graph_probes.py", ["--seeds", "-1"], "argument --seeds: must be an integer >= 1, got -1"),
     ("small_graphs_from_full.py", ["--seeds", "0", "--out", "{out}"], "argument --seeds: must be an integer >= 1, got 0"),

@@ -121,7 +121,20 @@ def test_a_checkpoint_damaged_after_it_was_written_is_refused_not_loaded(tmp_pat
     path.write_bytes(bytes(data))
     assert not torch.equal(torch.load(path, weights_only=True)["model"]["w"], weights)  # torch reads it as it is
     with pytest.raises(ValueError, match=rf"^corrupted checkpoint {re.escape(str(path))}: record "
-                                         rf"{re.escape(record.filename)} fails its CRC-32 check"):
+                                         rf"{re.escape(record.filename)} is damaged \(its CRC-32"):
+        load_checkpoint(path)
+    # a deflated record whose data is damaged: zlib's error, not a traceback
+    import os
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("archive/data.pkl", os.urandom(10) * 1000)
+        record = archive.infolist()[0]
+    data = bytearray(path.read_bytes())
+    start = record.header_offset + 30 + len(record.filename.encode()) + len(record.extra)
+    data[start + 5:start + 40] = bytes(35)
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=rf"^corrupted checkpoint {re.escape(str(path))}: a record cannot be read "
+                                         r"\(error: Error -3 while decompressing data"):
         load_checkpoint(path)
 
 

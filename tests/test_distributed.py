@@ -339,7 +339,7 @@ def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, set
     With ``nan_step``, the loss of that step (counted from 1) is NaN on ``nan_ranks``, not on the others;
     ``rank_settings`` maps a rank to settings of its own (``graph_seed``: the planted graph's seed, 0)."""
     settings = {**settings, **(rank_settings or {}).get(rank, {})}
-    graph_seed = settings.pop("graph_seed", 0)
+    graph_seed = settings.pop("graph_seed", 0)  # None: no graph given, the run loads config.dataset
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world_size))
     import ttgnn.train as ttgnn_train
@@ -361,7 +361,7 @@ def _planted_run_worker(rank: int, world_size: int, port: int, out_dir: str, set
     try:
         config = TrainConfig(dataset="planted-100", dim=8, rank=2, hidden=8, num_layers=2, order="identity",
                              label_input=False, progress=False, **settings)
-        train(config, planted_partition(100, num_classes=2, seed=graph_seed))
+        train(config, None if graph_seed is None else planted_partition(100, num_classes=2, seed=graph_seed))
         outcome = "trained"
     except TrainingDiverged as err:
         outcome = f"diverged in epoch {err.epoch}: {str(err).rsplit('; ', 1)[-1]}"
@@ -402,11 +402,22 @@ def test_processes_that_read_other_data_stop_together_naming_it(tmp_path):
     settings = dict(epochs=1, mode="full")
     run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, 64, 0, (1,), {1: dict(graph_seed=1)}))
     outcomes = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
-    assert outcomes[0] == ("ValueError: 1 of 2 processes of the job read other data than rank 0 (their errors say "
-                           "so); every process must read the same dataset")
+    assert outcomes[0] == ("ValueError: 1 of 2 processes of the job could not load the dataset or read other data "
+                           "than rank 0 (their errors say which); every process must read the same dataset")
     assert re.fullmatch(r"ValueError: this process read other data than rank 0 of the job \(dataset fingerprint "
                         r"[0-9a-f]{24}, rank 0: [0-9a-f]{24}\): every process must read the same dataset; copy rank "
                         r"0's dataset folder to this machine again", outcomes[1]), outcomes[1]
+
+
+def test_a_process_that_cannot_load_the_dataset_stops_the_job_with_it(tmp_path):
+    # it raised alone, and the others waited for it at a collective until --dist-timeout
+    settings = dict(epochs=1, mode="full", root=str(tmp_path))
+    run_spawned(_planted_run_worker, 2, (free_port(), str(tmp_path), settings, 64, 0, (1,), {1: dict(graph_seed=None)}))
+    outcomes = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    assert outcomes[0] == ("ValueError: 1 of 2 processes of the job could not load the dataset or read other data "
+                           "than rank 0 (their errors say which); every process must read the same dataset")
+    assert outcomes[1].startswith(f"ValueError: this process could not load the dataset: dataset folder not found: "
+                                  f"{tmp_path / 'planted-100'}"), outcomes[1]
 
 
 @pytest.mark.parametrize("mode, check_steps", [("full", 64), ("minibatch", 64), ("minibatch", 3)])

@@ -520,6 +520,10 @@ def test_a_convolution_bias_before_batch_norm_stays_where_it_started(small_graph
     assert len(held) == 2 and not moved & held
     assert {name for name in before if name.startswith("gnn.convs.2.") and name.endswith("bias")} <= moved
     assert {name for name in before if name.endswith("weight")} <= moved  # everything else trains
+    import copy
+
+    copied = dict(copy.deepcopy(net).named_parameters())  # a copy (evaluation, averaging) keeps the rule
+    assert {name for name, p in copied.items() if not p.requires_grad} == held
 
 
 @pytest.mark.parametrize("model", ["sage", "gat"])

@@ -86,15 +86,21 @@ def _check_zip_checksums(path: Path) -> None:
     written (a flipped bit, a bad disk) loaded as weights no run ever had. An archive too damaged
     to open is left to :func:`torch.load`, whose error names it."""
     import zipfile
+    import zlib
 
     try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError):  # the reader's error says more
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError):  # torch.load's error says more
         return
+    with archive:
+        try:
+            bad = archive.testzip()  # the first record that fails its CRC-32 or cannot be read, else None
+        except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError, zlib.error) as err:
+            raise ValueError(f"corrupted checkpoint {path}: a record cannot be read ({type(err).__name__}: "
+                             f"{_gist(err)})") from None
     if bad is not None:
-        raise ValueError(f"corrupted checkpoint {path}: record {bad} fails its CRC-32 check (the file changed "
-                         "after it was written)")
+        raise ValueError(f"corrupted checkpoint {path}: record {bad} is damaged (its CRC-32 or its header fails "
+                         "the check; the file changed after it was written)")
 
 
 def load_checkpoint(path: PathLike) -> dict:

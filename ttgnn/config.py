@@ -431,8 +431,8 @@ class TrainConfig:
             raise ValueError(f"fanouts must be a list of integers >= 1, one per layer, got {self.fanouts!r}")
         if self.mode == "minibatch" and len(self.fanouts) != self.num_layers:
             raise ValueError(f"need one fan-out per layer: {self.num_layers} layers, fanouts {self.fanouts}; give "
-                             f"num_layers={len(self.fanouts)} (--num-layers {len(self.fanouts)}) or {self.num_layers} "
-                             "fan-outs")
+                             f"num_layers={len(self.fanouts)} ({option_text('num_layers', len(self.fanouts))}) or "
+                             f"{self.num_layers} fan-outs")
         if self.eval_fanouts is not None:
             check_eval_fanouts(self.eval_fanouts, self.mode, self.num_layers)
             check_label_inputs_with_sampled_eval(self.label_reuse, self.eval_fanouts, self.label_spread or 0)

@@ -279,11 +279,12 @@ class GNN(nn.Module):
             # Batch norm takes each channel's batch mean away, so the bias of the convolution before it has a
             # true gradient of 0; the computed one is rounding residue (~1e-8), which Adam, normalising by its
             # own size, turned into steps of about the learning rate: the bias drifted (0.17 after 40 epochs on
-            # Cora) and the eval-mode outputs, which use the running mean, moved with the summation order.
+            # Cora) and the eval-mode outputs, which use the running mean, moved with the summation order. It
+            # stays a parameter (checkpoints keep their layout) that takes no gradient (copies keep that too).
             for conv in self.convs[:-1]:
                 for name, param in conv.named_parameters():
                     if name.rsplit(".", 1)[-1] == "bias":
-                        param.register_hook(torch.zeros_like)
+                        param.requires_grad_(False)
         self.residual = residual
         self.dropout = Dropout(dropout)
         self.input_dropout = Dropout(input_dropout)

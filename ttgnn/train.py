@@ -51,7 +51,8 @@ from .choices import LR_SCHEDULES, ORDERS, check_choice
 from .config import (AUTO_MIN_COMPRESSION, AUTO_RANK, AUTO_SPECTRAL_MAX_NODES,
                      LABEL_INPUT_MIN_TRAIN_FRACTION, SAMPLED_EVAL_MIN_NODES, TrainConfig, auto_rank,
                      check_label_inputs_with_sampled_eval, eval_fanouts_for, few_labels, from_full_for, init_for,
-                     label_input_for, label_reuse_for, label_spread_for, loss_for, model_for, preferred_rank)
+                     label_input_for, label_reuse_for, label_spread_for, loss_for, model_for, option_text,
+                     preferred_rank)
 from .data import NodeDataset, dataset_folder, default_cache_dir, load_dataset
 from .batches import device_batches
 from .evaluation import (Accuracy, all_logits, correct_and_smooth_metrics, evaluate, evaluate_sampled,
@@ -971,39 +972,53 @@ def _job_settings(config: TrainConfig) -> dict:
     return settings
 
 
+def _stop_together(problem: Optional[str], others: str, world_size: int) -> None:
+    """Raise a ``ValueError`` on every process of the job when any has a ``problem``: its own message where it
+    has one, else ``others`` (formatted with ``count`` and ``world_size``). Every process must call it at the
+    same point: it all-reduces one count (a process raising alone left the others waiting at a collective)."""
+    count = int(tdist.all_reduce_sums({"differ": float(problem is not None)})["differ"])
+    if problem is not None:
+        raise ValueError(problem)
+    if count:
+        raise ValueError(others.format(count=count, world_size=world_size))
+
+
 def _check_same_settings(main: dict, config: TrainConfig, world_size: int) -> None:
     """Raise the same ``ValueError`` on every process when any was started with other settings than rank
     0's (``main``): each process would train another model, and the job's collectives would stop matching
     (another ``--epochs`` waited for ``--dist-timeout``, another ``--lr`` left the replicas apart)."""
     mine = _job_settings(config)
     differ = differing_settings(main, mine, main)
-    count = int(tdist.all_reduce_sums({"differ": float(bool(differ))})["differ"])
-    if not count:
-        return
-    if differ:
-        named = ", ".join(f"{key}={mine.get(key)!r} (rank 0: {main[key]!r})" for key in differ[:4])
-        raise ValueError(f"this process was started with other settings than rank 0 of the job: {named}; start "
-                         "every process of the job with the same options")
-    raise ValueError(f"{count} of {world_size} processes of the job were started with other settings than rank 0 "
-                     "(their errors name them); start every process of the job with the same options")
+    named = ", ".join(f"{key}={mine.get(key)!r} (rank 0: {main[key]!r})" for key in differ[:4])
+    _stop_together(f"this process was started with other settings than rank 0 of the job: {named}; start every "
+                   "process of the job with the same options" if differ else None,
+                   "{count} of {world_size} processes of the job were started with other settings than rank 0 (their "
+                   "errors name them); start every process of the job with the same options", world_size)
 
 
-def _check_same_data(run: RunState, world_size: int) -> None:
-    """Raise the same ``ValueError`` on every process of a job of several when any read other data than
-    rank 0 (another :meth:`~ttgnn.data.NodeDataset.fingerprint`; each process may read its own copy of
-    the dataset folder). Before this check a stale copy trained silently on mixed data, or the settings
-    each process works out from its graph (label input, the TT rank) differed and the job died in DDP's
-    constructor or a collective (SIGABRT)."""
-    mine = run.metrics["dataset_fingerprint"]
-    main = tdist.broadcast_object(mine if run.is_main else None)
-    count = int(tdist.all_reduce_sums({"differ": float(mine != main)})["differ"])
-    if mine != main:
-        raise ValueError(f"this process read other data than rank 0 of the job (dataset fingerprint {mine}, rank 0: "
-                         f"{main}): every process must read the same dataset; copy rank 0's dataset folder to this "
-                         "machine again")
-    if count:
-        raise ValueError(f"{count} of {world_size} processes of the job read other data than rank 0 (their errors "
-                         "say so); every process must read the same dataset")
+def _load_same_data(config: TrainConfig, dataset: Optional[NodeDataset], is_main: bool, world_size: int) -> NodeDataset:
+    """The dataset of a job of several processes, loaded on each (``dataset`` when given) and compared with
+    rank 0's by :meth:`~ttgnn.data.NodeDataset.fingerprint` before anything is worked out from it; every
+    process raises a ``ValueError`` when any could not load it or read other data (each may read its own
+    copy of the folder: a stale one trained silently on mixed data, or the settings worked out from it
+    differed and the job died in DDP's constructor or a collective)."""
+    mine, problem = None, None
+    try:
+        if dataset is None:
+            dataset = load_dataset(config.dataset, config.root, config.cache_dir)
+        if not isinstance(dataset, NodeDataset):
+            raise TypeError(f"dataset must be a NodeDataset (ttgnn.data.load_dataset loads one), got "
+                            f"{type(dataset).__name__}")
+        mine = dataset.fingerprint()
+    except (ValueError, TypeError, OSError) as err:  # the others must not wait for this process at a collective
+        problem = f"this process could not load the dataset: {err}"
+    main = tdist.broadcast_object(mine if is_main else None)
+    if problem is None and main is not None and mine != main:
+        problem = (f"this process read other data than rank 0 of the job (dataset fingerprint {mine}, rank 0: {main}): "
+                   "every process must read the same dataset; copy rank 0's dataset folder to this machine again")
+    _stop_together(problem, "{count} of {world_size} processes of the job could not load the dataset or read other "
+                   "data than rank 0 (their errors say which); every process must read the same dataset", world_size)
+    return dataset
 
 
 def _claim_run_folder(config: TrainConfig, is_main: bool, world_size: int,
@@ -1077,6 +1092,8 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
         try:
             # an --overwrite deletes the folder's old run only once the new one has been set up (below)
             folder, config = _claim_run_folder(config, process_rank == 0, world_size, stack)
+            if world_size > 1:  # before anything is worked out from the data
+                dataset = _load_same_data(config, dataset, process_rank == 0, world_size)
             if config.from_full is not False and dataset is None:  # the rule and the full table's run need it
                 dataset = load_dataset(config.dataset, config.root, config.cache_dir)
             if config.from_full is None:  # decided by the graph (and fixed for the run and its resume check)
@@ -1106,8 +1123,6 @@ def train(config: TrainConfig, dataset: Optional[NodeDataset] = None, process_ra
                 teacher = _train_full_table(config, dataset, device, replacing=folder)
                 config = finetune
             run = setup_run(config, dataset, process_rank, world_size, device)
-            if world_size > 1:
-                _check_same_data(run, world_size)
             if folder is not None:
                 if teacher is None:  # the run it overwrites may have been a from_full one: its first stage goes too
                     _replace_stale_stage(folder, Path(config.output_dir) / FULL_TABLE_DIR)
@@ -1231,14 +1246,17 @@ def _from_full_as_recorded(config: TrainConfig) -> TrainConfig:
     for a ``from_full`` the user never set. Unchanged without ``resume`` or without a run to read."""
     if not (config.resume and config.output_dir and config.embedding == "tt"):
         return config
+    import json
+
     out = Path(config.output_dir)
     recorded = None
-    try:
-        recorded = load_checkpoint(out / CHECKPOINT_NAME).get("settings", {}).get("from_full")
-    except FileNotFoundError:  # no TT run yet: a from_full run may have its full table's stage under way
-        recorded = True if (out / FULL_TABLE_DIR / CHECKPOINT_NAME).is_file() else None
-    except ValueError:  # a damaged checkpoint: the resume itself names it
-        return config
+    if (out / CHECKPOINT_NAME).is_file():
+        try:  # the settings its metrics.json records with the checkpoint: the checkpoint is read once, later
+            recorded = json.loads((out / METRICS_NAME).read_text()).get("settings", {}).get("from_full")
+        except (OSError, ValueError, AttributeError):  # no or a damaged record: the resume's own checks say more
+            return config
+    elif (out / FULL_TABLE_DIR / CHECKPOINT_NAME).is_file():  # no TT run yet: the full table's stage is under way
+        recorded = True
     if not isinstance(recorded, bool):
         return config
     log.info("resuming the run in %s with from_full=%s, as it was started", out, recorded)
@@ -1293,7 +1311,7 @@ def _check_full_table_epochs(config: TrainConfig, checkpoint: Path) -> None:
     if isinstance(had, int) and had != config.epochs:
         raise ValueError(f"the TT stage of the run in {config.output_dir} ({checkpoint}) started from its full "
                          f"table's run of epochs={had}; this run has epochs={config.epochs}, which would train "
-                         f"another full table under the TT stage: give epochs={had} (--epochs {had}) to continue that "
+                         f"another full table under the TT stage: give epochs={had} ({option_text('epochs', had)}) to continue that "
                          "run (finetune_epochs may grow), or another output folder")
 
 
