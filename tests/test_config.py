@@ -53,9 +53,9 @@ from ttgnn.partition import METHODS
     # before: an empty name read the root itself as a dataset folder; truthy strings passed as True
     (dict(dataset=""), "dataset must be a dataset name or a folder path, got ''"),
     (dict(dataset=None), "dataset must be a dataset name or a folder path, got None"),
-    (dict(output_dir=5), "output_dir must be a folder path or None, got 5"),
+    (dict(output_dir=5), r"output_dir \(--output-dir\) must be a folder path or None, got 5"),
     (dict(mode="minibatch", fanouts=None), "fanouts must be a list of integers >= 1, one per layer, got None"),
-    (dict(root=" "), "root must be a folder path or None, got ' '"),
+    (dict(root=" "), r"root \(--root\) must be a folder path or None, got ' '"),
     (dict(progress="no"), "progress must be True or False, got 'no'"),
     (dict(correct_smooth=1), "correct_smooth must be True or False, got 1"),
     (dict(label_input="yes"), r"label_input must be True, False or None \(decided by the graph\), got 'yes'"),
@@ -331,10 +331,10 @@ def test_the_shape_given_changes_the_rank():
     (dict(weight_average=-1), "weight_average must be an integer >= 0, got -1"),
     (dict(label_rate=1.0), "label_rate must be a finite number in (0, 1), got 1.0"),
     (dict(label_spread=2, label_input=False), "label_spread=2 spreads the label input over the graph: it needs "
-                                              "label input, which is off (label_input=False)"),
+                                              "label input, which is off (label_input=False, --no-label-input)"),
     (dict(label_reuse=2, label_input=False), "label_reuse=2 feeds predictions back as label input: it needs "
-                                             "label input, which is off (label_input=False)"),
-    (dict(resume=True), "resume needs output_dir"),
+                                             "label input, which is off (label_input=False, --no-label-input)"),
+    (dict(resume=True), "resume (--resume) needs output_dir (--output-dir), the folder of the run to continue"),
     (dict(resume=True, overwrite=True, output_dir="x"),
      "resume and overwrite exclude each other: continue the run in output_dir, or replace it"),
     (dict(mode="full", eval_fanouts=[5, 5, 5]), "eval_fanouts (sampled evaluation) needs mode='minibatch'; "

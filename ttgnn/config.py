@@ -359,7 +359,7 @@ class TrainConfig:
         for key in ("root", "cache_dir", "output_dir"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
-                raise ValueError(f"{key} must be a folder path or None, got {value!r}")
+                raise ValueError(f"{key} (--{key.replace('_', '-')}) must be a folder path or None, got {value!r}")
         for key in ("residual", "correct_smooth", "resume", "overwrite", "progress"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"{key} must be True or False, got {getattr(self, key)!r}")
@@ -390,12 +390,12 @@ class TrainConfig:
             check_int("label_reuse", self.label_reuse, 0)
         if self.label_reuse and self.label_input is False:
             raise ValueError(f"label_reuse={self.label_reuse} feeds predictions back as label input: it needs "
-                             "label input, which is off (label_input=False)")
+                             "label input, which is off (label_input=False, --no-label-input)")
         if self.label_spread is not None:
             check_int("label_spread", self.label_spread, 0)
         if self.label_spread and self.label_input is False:
             raise ValueError(f"label_spread={self.label_spread} spreads the label input over the graph: it needs "
-                             "label input, which is off (label_input=False)")
+                             "label input, which is off (label_input=False, --no-label-input)")
         check_int("finetune_epochs", self.finetune_epochs, 1)
         check_int("weight_average", self.weight_average, 0)
         if self.from_full and self.embedding not in ("tt", "full"):
@@ -453,7 +453,7 @@ class TrainConfig:
         if self.max_params is not None:
             check_int("max_params", self.max_params, 1)
         if self.resume and not self.output_dir:
-            raise ValueError("resume needs output_dir")
+            raise ValueError("resume (--resume) needs output_dir (--output-dir), the folder of the run to continue")
         if self.resume and self.overwrite:
             raise ValueError("resume and overwrite exclude each other: continue the run in output_dir, or replace it")
 
