@@ -31,7 +31,7 @@ from typing import Optional, Union
 import torch
 
 from .config import option_text, recorded_dataset
-from .fileio import atomic_torch_save, atomic_write, fsync_dir
+from .fileio import atomic_torch_save, atomic_write, fsync_dir, remove_abandoned_temporaries
 
 __all__ = ["CHECKPOINT_NAME", "BEST_MODEL_NAME", "METRICS_NAME", "LOCK_NAME", "JOB_NAME", "CHECKPOINT_VERSION",
            "load_checkpoint", "save_checkpoint", "save_best_model", "check_resumable", "differing_settings",
@@ -394,11 +394,7 @@ class RunFolder:
         """Delete the temporaries of run files that a process killed mid-write left (``.checkpoint.pt.*.tmp``,
         see :func:`~ttgnn.fileio.atomic_write`): the lock is held, so no writer of this folder is alive."""
         for name in (*RUN_FILES, JOB_NAME):
-            for stale in self.path.glob(f".{name}.*.tmp"):
-                try:
-                    stale.unlink()
-                except OSError:  # not ours to remove after all: it stays
-                    continue
+            for stale in remove_abandoned_temporaries(self.path / name, max_age=0):
                 log.info("removed %s, left by a run killed while writing %s", stale, name)
 
     def _recorded_job(self) -> Optional[str]:

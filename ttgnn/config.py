@@ -359,7 +359,7 @@ class TrainConfig:
         for key in ("root", "cache_dir", "output_dir"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
-                raise ValueError(f"{key} (--{key.replace('_', '-')}) must be a folder path or None, got {value!r}")
+                raise ValueError(f"{key} ({option_name(key)}) must be a folder path or None, got {value!r}")
         for key in ("residual", "correct_smooth", "resume", "overwrite", "progress"):
             if not isinstance(getattr(self, key), bool):
                 raise ValueError(f"{key} must be True or False, got {getattr(self, key)!r}")
@@ -478,11 +478,16 @@ def recorded_dataset(dataset: Union[str, os.PathLike]) -> Union[str, os.PathLike
     return os.path.abspath(dataset) if is_dataset_path(dataset) else dataset
 
 
+def option_name(name: str) -> str:
+    """The ``ttgnn train`` option of setting ``name`` (``"output_dir"``: ``"--output-dir"``)."""
+    return "--" + name.replace("_", "-")
+
+
 def option_text(name: str, value) -> str:
     """How ``ttgnn train`` is given setting ``name`` = ``value`` (``"--hidden 128"``, ``"--no-from-full"``,
     ``"--fanouts 15,10,5"``; ``None``, left to the run: the option left out), for messages that name a
     setting to a user who may type options rather than Python."""
-    flag = "--" + name.replace("_", "-")
+    flag = option_name(name)
     if value is None:
         return f"{flag} left out"
     if isinstance(value, bool):

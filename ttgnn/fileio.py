@@ -163,10 +163,11 @@ def remove_abandoned_temporaries(path: PathLike, max_age: float = ABANDONED_AFTE
 
     Args:
         path (str or PathLike): the target file (not the temporary).
-        max_age (float): seconds since a temporary's last change. (default: :data:`ABANDONED_AFTER_S`)
+        max_age (float): seconds since a temporary's last change; ``0`` removes every one (a caller
+            holding the lock that all writers of ``path`` take). (default: :data:`ABANDONED_AFTER_S`)
 
     Returns:
-        The removed files, as :class:`~pathlib.Path`.
+        The removed files, as :class:`~pathlib.Path` (the caller logs them).
     """
     import time
 
@@ -181,12 +182,11 @@ def remove_abandoned_temporaries(path: PathLike, max_age: float = ABANDONED_AFTE
         candidate = path.parent / name
         try:
             info = candidate.lstat()
-            if not candidate.is_file() or candidate.is_symlink() or now - info.st_mtime < max_age:
+            if not candidate.is_file() or candidate.is_symlink() or (max_age and now - info.st_mtime < max_age):
                 continue
             candidate.unlink()
-        except OSError:
+        except OSError:  # not ours to remove after all: it stays
             continue
-        log.info("removed %s, a temporary file left by a writer that was stopped", candidate)
         removed.append(candidate)
     return removed
 
@@ -245,7 +245,8 @@ def write_cache_file(path: PathLike, write: Callable[[IO[bytes]], None], what: s
     Returns:
         Whether the file was written.
     """
-    remove_abandoned_temporaries(os.path.realpath(path))  # a link's temporaries lie beside its target
+    for stale in remove_abandoned_temporaries(os.path.realpath(path)):  # a link's lie beside its target
+        log.info("removed %s, a temporary file left by a writer that was stopped", stale)
     try:
         atomic_write(path, write)
     except (OSError, ValueError) as err:  # ValueError: the path is a device or a link to one (/dev/null)

@@ -132,6 +132,14 @@ def spread_labels(adjacency: torch.Tensor, labels: torch.Tensor, num_classes: in
     return spread
 
 
+def _check_node_ids(name: str, count: str, ids: torch.Tensor, num_nodes: int) -> None:
+    """``ValueError`` unless ``ids`` is a ``(count,)`` tensor of integer node ids in ``[0, num_nodes)``."""
+    if ids.dim() != 1 or ids.is_floating_point() or ids.dtype == torch.bool:
+        raise ValueError(f"{name} must be ({count},) node ids, got shape {tuple(ids.shape)} ({ids.dtype})")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
+        raise ValueError(f"{name} must lie in [0, {num_nodes}), got [{int(ids.min())}, {int(ids.max())}]")
+
+
 def _check_inputs(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: torch.Tensor,
                   train_labels: torch.Tensor) -> None:
     """Raise ``ValueError`` unless the scores, graph and known labels of Correct and Smooth fit together."""
@@ -144,14 +152,10 @@ def _check_inputs(probs: torch.Tensor, adjacency: torch.Tensor, train_idx: torch
     if not torch.isfinite(probs).all():
         raise ValueError(f"probs holds {int((~torch.isfinite(probs)).sum()):,} non-finite value(s) (NaN or inf)")
     check_probabilities("probs", probs, "; softmax of the logits")  # logits: test accuracy 0.19 on Cora, not 0.70
-    if train_idx.dim() != 1 or train_idx.is_floating_point() or train_idx.dtype == torch.bool:
-        raise ValueError(f"train_idx must be (L,) node ids, got shape {tuple(train_idx.shape)} ({train_idx.dtype})")
+    _check_node_ids("train_idx", "L", train_idx, num_nodes)
     if train_labels.shape != train_idx.shape:
         raise ValueError(f"train_labels must have train_idx's shape {tuple(train_idx.shape)}, got "
                          f"{tuple(train_labels.shape)}")
-    if train_idx.numel() and (int(train_idx.min()) < 0 or int(train_idx.max()) >= num_nodes):
-        raise ValueError(f"train_idx must lie in [0, {num_nodes}), got [{int(train_idx.min())}, "
-                         f"{int(train_idx.max())}]")
     if train_labels.is_floating_point() or train_labels.dtype == torch.bool or train_labels.is_complex():
         raise ValueError(f"train_labels must be class ids, got dtype {train_labels.dtype}")
     if train_labels.numel() and (int(train_labels.min()) < 0 or int(train_labels.max()) >= num_classes):
@@ -256,11 +260,7 @@ def tune_correct_and_smooth(logits: torch.Tensor, adjacency: torch.Tensor, label
     probs = torch.softmax(logits.float(), dim=1)
     train_labels = labels[train_idx]
     _check_inputs(probs, adjacency, train_idx, train_labels)
-    if valid_idx.dim() != 1 or valid_idx.is_floating_point() or valid_idx.dtype == torch.bool:
-        raise ValueError(f"valid_idx must be (V,) node ids, got shape {tuple(valid_idx.shape)} ({valid_idx.dtype})")
-    if valid_idx.numel() and (int(valid_idx.min()) < 0 or int(valid_idx.max()) >= probs.shape[0]):
-        raise ValueError(f"valid_idx must lie in [0, {probs.shape[0]}), got [{int(valid_idx.min())}, "
-                         f"{int(valid_idx.max())}]")
+    _check_node_ids("valid_idx", "V", valid_idx, probs.shape[0])
     if bool((labels[valid_idx] < 0).any()):  # counted as wrong predictions
         raise ValueError(f"valid_idx includes {int((labels[valid_idx] < 0).sum()):,} unlabeled node(s) (label -1)")
     truth = torch.nn.functional.one_hot(train_labels.long(), probs.shape[1]).float()  # one_hot takes int64 alone

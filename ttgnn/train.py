@@ -1311,8 +1311,8 @@ def _check_full_table_epochs(config: TrainConfig, checkpoint: Path) -> None:
     if isinstance(had, int) and had != config.epochs:
         raise ValueError(f"the TT stage of the run in {config.output_dir} ({checkpoint}) started from its full "
                          f"table's run of epochs={had}; this run has epochs={config.epochs}, which would train "
-                         f"another full table under the TT stage: give epochs={had} ({option_text('epochs', had)}) to continue that "
-                         "run (finetune_epochs may grow), or another output folder")
+                         f"another full table under the TT stage: give epochs={had} ({option_text('epochs', had)}) "
+                         "to continue that run (finetune_epochs may grow), or another output folder")
 
 
 def finetune_config(config: TrainConfig) -> TrainConfig:
